@@ -1,0 +1,1 @@
+"""Role specs → CrewAI / AutoGen agents, LLM backends and tools (the support crew issue)."""

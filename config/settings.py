@@ -1,0 +1,222 @@
+"""Typed settings: `config/assistant.yaml` (or `--config FILE`) plus `SUPPORTCREW_*` env overrides.
+
+Usage::
+
+    from config.settings import load_settings
+    settings = load_settings()                    # the shipped defaults
+    settings = load_settings("my.yaml")          # a user's file, merged over nothing else
+    settings.retrieval.top_k                      # -> 5
+
+Environment variables win over the file: ``SUPPORTCREW_RETRIEVAL__TOP_K=8``.
+Any wrong key or value raises :class:`ConfigError` with one line per problem, naming the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
+
+Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
+PIPELINES: tuple[str, ...] = ("bm25", "dense", "hybrid", "dense+late", "hybrid+late")
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is wrong; the message names the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbeddingSettings(_Strict):
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    model_dir: Path | None = None
+    max_tokens: int = Field(256, ge=8, le=512)
+    batch_size: int = Field(32, ge=1, le=1024)
+    threads: int | None = Field(None, ge=1)
+
+
+class Bm25Settings(_Strict):
+    model: str = "Qdrant/bm25"
+    model_dir: Path | None = None
+    language: str = "english"
+
+
+class QdrantSettings(_Strict):
+    path: Path | None = None
+    url: str | None = None
+    api_key: str | None = None
+    collection: str = Field("kb", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    token_datatype: Literal["float32", "float16"] = "float16"
+
+
+class VectorStoreSettings(BaseModel):
+    """`type` is `qdrant` or the module path of a user's retriever class; other keys pass through."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    type: str = "qdrant"
+
+
+class ChunkingSettings(_Strict):
+    max_tokens: int = Field(400, ge=16, le=4096)
+    overlap_sentences: int = Field(1, ge=0, le=10)
+
+
+class FusionWeights(_Strict):
+    dense: float = Field(1.0, ge=0)
+    bm25: float = Field(1.0, ge=0)
+    tokens: float = Field(1.0, ge=0)
+
+
+class RetrievalSettings(_Strict):
+    pipeline: Pipeline = "hybrid+late"
+    top_k: int = Field(5, ge=1, le=1000)
+    threshold: float = 0.0
+    rrf_k: int = Field(20, ge=1)
+    weights: FusionWeights = FusionWeights()
+    candidates: int = Field(100, ge=1, le=10000)
+    rescore_depth: int = Field(100, ge=1, le=10000)
+    window: int = Field(1, ge=0, le=10)
+
+
+class SlotRule(_Strict):
+    """How one slot becomes a payload filter.
+
+    * ``contains_or_absent`` - the document's list field is absent or contains the value.
+    * ``equals_or_absent``  - the document's field is absent or equals the value.
+    * ``at_most``           - the document's level is at or below the slot's level in ``levels``.
+    """
+
+    field: str
+    mode: Literal["enforced", "advisory"]
+    match: Literal["contains_or_absent", "equals_or_absent", "at_most"]
+    levels: list[str] | None = None
+    default: str | None = None
+
+    @model_validator(mode="after")
+    def _levels_for_at_most(self) -> SlotRule:
+        if self.match == "at_most" and not self.levels:
+            raise ValueError("match 'at_most' needs a non-empty 'levels' list")
+        if self.levels and self.default is not None and self.default not in self.levels:
+            raise ValueError(f"default {self.default!r} is not one of levels {self.levels}")
+        return self
+
+
+def _default_slots() -> dict[str, SlotRule]:
+    return {
+        "tier": SlotRule(field="tiers", mode="enforced", match="contains_or_absent"),
+        "access_level": SlotRule(
+            field="access",
+            mode="enforced",
+            match="at_most",
+            levels=["public", "customer", "internal"],
+            default="public",
+        ),
+        "customer_id": SlotRule(field="customer_id", mode="enforced", match="equals_or_absent"),
+        "tenant": SlotRule(field="tenant", mode="enforced", match="equals_or_absent"),
+        "product": SlotRule(field="product", mode="advisory", match="equals_or_absent"),
+        "language": SlotRule(field="language", mode="advisory", match="equals_or_absent"),
+    }
+
+
+class LlmSettings(_Strict):
+    provider: str = "local"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = Field(0.0, ge=0, le=2)
+    seed: int = 7
+
+
+class Messages(_Strict):
+    no_results: str = "I could not find this in our help articles."
+    connection_problem: str = "I'm having trouble reaching our knowledge base right now."
+    handoff: str = "I'm passing this conversation to a member of our support team."
+
+
+class Settings(BaseSettings):
+    """The whole configuration of one assistant."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SUPPORTCREW_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    bm25: Bm25Settings = Bm25Settings()
+    qdrant: QdrantSettings = QdrantSettings()
+    vector_store: VectorStoreSettings = VectorStoreSettings()
+    chunking: ChunkingSettings = ChunkingSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    slots: dict[str, SlotRule] = Field(default_factory=_default_slots)
+    llm: LlmSettings = LlmSettings()
+    engine: Literal["crewai", "autogen"] = "crewai"
+    process: Literal["sequential", "hierarchical"] = "sequential"
+    max_rounds: int = Field(2, ge=0, le=5)
+    messages: Messages = Messages()
+    telemetry: bool = False
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (env_settings, init_settings)
+
+
+def _format_validation_error(error: ValidationError, source: str) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        got = item.get("input")
+        detail = f" (got {got!r})" if item["type"] != "extra_forbidden" and _is_scalar(got) else ""
+        lines.append(f"{source}: {key}: {message}{detail}")
+    return "\n".join(lines)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) or value is None
+
+
+def read_yaml_mapping(path: Path) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; raise ConfigError naming the file otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load settings from ``path`` (default: the shipped assistant.yaml), env, and overrides."""
+    config_path = Path(path) if path is not None else DEFAULT_CONFIG_PATH
+    data = read_yaml_mapping(config_path)
+    data.update(overrides)
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, str(config_path))) from None

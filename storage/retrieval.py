@@ -1,0 +1,221 @@
+"""Retrieval in Rasa's custom-information-retrieval shape, over the Qdrant knowledge base.
+
+A retriever has ``connect(config)`` and ``async search(query, tracker_state, threshold)`` and
+returns a :class:`SearchResultList` of :class:`SearchResult` (``text``, ``metadata``, ``score``).
+``tracker_state`` carries ``slots``, ``sender_id``, ``events`` and ``latest_message``.
+
+Enforced slot filters are built from the tracker's slots inside :class:`QdrantRetriever` on
+every search; callers can only add advisory filters.
+
+Usage::
+
+    retriever = QdrantRetriever(settings=settings, data_dir=Path(".supportcrew"))
+    retriever.connect(settings)
+    found = await retriever.search("refund time", {"slots": {"tier": "basic"}})
+    found = retriever.search_queries(["refund time", "money back"], slots={"tier": "pro"},
+                                     advisory={"product": "cloud"})
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from config.settings import Settings, load_settings
+from storage.filters import FilterPlan, build_filters
+from storage.knowledge_base import KnowledgeBase
+from storage.store import Condition, Hit
+from storage.window import merge_chunks, window_ranges
+
+PASSAGE_FIELDS = ("source_id", "title", "url", "product", "access", "tiers", "language",
+                  "section", "customer_id", "tenant")
+
+
+@dataclass
+class SearchResult:
+    text: str
+    metadata: dict[str, Any]
+    score: float
+
+
+@dataclass
+class SearchResultList:
+    results: list[SearchResult]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_document_list(cls, documents: Sequence[Any]) -> SearchResultList:
+        """Build from objects with ``page_content``/``text``, ``metadata`` and ``score``."""
+        results = []
+        for doc in documents:
+            text = getattr(doc, "page_content", None) or getattr(doc, "text", "")
+            metadata = dict(getattr(doc, "metadata", {}) or {})
+            score = float(metadata.get("score", getattr(doc, "score", 0.0)) or 0.0)
+            results.append(SearchResult(text=text, metadata=metadata, score=score))
+        return cls(results=results, metadata={})
+
+
+def tracker_slots(tracker_state: Any) -> tuple[dict[str, Any], str | None]:
+    """Slots and sender id from a dict-shaped or attribute-shaped tracker state."""
+    if tracker_state is None:
+        return {}, None
+    if isinstance(tracker_state, Mapping):
+        slots, sender = tracker_state.get("slots") or {}, tracker_state.get("sender_id")
+    else:
+        slots, sender = getattr(tracker_state, "slots", {}) or {}, getattr(
+            tracker_state, "sender_id", None
+        )
+    if not isinstance(slots, Mapping):
+        slots = {}
+    slots = {k: (v.get("value") if isinstance(v, Mapping) else v) for k, v in slots.items()}
+    return slots, sender
+
+
+def fuse_rankings(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
+    """Reciprocal rank fusion of several ranked hit lists (one per query)."""
+    if len(rankings) == 1:
+        return list(rankings[0])
+    scores: dict[str, float] = defaultdict(float)
+    first: dict[str, Hit] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking):
+            scores[hit.id] += 1.0 / (k + rank + 1)
+            first.setdefault(hit.id, hit)
+    ordered = sorted(scores, key=lambda i: scores[i], reverse=True)
+    return [Hit(i, scores[i], first[i].payload) for i in ordered]
+
+
+class QdrantRetriever:
+    """The built-in retriever: fused dense + BM25 + late interaction, filtered, windowed."""
+
+    def __init__(
+        self,
+        embeddings: Any = None,
+        settings: Settings | None = None,
+        data_dir: Path | None = None,
+        kb: KnowledgeBase | None = None,
+    ) -> None:
+        self.settings = settings
+        self.data_dir = data_dir
+        self.kb = kb
+
+    def connect(self, config: Any = None) -> None:
+        """Open the knowledge base. ``config`` may be Settings, a mapping, or an object with
+        ``kwargs`` (Rasa's EndpointConfig); mapping keys ``config_file`` and ``data_dir``."""
+        if self.kb is not None:
+            return
+        if isinstance(config, Settings):
+            self.settings = config
+        else:
+            options = getattr(config, "kwargs", config) or {}
+            if self.settings is None:
+                self.settings = load_settings(options.get("config_file"))
+            if options.get("data_dir"):
+                self.data_dir = Path(options["data_dir"])
+        data_dir = self.data_dir or Path(".supportcrew")
+        self.kb = KnowledgeBase.open(self.settings, data_dir)
+
+    def _kb(self) -> KnowledgeBase:
+        if self.kb is None:
+            self.connect(self.settings)
+        assert self.kb is not None
+        return self.kb
+
+    async def search(
+        self, query: str, tracker_state: Any = None, threshold: float = 0.0
+    ) -> SearchResultList:
+        slots, sender = tracker_slots(tracker_state)
+        if sender is not None and "customer_id" not in slots:
+            slots["customer_id"] = sender
+        return self.search_queries([query], slots, threshold=threshold, strict=False)
+
+    def search_queries(
+        self,
+        queries: Sequence[str],
+        slots: Mapping[str, Any] | None = None,
+        advisory: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        pipeline: str | None = None,
+        strict: bool = True,
+    ) -> SearchResultList:
+        """Search several phrasings at once; results are fused, thresholded and windowed."""
+        kb = self._kb()
+        settings = kb.settings
+        texts = [q.strip() for q in queries if q and q.strip()]
+        if not texts:
+            raise ValueError("empty query: give at least one non-blank search text")
+        plan = build_filters(settings.slots, slots or {}, advisory, strict=strict)
+        top_k = top_k or settings.retrieval.top_k
+        pipeline = pipeline or settings.retrieval.pipeline
+        threshold = settings.retrieval.threshold if threshold is None else threshold
+        started = time.perf_counter()
+        rankings = [kb.query_chunks(t, pipeline, plan.condition, top_k * 2) for t in texts]
+        hits = [
+            h for h in fuse_rankings(rankings, settings.retrieval.rrf_k) if h.score >= threshold
+        ][:top_k]
+        results = self._expand(hits, plan.condition, settings.retrieval.window)
+        return SearchResultList(
+            results=results,
+            metadata={
+                "queries": texts,
+                "pipeline": pipeline,
+                "filters": plan.applied,
+                "ignored_filters": plan.ignored,
+                "ids": [r.metadata["chunk_id"] for r in results],
+                "ms": round((time.perf_counter() - started) * 1000, 2),
+            },
+        )
+
+    def filters_for(self, slots: Mapping[str, Any], advisory: Mapping[str, Any] | None = None
+                    ) -> FilterPlan:
+        return build_filters(self._kb().settings.slots, slots, advisory)
+
+    def _expand(self, hits: list[Hit], where: Condition | None, window: int) -> list[SearchResult]:
+        by_source: dict[str, list[Hit]] = defaultdict(list)
+        for hit in hits:
+            by_source[hit.payload["source_id"]].append(hit)
+        wanted: dict[str, set[int]] = {}
+        groups: dict[str, list[tuple[int, int]]] = {}
+        for source_id, source_hits in by_source.items():
+            n_splits = int(source_hits[0].payload.get("n_splits", 1))
+            ranges = window_ranges([h.payload["split_id"] for h in source_hits], window, n_splits)
+            groups[source_id] = ranges
+            wanted[source_id] = {s for first, last in ranges for s in range(first, last + 1)}
+        chunks: dict[tuple[str, int], dict[str, Any]] = {
+            (h.payload["source_id"], h.payload["split_id"]): h.payload for h in hits
+        }
+        if window > 0:
+            for record in self._kb().neighbours(wanted, where):
+                chunks[(record.payload["source_id"], record.payload["split_id"])] = record.payload
+        results: list[SearchResult] = []
+        done: set[tuple[str, int, int]] = set()
+        for hit in hits:
+            source_id, split_id = hit.payload["source_id"], hit.payload["split_id"]
+            first, last = next((f, lo) for f, lo in groups[source_id] if f <= split_id <= lo)
+            if (source_id, first, last) in done:
+                continue
+            done.add((source_id, first, last))
+            members = [chunks[(source_id, s)] for s in range(first, last + 1)
+                       if (source_id, s) in chunks]
+            text = merge_chunks((m["split_idx_start"], m["text"]) for m in members)
+            metadata = {k: hit.payload.get(k) for k in PASSAGE_FIELDS if hit.payload.get(k)}
+            metadata.update(
+                chunk_id=hit.payload["chunk_id"],
+                split_id=split_id,
+                window=[first, last],
+                hit_text=hit.payload["text"],
+                answer=text,
+                score=hit.score,
+            )
+            results.append(SearchResult(text=text, metadata=metadata, score=hit.score))
+        return results
+
+    def close(self) -> None:
+        if self.kb is not None:
+            self.kb.close()
+            self.kb = None

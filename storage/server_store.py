@@ -1,0 +1,194 @@
+"""Server backend: a Qdrant server or cluster through qdrant-client.
+
+In tests ``ServerStore(client=QdrantClient(path=...))`` stands in for a server (qdrant-client's
+local mode); with ``QDRANT_URL`` set the same behaviour suite runs against a real server.
+
+Usage::
+
+    store = ServerStore(url="http://localhost:6333", api_key=os.environ["QDRANT_API_KEY"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from storage.store import (
+    AllOf,
+    AnyOf,
+    CollectionSpec,
+    Condition,
+    Hit,
+    Match,
+    Missing,
+    Nearest,
+    PointData,
+    Record,
+    Rrf,
+    Stage,
+    StoreError,
+)
+
+_SCROLL_PAGE = 512
+_DATATYPES = {"float32": models.Datatype.FLOAT32, "float16": models.Datatype.FLOAT16}
+
+
+def to_client_filter(condition: Condition | None) -> models.Filter | None:
+    """Translate a storage condition into a qdrant-client Filter."""
+    if condition is None:
+        return None
+    return _as_filter(condition)
+
+
+def _as_filter(condition: Condition) -> models.Filter:
+    if isinstance(condition, AllOf):
+        return models.Filter(must=[_as_condition(c) for c in condition.conditions])
+    if isinstance(condition, AnyOf):
+        return models.Filter(should=[_as_condition(c) for c in condition.conditions])
+    return models.Filter(must=[_as_condition(condition)])
+
+
+def _as_condition(condition: Condition) -> Any:
+    if isinstance(condition, Match):
+        values = list(condition.values)
+        if len(values) == 1 or isinstance(values[0], bool):
+            return models.FieldCondition(key=condition.key, match=models.MatchValue(value=values[0]))
+        return models.FieldCondition(key=condition.key, match=models.MatchAny(any=values))
+    if isinstance(condition, Missing):
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=condition.key))
+    return _as_filter(condition)
+
+
+def _as_query(query: Nearest | Rrf) -> tuple[Any, str | None]:
+    if isinstance(query, Rrf):
+        weights = list(query.weights) if query.weights else None
+        return models.RrfQuery(rrf=models.Rrf(k=query.k, weights=weights)), None
+    vector = query.vector
+    if query.using == "bm25":
+        vector = models.SparseVector(indices=list(vector.indices), values=list(vector.values))
+    elif hasattr(vector, "tolist"):
+        vector = vector.tolist()
+    return vector, query.using
+
+
+def _as_prefetch(stage: Stage, where: models.Filter | None) -> models.Prefetch:
+    query, using = _as_query(stage.query)
+    return models.Prefetch(
+        query=query,
+        using=using,
+        limit=stage.limit,
+        filter=where,
+        prefetch=[_as_prefetch(p, where) for p in stage.prefetch] or None,
+    )
+
+
+def _plain(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+class ServerStore:
+    """The store on a Qdrant server (or any ``QdrantClient``)."""
+
+    def __init__(
+        self, url: str | None = None, api_key: str | None = None, client: QdrantClient | None = None
+    ) -> None:
+        if client is None:
+            if not url:
+                raise StoreError("ServerStore needs a url or a client")
+            client = QdrantClient(url=url, api_key=api_key, timeout=30)
+        self._client = client
+        self.url = url
+
+    def ping(self) -> None:
+        """Raise StoreError when the server cannot be reached."""
+        try:
+            self._client.get_collections()
+        except Exception as exc:
+            raise StoreError(f"cannot reach Qdrant at {self.url}: {exc}") from None
+
+    def has_collection(self, name: str) -> bool:
+        return bool(self._client.collection_exists(name))
+
+    def create_collection(self, name: str, spec: CollectionSpec) -> None:
+        vectors = {"dense": models.VectorParams(size=spec.dense_dim, distance=models.Distance.COSINE)}
+        if spec.tokens:
+            vectors["tokens"] = models.VectorParams(
+                size=spec.dense_dim,
+                distance=models.Distance.COSINE,
+                multivector_config=models.MultiVectorConfig(
+                    comparator=models.MultiVectorComparator.MAX_SIM
+                ),
+                datatype=_DATATYPES[spec.token_datatype],
+                hnsw_config=models.HnswConfigDiff(m=0),
+            )
+        sparse = (
+            {"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)} if spec.sparse else None
+        )
+        self._client.create_collection(name, vectors_config=vectors, sparse_vectors_config=sparse)
+        for key in spec.keyword_indexes:
+            self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+        for key in spec.integer_indexes:
+            self._client.create_payload_index(name, key, models.PayloadSchemaType.INTEGER)
+
+    def delete_collection(self, name: str) -> None:
+        self._client.delete_collection(name)
+
+    def upsert(self, name: str, points: Sequence[PointData]) -> None:
+        if not points:
+            return
+        structs = []
+        for p in points:
+            vector: dict[str, Any] = {"dense": _plain(p.dense)}
+            if p.sparse is not None:
+                vector["bm25"] = models.SparseVector(
+                    indices=list(p.sparse.indices), values=list(p.sparse.values)
+                )
+            if p.tokens is not None:
+                vector["tokens"] = _plain(p.tokens)
+            structs.append(models.PointStruct(id=p.id, vector=vector, payload=p.payload))
+        self._client.upsert(name, points=structs, wait=True)
+
+    def delete(self, name: str, where: Condition) -> None:
+        self._client.delete(
+            name, points_selector=models.FilterSelector(filter=_as_filter(where)), wait=True
+        )
+
+    def scroll(
+        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None
+    ) -> Iterator[Record]:
+        offset = None
+        while True:
+            records, offset = self._client.scroll(
+                name,
+                scroll_filter=to_client_filter(where),
+                limit=_SCROLL_PAGE,
+                offset=offset,
+                with_payload=list(fields) if fields else True,
+                with_vectors=False,
+            )
+            for r in records:
+                yield Record(str(r.id), dict(r.payload or {}))
+            if offset is None:
+                return
+
+    def count(self, name: str, where: Condition | None = None) -> int:
+        return self._client.count(name, count_filter=to_client_filter(where), exact=True).count
+
+    def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]:
+        client_filter = to_client_filter(where)
+        query, using = _as_query(stage.query)
+        response = self._client.query_points(
+            name,
+            query=query,
+            using=using,
+            prefetch=[_as_prefetch(p, client_filter) for p in stage.prefetch] or None,
+            query_filter=client_filter,
+            limit=stage.limit,
+            with_payload=True,
+        )
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
+    def close(self) -> None:
+        self._client.close()

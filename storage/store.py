@@ -1,0 +1,153 @@
+"""The storage interface every layer above uses; two backends implement it.
+
+* :class:`storage.edge_store.EdgeStore`   - embedded, qdrant-edge-py (Qdrant's engine in-process)
+* :class:`storage.server_store.ServerStore` - a Qdrant server or cluster through qdrant-client
+
+Nothing above ``storage/`` knows which one is in use. Conditions, queries and points here are
+plain dataclasses; each backend translates them to its own Qdrant types.
+
+Usage::
+
+    store = open_store(settings, data_dir)
+    store.create_collection("kb", CollectionSpec(dense_dim=384))
+    store.upsert("kb", [PointData(id=..., dense=[...], payload={...})])
+    hits = store.query("kb", Stage(Nearest("dense", vec), limit=10), where=Match("access", ("public",)))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, Union
+
+from storage.embeddings import SparseVec
+
+
+# ---- conditions --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Match:
+    """The payload field equals (or, for a list field, contains) any of ``values``."""
+
+    key: str
+    values: tuple[str | int | bool, ...]
+
+
+@dataclass(frozen=True)
+class Missing:
+    """The payload field is absent, null or an empty list."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class AllOf:
+    conditions: tuple[Condition, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    conditions: tuple[Condition, ...]
+
+
+Condition = Union[Match, Missing, AllOf, AnyOf]
+
+
+def all_of(*conditions: Condition | None) -> Condition | None:
+    """AND the given conditions, dropping Nones; None when nothing is left."""
+    kept = tuple(c for c in conditions if c is not None)
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else AllOf(kept)
+
+
+# ---- collections and points ---------------------------------------------------------------
+@dataclass(frozen=True)
+class CollectionSpec:
+    """Named vectors of a collection: ``dense`` always; ``bm25`` and ``tokens`` optional."""
+
+    dense_dim: int
+    sparse: bool = True
+    tokens: bool = True
+    token_datatype: Literal["float32", "float16"] = "float16"
+    keyword_indexes: tuple[str, ...] = ()
+    integer_indexes: tuple[str, ...] = ()
+
+
+@dataclass
+class PointData:
+    id: str
+    dense: Sequence[float]
+    payload: dict[str, Any]
+    sparse: SparseVec | None = None
+    tokens: Sequence[Sequence[float]] | None = None
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+# ---- queries ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Nearest:
+    """Score by one named vector: ``dense`` (list), ``bm25`` (SparseVec) or ``tokens`` (MaxSim)."""
+
+    using: Literal["dense", "bm25", "tokens"]
+    vector: Any
+
+
+@dataclass(frozen=True)
+class Rrf:
+    """Reciprocal rank fusion of the stage's prefetches."""
+
+    k: int = 60
+    weights: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One query stage: score ``prefetch`` results (or the whole collection) by ``query``."""
+
+    query: Nearest | Rrf
+    limit: int
+    prefetch: tuple[Stage, ...] = field(default_factory=tuple)
+
+
+class StoreError(RuntimeError):
+    """The storage backend failed or cannot be opened; the message says why."""
+
+
+class Store(Protocol):
+    """What the rest of supportcrew may ask of Qdrant."""
+
+    def has_collection(self, name: str) -> bool: ...
+    def create_collection(self, name: str, spec: CollectionSpec) -> None: ...
+    def delete_collection(self, name: str) -> None: ...
+    def upsert(self, name: str, points: Sequence[PointData]) -> None: ...
+    def delete(self, name: str, where: Condition) -> None: ...
+    def scroll(
+        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None
+    ) -> Iterator[Record]: ...
+    def count(self, name: str, where: Condition | None = None) -> int: ...
+    def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]: ...
+    def close(self) -> None: ...
+
+
+def open_store(url: str | None, path: Path, api_key: str | None = None) -> Store:
+    """Open the server backend when ``url`` is given, else the embedded one at ``path``."""
+    if url:
+        from storage.server_store import ServerStore
+
+        return ServerStore(url=url, api_key=api_key)
+    from storage.edge_store import EdgeStore
+
+    return EdgeStore(path)
