@@ -78,10 +78,10 @@ class RetrievalSettings(_Strict):
     pipeline: Pipeline = "hybrid+late"
     top_k: int = Field(5, ge=1, le=1000)
     threshold: float = 0.0
-    rrf_k: int = Field(20, ge=1)
+    rrf_k: int = Field(5, ge=1)
     weights: FusionWeights = FusionWeights()
     candidates: int = Field(100, ge=1, le=10000)
-    rescore_depth: int = Field(100, ge=1, le=10000)
+    rescore_depth: int = Field(30, ge=1, le=10000)
     window: int = Field(1, ge=0, le=10)
 
 

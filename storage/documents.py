@@ -125,7 +125,8 @@ def _read_markdown(path: Path, source_id: str) -> Document:
     try:
         post = frontmatter.loads(text)
     except yaml.YAMLError as exc:
-        raise DocumentError(f"{path}: front matter is not valid YAML ({exc})".replace("\n", " "))
+        message = f"{path}: front matter is not valid YAML ({exc})".replace("\n", " ")
+        raise DocumentError(message) from None
     if not isinstance(post.metadata, dict):
         raise DocumentError(f"{path}: front matter must be a mapping")
     meta = _validated(dict(post.metadata), str(path))

@@ -136,6 +136,8 @@ class EdgeStore:
                 distance=qe.Distance.Cosine,
                 multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
                 datatype=_DATATYPES[spec.token_datatype],
+                # read from disk on demand: only rescored candidates are ever touched
+                memory=qe.Memory.Cold,
                 # rescoring only: no HNSW graph over a million token vectors
                 hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10),
             )

@@ -22,7 +22,7 @@ from storage.chunking import Chunk, chunk_text
 from storage.documents import Document, DocumentError, count_documents, discover, read_file
 from storage.knowledge_base import KnowledgeBase
 
-BATCH_DOCUMENTS = 256
+BATCH_DOCUMENTS = 64
 ProgressCallback = Callable[[int, int], None]
 
 

@@ -165,7 +165,8 @@ class KnowledgeBase:
         if pipeline == "dense+late":
             return Stage(tokens, limit, (dense,))
         if pipeline == "hybrid+late":
-            late = Stage(tokens, r.rescore_depth, (dense, bm25))
+            shortlist = (Stage(dense.query, r.rescore_depth), Stage(bm25.query, r.rescore_depth))
+            late = Stage(tokens, 2 * r.rescore_depth, shortlist)
             weights = (r.weights.dense, r.weights.bm25, r.weights.tokens)
             return Stage(Rrf(r.rrf_k, weights), limit, (dense, bm25, late))
         raise ValueError(f"unknown pipeline {pipeline!r}")

