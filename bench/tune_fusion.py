@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--dataset", type=Path, default=ROOT.parent / "shared/datasets/scifact")
     parser.add_argument("--depths", default="30,50,100")
+    parser.add_argument("--query-tokens", choices=["all", "words"], default="all",
+                        help="words: drop [CLS]/[SEP] from the query's token vectors")
     args = parser.parse_args()
 
     settings = load_settings()
@@ -66,6 +68,8 @@ def main() -> None:
     lists: dict[int, dict[str, list[list[str]]]] = {d: {} for d in depths}
     for qid, text in data.queries.items():
         encoded = kb.encoders.dense.encode([text])[0]
+        if args.query_tokens == "words":
+            encoded = type(encoded)(encoded.dense, encoded.tokens[1:-1])
         sparse = kb.encoders.bm25.encode_query(text)
         dense = Stage(Nearest("dense", encoded.dense), first_depth)
         bm25 = Stage(Nearest("bm25", sparse), first_depth)

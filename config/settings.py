@@ -38,7 +38,7 @@ class EmbeddingSettings(_Strict):
     model: str = "sentence-transformers/all-MiniLM-L6-v2"
     model_dir: Path | None = None
     max_tokens: int = Field(256, ge=8, le=512)
-    batch_size: int = Field(32, ge=1, le=1024)
+    batch_size: int = Field(8, ge=1, le=1024)
     threads: int | None = Field(None, ge=1)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import qdrant_edge as qe
 
 from storage.store import (
@@ -85,10 +86,6 @@ def _as_prefetch(stage: Stage, where: qe.Filter | None) -> qe.Prefetch:
         prefetches=[_as_prefetch(p, where) for p in stage.prefetch] or None,
         filter=where,
     )
-
-
-def _plain(value: Any) -> Any:
-    return value.tolist() if hasattr(value, "tolist") else value
 
 
 class EdgeStore:
@@ -171,11 +168,12 @@ class EdgeStore:
             return
         edge_points = []
         for p in points:
-            vector: dict[str, Any] = {"dense": _plain(p.dense)}
+            # numpy arrays go to the engine as they are: no Python float lists in between
+            vector: dict[str, Any] = {"dense": np.asarray(p.dense, dtype=np.float32)}
             if p.sparse is not None:
                 vector["bm25"] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
             if p.tokens is not None:
-                vector["tokens"] = _plain(p.tokens)
+                vector["tokens"] = np.asarray(p.tokens, dtype=np.float32)
             edge_points.append(qe.Point(p.id, vector, p.payload))
         self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points))
 
