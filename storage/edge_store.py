@@ -22,13 +22,9 @@ import numpy as np
 import qdrant_edge as qe
 
 from storage.store import (
-    AllOf,
-    AnyOf,
     CollectionSpec,
     Condition,
     Hit,
-    Match,
-    Missing,
     Nearest,
     PointData,
     Record,
@@ -36,35 +32,24 @@ from storage.store import (
     Stage,
     StoreError,
 )
+from storage.translate import FilterDialect, translate_filter
 
 _SCROLL_PAGE = 512
 _DATATYPES = {"float32": qe.VectorStorageDatatype.Float32, "float16": qe.VectorStorageDatatype.Float16}
 
 
+EDGE_DIALECT = FilterDialect(
+    must=lambda conditions: qe.Filter(must=conditions),
+    should=lambda conditions: qe.Filter(should=conditions),
+    match_one=lambda key, value: qe.FieldCondition(key=key, match=qe.MatchValue(value)),
+    match_any=lambda key, values: qe.FieldCondition(key=key, match=qe.MatchAny(list(values))),
+    is_empty=qe.IsEmptyCondition,
+)
+
+
 def to_edge_filter(condition: Condition | None) -> qe.Filter | None:
     """Translate a storage condition into a qdrant_edge Filter."""
-    if condition is None:
-        return None
-    return _as_filter(condition)
-
-
-def _as_filter(condition: Condition) -> qe.Filter:
-    if isinstance(condition, AllOf):
-        return qe.Filter(must=[_as_condition(c) for c in condition.conditions])
-    if isinstance(condition, AnyOf):
-        return qe.Filter(should=[_as_condition(c) for c in condition.conditions])
-    return qe.Filter(must=[_as_condition(condition)])
-
-
-def _as_condition(condition: Condition) -> Any:
-    if isinstance(condition, Match):
-        values = list(condition.values)
-        if len(values) == 1 or isinstance(values[0], bool):
-            return qe.FieldCondition(key=condition.key, match=qe.MatchValue(values[0]))
-        return qe.FieldCondition(key=condition.key, match=qe.MatchAny(values))
-    if isinstance(condition, Missing):
-        return qe.IsEmptyCondition(condition.key)
-    return _as_filter(condition)
+    return translate_filter(condition, EDGE_DIALECT)
 
 
 def _as_query(query: Nearest | Rrf) -> Any:
@@ -178,7 +163,7 @@ class EdgeStore:
         self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points))
 
     def delete(self, name: str, where: Condition) -> None:
-        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(_as_filter(where)))
+        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(to_edge_filter(where)))
 
     def scroll(
         self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None

@@ -16,13 +16,9 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 
 from storage.store import (
-    AllOf,
-    AnyOf,
     CollectionSpec,
     Condition,
     Hit,
-    Match,
-    Missing,
     Nearest,
     PointData,
     Record,
@@ -30,35 +26,26 @@ from storage.store import (
     Stage,
     StoreError,
 )
+from storage.translate import FilterDialect, translate_filter
 
 _SCROLL_PAGE = 512
 _DATATYPES = {"float32": models.Datatype.FLOAT32, "float16": models.Datatype.FLOAT16}
 
 
+CLIENT_DIALECT = FilterDialect(
+    must=lambda conditions: models.Filter(must=conditions),
+    should=lambda conditions: models.Filter(should=conditions),
+    match_one=lambda key, value: models.FieldCondition(key=key, match=models.MatchValue(value=value)),
+    match_any=lambda key, values: models.FieldCondition(
+        key=key, match=models.MatchAny(any=list(values))
+    ),
+    is_empty=lambda key: models.IsEmptyCondition(is_empty=models.PayloadField(key=key)),
+)
+
+
 def to_client_filter(condition: Condition | None) -> models.Filter | None:
     """Translate a storage condition into a qdrant-client Filter."""
-    if condition is None:
-        return None
-    return _as_filter(condition)
-
-
-def _as_filter(condition: Condition) -> models.Filter:
-    if isinstance(condition, AllOf):
-        return models.Filter(must=[_as_condition(c) for c in condition.conditions])
-    if isinstance(condition, AnyOf):
-        return models.Filter(should=[_as_condition(c) for c in condition.conditions])
-    return models.Filter(must=[_as_condition(condition)])
-
-
-def _as_condition(condition: Condition) -> Any:
-    if isinstance(condition, Match):
-        values = list(condition.values)
-        if len(values) == 1 or isinstance(values[0], bool):
-            return models.FieldCondition(key=condition.key, match=models.MatchValue(value=values[0]))
-        return models.FieldCondition(key=condition.key, match=models.MatchAny(any=values))
-    if isinstance(condition, Missing):
-        return models.IsEmptyCondition(is_empty=models.PayloadField(key=condition.key))
-    return _as_filter(condition)
+    return translate_filter(condition, CLIENT_DIALECT)
 
 
 def _as_query(query: Nearest | Rrf) -> tuple[Any, str | None]:
@@ -152,7 +139,7 @@ class ServerStore:
 
     def delete(self, name: str, where: Condition) -> None:
         self._client.delete(
-            name, points_selector=models.FilterSelector(filter=_as_filter(where)), wait=True
+            name, points_selector=models.FilterSelector(filter=to_client_filter(where)), wait=True
         )
 
     def scroll(
