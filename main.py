@@ -57,8 +57,12 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from storage.model_files import ModelFilesError
     from storage.store import StoreError
 
+    try:
+        from agents.llm_factory import LlmConfigError
+    except ImportError:  # crewai missing: the error then names what to install
+        LlmConfigError = ModelFilesError
     return (ConfigError, SlotError, StoreError, DocumentError, ModelFilesError, DatasetError,
-            ValueError)
+            LlmConfigError, ValueError)
 
 
 def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -185,6 +189,57 @@ def search(
         table.add_row(str(rank), f"{result.score:.4f}",
                       f"{meta['source_id']}\n{meta.get('title', '')}", result.text[:400])
     console.print(table if found.results else "[yellow]no results[/]")
+
+
+@app.command()
+@friendly_errors
+def kickoff(
+    script: Annotated[Path, typer.Argument(help="Conversations YAML (see examples/kickoff/).")],
+    output: Annotated[Path | None, typer.Option(help="Write one JSON line per turn here.")
+                      ] = None,
+    engine: Annotated[str | None, typer.Option(help="crewai (autogen: coming).")] = None,
+    process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
+    llm: Annotated[str | None, typer.Option(help="local, or a provider such as "
+                                                 "openai/gpt-4o-mini")] = None,
+) -> None:
+    """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
+    from tasks.kickoff import load_script, run_script
+    from tasks.runtime import build_runtime
+
+    if process is not None and process not in ("sequential", "hierarchical"):
+        raise ValueError(f"--process {process!r}: choose sequential or hierarchical")
+    conversations = load_script(script)
+    settings = state.settings
+    if llm:
+        settings = settings.model_copy(update={"llm": settings.llm.model_copy(
+            update={"provider": llm})})
+    runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
+    table = Table(title=f"kickoff {script.name} ({runtime.engine.name}, {runtime.engine.process})")
+    for column in ("conversation", "#", "verdict", "cited", "LLM calls", "seconds", "expect"):
+        table.add_column(column)
+    failed = 0
+    sink = output.open("w", encoding="utf-8") if output else None
+    try:
+        with console.status("the crew is working…"):
+            for line in run_script(conversations, runtime):
+                if sink:
+                    sink.write(json.dumps(line) + "\n")
+                    sink.flush()
+                failures = line["expect_failures"]
+                failed += bool(failures)
+                table.add_row(line["conversation_id"], str(line["turn_index"]), line["verdict"],
+                              ", ".join(c["source_id"] for c in line["citations"]) or "-",
+                              str(line["trace"]["llm_calls"]),
+                              f"{line['trace']['duration_ms'] / 1000:.1f}",
+                              "[red]" + "; ".join(failures) + "[/]" if failures else "[green]ok[/]")
+    finally:
+        if sink:
+            sink.close()
+        runtime.close()
+    console.print(table)
+    if failed:
+        errors.print(f"[red]{failed} turn(s) failed their expectations[/]")
+        raise typer.Exit(1)
 
 
 @eval_app.command("retrieval")

@@ -125,8 +125,26 @@ def _default_slots() -> dict[str, SlotRule]:
     }
 
 
+class EvidenceSettings(_Strict):
+    """Thresholds of the evidence checks (calibrated on examples/kb: bench/calibrate_evidence.py).
+
+    ``coverage`` is the share of the query's BM25 terms found in the retrieved passages;
+    ``relevance`` the best passage's late-interaction score (MaxSim mean over query pieces).
+    """
+
+    sufficient_coverage: float = Field(0.75, ge=0, le=1)
+    sufficient_relevance: float = Field(0.45, ge=0, le=1)
+    insufficient_coverage: float = Field(0.5, ge=0, le=1)
+    insufficient_relevance: float = Field(0.45, ge=0, le=1)
+    support_semantic: float = Field(0.8, ge=0, le=1)
+    support_lexical: float = Field(0.6, ge=0, le=1)
+    extract_sentences: int = Field(2, ge=1, le=5)
+
+
 class LlmSettings(_Strict):
     provider: str = "local"
+    model_path: Path | None = None
+    max_tokens: int = Field(256, ge=16, le=4096)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = Field(0.0, ge=0, le=2)
@@ -156,6 +174,7 @@ class Settings(BaseSettings):
     chunking: ChunkingSettings = ChunkingSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     slots: dict[str, SlotRule] = Field(default_factory=_default_slots)
+    evidence: EvidenceSettings = EvidenceSettings()
     llm: LlmSettings = LlmSettings()
     engine: Literal["crewai", "autogen"] = "crewai"
     process: Literal["sequential", "hierarchical"] = "sequential"

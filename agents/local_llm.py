@@ -1,0 +1,179 @@
+"""The embedded chat model: SmolLM2-135M-Instruct (GGUF) in-process through llama-cpp-python.
+
+A CrewAI ``BaseLLM``. Structured outputs are constrained to the response model's JSON schema
+(llama.cpp grammar) with bounded string lengths and list sizes, so the small model cannot run
+away; tools are rendered into the prompt and the call is forced the same way (llama.cpp drops
+tool schemas for SmolLM2's chat template, so the model would otherwise never see them).
+Temperature 0 and a fixed seed: runs repeat.
+
+Usage::
+
+    llm = LocalLlamaLLM(model="local/smollm2")
+    llm.call("Say hi", response_model=Greeting)   # -> '{"text": "Hi"}'
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from crewai.llms.base_llm import BaseLLM
+from pydantic import BaseModel, PrivateAttr
+
+from agents.usage import record_call
+from storage.model_files import smollm2_gguf
+
+MAX_STRING = 400
+MAX_ITEMS = 5
+_RUNTIMES: dict[tuple[str, int, int], Any] = {}
+_RUNTIME_LOCK = threading.Lock()
+
+
+def load_llama(path: Path, n_ctx: int = 4096, seed: int = 7) -> Any:
+    """One llama.cpp model per (path, context, seed) per process, shared by every agent."""
+    from llama_cpp import Llama
+
+    key = (str(path), n_ctx, seed)
+    with _RUNTIME_LOCK:
+        if key not in _RUNTIMES:
+            _RUNTIMES[key] = Llama(model_path=str(path), n_ctx=n_ctx, seed=seed, verbose=False,
+                                   n_threads=2)
+        return _RUNTIMES[key]
+
+
+def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Copy a JSON schema, capping every free string and list so generation must end."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "string" and "enum" not in node and "const" not in node:
+                node["maxLength"] = min(int(node.get("maxLength", MAX_STRING)), MAX_STRING)
+            if node.get("type") == "array":
+                node["maxItems"] = min(int(node.get("maxItems", MAX_ITEMS)), MAX_ITEMS)
+            if node.get("type") == "object" and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            if isinstance(node.get("additionalProperties"), dict):
+                node["maxProperties"] = min(int(node.get("maxProperties", MAX_ITEMS)), MAX_ITEMS)
+            node.pop("title", None) if isinstance(node.get("title"), str) else None
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    return schema
+
+
+def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """A schema that admits exactly one call of one of ``tools`` (OpenAI tool format)."""
+    options = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        options.append({
+            "type": "object",
+            "properties": {"name": {"const": function["name"]}, "arguments": parameters},
+            "required": ["name", "arguments"],
+        })
+    return bounded_schema(options[0] if len(options) == 1 else {"anyOf": options})
+
+
+def render_tools(tools: list[dict[str, Any]]) -> str:
+    lines = ["You must call exactly one of these tools. Reply with JSON "
+             '{"name": <tool name>, "arguments": {...}}.']
+    for tool in tools:
+        function = tool.get("function", tool)
+        lines.append(f"- {function['name']}: {function.get('description', '')}")
+    return "\n".join(lines)
+
+
+class LocalLlamaLLM(BaseLLM):
+    """SmolLM2 through llama.cpp, schema-constrained, usage recorded per call."""
+
+    model: str = "local/smollm2-135m-instruct"
+    temperature: float | None = 0.0
+    seed: int = 7
+    max_tokens: int = 256
+    n_ctx: int = 4096
+    model_path: str | None = None
+    records_usage: bool = True
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def _llama(self) -> Any:
+        return load_llama(Path(self.model_path) if self.model_path else smollm2_gguf(),
+                          self.n_ctx, self.seed)
+
+    def supports_function_calling(self) -> bool:
+        return True
+
+    def supports_stop_words(self) -> bool:
+        return False
+
+    def get_context_window_size(self) -> int:
+        return self.n_ctx
+
+    def complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None,
+                 purpose: str = "") -> str:
+        """One chat completion, JSON-constrained when ``schema`` is given; usage recorded."""
+        llama = self._llama()
+        kwargs: dict[str, Any] = {"temperature": self.temperature or 0.0,
+                                  "max_tokens": self.max_tokens, "seed": self.seed}
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        started = time.perf_counter()
+        with self._lock:
+            response = llama.create_chat_completion(messages=_fit(messages, llama, self.n_ctx,
+                                                                  self.max_tokens), **kwargs)
+        usage = response.get("usage") or {}
+        record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                    (time.perf_counter() - started) * 1000, purpose)
+        return str(response["choices"][0]["message"].get("content") or "").strip()
+
+    def call(
+        self,
+        messages: str | list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        callbacks: list[Any] | None = None,
+        available_functions: dict[str, Any] | None = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: type[BaseModel] | None = None,
+    ) -> str | Any:
+        chat = [{"role": "user", "content": messages}] if isinstance(messages, str) else [
+            {"role": m.get("role", "user"), "content": str(m.get("content") or "")}
+            for m in messages]
+        if tools:
+            chat = [{"role": "system", "content": render_tools(tools)}, *chat]
+            raw = self.complete(chat, tool_call_schema(tools), purpose="tool_call")
+            call = json.loads(raw)
+            function = (available_functions or {}).get(call.get("name"))
+            if function is None:
+                return raw
+            return str(function(**(call.get("arguments") or {})))
+        schema = bounded_schema(response_model.model_json_schema()) if response_model else None
+        return self.complete(chat, schema, purpose="structured" if schema else "text")
+
+    async def acall(self, *args: Any, **kwargs: Any) -> str | Any:
+        return self.call(*args, **kwargs)
+
+
+def _fit(messages: list[dict[str, Any]], llama: Any, n_ctx: int, reserve: int
+         ) -> list[dict[str, Any]]:
+    """Trim the longest message from its middle until the prompt fits the context window."""
+    budget = n_ctx - reserve - 64
+    fitted = [dict(m) for m in messages]
+    while True:
+        total = sum(len(llama.tokenize(m["content"].encode(), add_bos=False)) for m in fitted)
+        if total <= budget:
+            return fitted
+        longest = max(fitted, key=lambda m: len(m["content"]))
+        text = longest["content"]
+        cut = max(len(text) // 4, 200)
+        middle = len(text) // 2
+        longest["content"] = text[: middle - cut // 2] + " … " + text[middle + cut // 2 :]

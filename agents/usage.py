@@ -1,0 +1,73 @@
+"""Count every LLM call of a turn: role, prompt and completion tokens, duration.
+
+``crew.usage_metrics`` over-counts when agents share one LLM object, so backends record into
+the ledger that is active for the current turn instead.
+
+Usage::
+
+    with UsageLedger.activate() as ledger:
+        ...  # any LLM call made here is recorded
+    ledger.calls, ledger.prompt_tokens
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LlmCall:
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: float
+    purpose: str = ""
+
+
+@dataclass
+class UsageLedger:
+    calls: list[LlmCall] = field(default_factory=list)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.calls)
+
+    @classmethod
+    @contextmanager
+    def activate(cls) -> Iterator[UsageLedger]:
+        ledger = cls()
+        token = _CURRENT.set(ledger)
+        try:
+            yield ledger
+        finally:
+            _CURRENT.reset(token)
+
+
+_CURRENT: contextvars.ContextVar[UsageLedger | None] = contextvars.ContextVar(
+    "supportcrew_usage", default=None
+)
+_ROLE: contextvars.ContextVar[str] = contextvars.ContextVar("supportcrew_role", default="")
+
+
+def record_call(prompt_tokens: int, completion_tokens: int, ms: float, purpose: str = "") -> None:
+    """Record one LLM call into the active ledger (no-op outside a turn)."""
+    ledger = _CURRENT.get()
+    if ledger is not None:
+        ledger.calls.append(LlmCall(_ROLE.get(), prompt_tokens, completion_tokens, ms, purpose))
+
+
+@contextmanager
+def acting_as(role: str) -> Iterator[None]:
+    """Attribute LLM calls made inside to ``role``."""
+    token = _ROLE.set(role)
+    try:
+        yield
+    finally:
+        _ROLE.reset(token)

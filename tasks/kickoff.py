@@ -1,0 +1,126 @@
+"""Scripted kickoff runs: conversations from YAML through ``run_turn``, checked, as JSON lines.
+
+Script format::
+
+    conversations:
+      - id: refund-basic
+        customer_id: c-001
+        slots: {tier: basic, access_level: customer, product: cloud}
+        turns:
+          - user: "How long does a refund take?"
+            expect: {verdict: answered, cites: [billing/refunds.md]}
+          - user: "And for annual plans?"
+
+``expect`` keys: ``verdict`` (answered | idk | handoff | error), ``cites`` (source ids that must
+be cited), ``not_cites`` (source ids that must not be), ``contains`` (text the answer holds).
+
+Usage::
+
+    script = load_script(Path("examples/kickoff/support-demo.yaml"))
+    for line in run_script(script, runtime): ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from config.settings import ConfigError, read_yaml_mapping
+from tasks.runtime import TurnRuntime
+from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
+from tasks.turn import run_turn
+
+
+class Expectation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["answered", "idk", "handoff", "error"] | None = None
+    cites: list[str] = Field(default_factory=list)
+    not_cites: list[str] = Field(default_factory=list)
+    contains: list[str] = Field(default_factory=list)
+
+
+class ScriptTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user: str = Field(min_length=1, max_length=8000)
+    expect: Expectation | None = None
+
+
+class Conversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    customer_id: str | None = None
+    slots: dict[str, str] = Field(default_factory=dict)
+    turns: list[ScriptTurn] = Field(min_length=1)
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    conversations: list[Conversation] = Field(min_length=1)
+
+
+def load_script(path: Path) -> Script:
+    data = read_yaml_mapping(path)
+    try:
+        script = Script(**data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                             for e in exc.errors())
+        raise ConfigError(f"{path}: {problems}") from None
+    ids = [c.id for c in script.conversations]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ConfigError(f"{path}: duplicate conversation ids {duplicates}")
+    return script
+
+
+def check(expect: Expectation | None, result: TurnResult) -> list[str]:
+    """The expectations a result fails, as readable lines (empty when all hold)."""
+    if expect is None:
+        return []
+    failures = []
+    cited = {c.source_id for c in result.citations}
+    if expect.verdict and result.verdict != expect.verdict:
+        failures.append(f"verdict {result.verdict!r}, expected {expect.verdict!r}")
+    failures += [f"{s} not cited" for s in expect.cites if s not in cited]
+    failures += [f"{s} cited but must not be" for s in expect.not_cites if s in cited]
+    failures += [f"answer lacks {t!r}" for t in expect.contains
+                 if t.lower() not in result.answer.lower()]
+    return failures
+
+
+def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: TurnResult,
+              failures: list[str]) -> dict[str, Any]:
+    trace = result.trace
+    return {
+        "conversation_id": conversation.id,
+        "turn_index": index,
+        "user": turn.user,
+        "answer": result.answer,
+        "verdict": result.verdict,
+        "handoff": result.handoff,
+        "citations": [c.model_dump() for c in result.citations],
+        "trace": {"llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
+                  "completion_tokens": trace.completion_tokens,
+                  "duration_ms": trace.duration_ms,
+                  "steps": [s.model_dump() for s in trace.steps], "notes": trace.notes},
+        "expect_failures": failures,
+    }
+
+
+def run_script(script: Script, runtime: TurnRuntime) -> Iterator[dict[str, Any]]:
+    for conversation in script.conversations:
+        history: list[HistoryTurn] = []
+        for index, turn in enumerate(conversation.turns):
+            request = TurnRequest(session_id=f"kickoff-{conversation.id}",
+                                  customer_id=conversation.customer_id, message=turn.user,
+                                  slots=conversation.slots, history=list(history))
+            result = run_turn(request, runtime)
+            history.append(HistoryTurn(user=turn.user, answer=result.answer))
+            yield turn_line(conversation, index, turn, result, check(turn.expect, result))

@@ -1,0 +1,134 @@
+"""Shapes of a support turn: request, typed role outputs, citations, trace, result.
+
+Usage::
+
+    request = TurnRequest(session_id="s1", customer_id="c-001", message="Refund time?",
+                          slots={"tier": "basic"})
+    result: TurnResult = run_turn(request, runtime)
+    result.verdict, result.citations[0].source_id, result.trace.llm_calls
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Verdict = Literal["answered", "idk", "handoff", "error"]
+JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
+
+
+class HistoryTurn(BaseModel):
+    user: str
+    answer: str = ""
+
+
+class TurnRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(min_length=1, max_length=200)
+    customer_id: str | None = Field(default=None, max_length=200)
+    message: str = Field(min_length=1, max_length=8000)
+    slots: dict[str, str] = Field(default_factory=dict)
+    history: list[HistoryTurn] = Field(default_factory=list)
+
+
+# ---- typed outputs of the four roles --------------------------------------------------------
+class SlotValues(BaseModel):
+    """Slots a model may propose: advisory ones only (enforced slots are never model-set)."""
+
+    product: str | None = Field(default=None, max_length=40)
+    language: str | None = Field(default=None, max_length=10)
+
+    def as_dict(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump().items() if v}
+
+
+class Reformulation(BaseModel):
+    """The reformulator's output: a standalone query and at most two expansions."""
+
+    standalone_query: str = Field(description="the customer's question, rewritten to stand alone")
+    expansions: list[str] = Field(default_factory=list, max_length=2,
+                                  description="up to two other phrasings")
+    advisory_filters: SlotValues = Field(default_factory=SlotValues)
+    slot_updates: SlotValues = Field(default_factory=SlotValues)
+
+
+class Passage(BaseModel):
+    """One retrieved passage as the tool returns it; ``pid`` is its number in the prompt."""
+
+    pid: int
+    source_id: str
+    chunk_id: str
+    title: str = ""
+    url: str | None = None
+    text: str
+    score: float
+
+
+class RetrievalOutput(BaseModel):
+    """The retriever's output: the tool's hits, and what the tool applied or refused."""
+
+    queries: list[str]
+    passages: list[Passage]
+    filters: dict[str, str] = Field(default_factory=dict)
+    ignored_filters: list[str] = Field(default_factory=list)
+
+
+class Judgement(BaseModel):
+    """The judge's output."""
+
+    verdict: JudgeVerdict
+    reason: str = ""
+    rewrite_hint: str = ""
+
+
+class DraftAnswer(BaseModel):
+    """The responder's output: answer text, passage numbers it relies on, hand-off wish."""
+
+    answer: str
+    passage_ids: list[int] = Field(default_factory=list)
+    handoff: bool = False
+
+
+# ---- the result -------------------------------------------------------------------------------
+class Citation(BaseModel):
+    source_id: str
+    chunk_id: str
+    title: str = ""
+    url: str | None = None
+    snippet: str = ""
+    score: float = 0.0
+
+
+class Step(BaseModel):
+    name: str
+    ms: float = 0.0
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class LlmCallTrace(BaseModel):
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    ms: float
+
+
+class Trace(BaseModel):
+    steps: list[Step] = Field(default_factory=list)
+    llm_calls: int = 0
+    calls: list[LlmCallTrace] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+
+
+class TurnResult(BaseModel):
+    session_id: str
+    answer: str
+    verdict: Verdict
+    judge_verdict: JudgeVerdict | None = None
+    citations: list[Citation] = Field(default_factory=list)
+    handoff: bool = False
+    trace: Trace = Field(default_factory=Trace)
