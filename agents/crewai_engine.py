@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from typing import Any
 
 from crewai import Agent, Crew, Process, Task
@@ -24,6 +25,9 @@ from pydantic import BaseModel, ValidationError
 
 from agents.roles import TASKS, RoleSpecs
 from agents.usage import acting_as, record_call
+
+
+MANAGER_MAX_ITER = 2
 
 
 class RoleFailed(RuntimeError):
@@ -59,9 +63,11 @@ class CrewAIEngine:
 
     def agent(self, role: str, on_step: Any = None) -> Agent:
         spec = self.specs.agents[role]
-        return Agent(role=spec["role"], goal=spec["goal"], backstory=spec["backstory"],
-                     llm=self.llm, tools=self.tools.get(role, []), allow_delegation=False,
-                     max_iter=1, verbose=False, step_callback=on_step)
+        with warnings.catch_warnings():  # a step callback only blocks CrewAI checkpointing
+            warnings.simplefilter("ignore", UserWarning)
+            return Agent(role=spec["role"], goal=spec["goal"], backstory=spec["backstory"],
+                         llm=self.llm, tools=self.tools.get(role, []), allow_delegation=False,
+                         max_iter=1, verbose=False, step_callback=on_step)
 
     def _task(self, task: str, inputs: dict[str, str], output_model: type[BaseModel],
               agent: Agent | None) -> Task:
@@ -110,8 +116,13 @@ class CrewAIEngine:
         worked: list[str] = []
         agents = [self.agent(name, on_step=lambda _step, name=name: worked.append(name))
                   for name in self.specs.agents]
+        manager = Agent(role="Support manager",
+                        goal="Delegate each task to the one coworker whose role fits it.",
+                        backstory="You run a customer-support crew and never do the work "
+                                  "yourself.", llm=self.llm, allow_delegation=True,
+                        max_iter=MANAGER_MAX_ITER, verbose=False)
         crew = Crew(agents=agents, tasks=[self._task(task, inputs, output_model, None)],
-                    process=Process.hierarchical, manager_llm=self.llm, verbose=False)
+                    process=Process.hierarchical, manager_agent=manager, verbose=False)
         result = self._measured_kickoff(crew, "manager")
         if role not in worked:
             raise RoleFailed(f"the manager did not delegate {task} to the {role} "

@@ -118,18 +118,25 @@ class LocalLlamaLLM(BaseLLM):
     def get_context_window_size(self) -> int:
         return self.n_ctx
 
+    def get_input_tokens_count(self, messages: Any, tools: Any = None,
+                               response_model: Any = None) -> int:
+        """The exact prompt size, counted by the model's own tokenizer."""
+        text = messages if isinstance(messages, str) else "\n".join(
+            str(m.get("content") or "") for m in messages)
+        return len(self._llama().tokenize(text.encode("utf-8"), add_bos=False))
+
     def complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None,
-                 purpose: str = "") -> str:
+                 purpose: str = "", max_tokens: int | None = None) -> str:
         """One chat completion, JSON-constrained when ``schema`` is given; usage recorded."""
         llama = self._llama()
         kwargs: dict[str, Any] = {"temperature": self.temperature or 0.0,
-                                  "max_tokens": self.max_tokens, "seed": self.seed}
+                                  "max_tokens": max_tokens or self.max_tokens, "seed": self.seed}
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         started = time.perf_counter()
         with self._lock:
-            response = llama.create_chat_completion(messages=_fit(messages, llama, self.n_ctx,
-                                                                  self.max_tokens), **kwargs)
+            fitted = _fit(messages, llama, self.n_ctx, kwargs["max_tokens"])
+            response = llama.create_chat_completion(messages=fitted, **kwargs)
         usage = response.get("usage") or {}
         record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
                     (time.perf_counter() - started) * 1000, purpose)
@@ -150,8 +157,12 @@ class LocalLlamaLLM(BaseLLM):
             for m in messages]
         if tools:
             chat = [{"role": "system", "content": render_tools(tools)}, *chat]
-            raw = self.complete(chat, tool_call_schema(tools), purpose="tool_call")
-            call = json.loads(raw)
+            raw = self.complete(chat, tool_call_schema(tools), purpose="tool_call",
+                                max_tokens=2 * self.max_tokens)
+            try:
+                call = json.loads(raw)
+            except json.JSONDecodeError:
+                return raw  # cut off mid-call: the caller sees no valid call and moves on
             function = (available_functions or {}).get(call.get("name"))
             if function is None:
                 return raw

@@ -90,7 +90,8 @@ def test_unanswerable_question_gets_no_results_within_the_call_budget(make_runti
 
 
 def test_asking_for_a_person_hands_off(make_runtime, settings):
-    llm = ScriptedLLM(model="scripted").script(Judgement=[{"verdict": "sufficient", "reason": "billing"}])
+    llm = ScriptedLLM(model="scripted").script(
+        Judgement=[{"verdict": "sufficient", "reason": "billing"}])
     result = ask(make_runtime(llm), "My invoice is wrong again, let me talk to a human please")
     assert result.verdict == "handoff" and result.handoff
     assert result.answer == settings.messages.handoff
