@@ -26,7 +26,6 @@ from pydantic import BaseModel, ValidationError
 from agents.roles import TASKS, RoleSpecs
 from agents.usage import acting_as, record_call
 
-
 MANAGER_MAX_ITER = 2
 
 
