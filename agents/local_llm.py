@@ -93,6 +93,14 @@ def render_tools(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def as_chat(messages: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """CrewAI's messages (a string or message dicts) as llama.cpp chat messages."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    return [{"role": m.get("role", "user"), "content": str(m.get("content") or "")}
+            for m in messages]
+
+
 class LocalLlamaLLM(BaseLLM):
     """SmolLM2 through llama.cpp, schema-constrained, usage recorded per call."""
 
@@ -152,9 +160,7 @@ class LocalLlamaLLM(BaseLLM):
         from_agent: Any = None,
         response_model: type[BaseModel] | None = None,
     ) -> str | Any:
-        chat = [{"role": "user", "content": messages}] if isinstance(messages, str) else [
-            {"role": m.get("role", "user"), "content": str(m.get("content") or "")}
-            for m in messages]
+        chat = as_chat(messages)
         if tools:
             chat = [{"role": "system", "content": render_tools(tools)}, *chat]
             raw = self.complete(chat, tool_call_schema(tools), purpose="tool_call",

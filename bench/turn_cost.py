@@ -32,7 +32,7 @@ from crewai import Agent, Crew, Process, Task  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 from pydantic import BaseModel, Field, PrivateAttr  # noqa: E402
 
-from agents.local_llm import LocalLlamaLLM  # noqa: E402
+from agents.local_llm import LocalLlamaLLM, as_chat  # noqa: E402
 from agents.roles import load_role_specs  # noqa: E402
 from agents.usage import UsageLedger  # noqa: E402
 from config.settings import load_settings  # noqa: E402
@@ -55,9 +55,7 @@ class StockLocalLLM(LocalLlamaLLM):
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
              available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
              response_model: Any = None) -> Any:
-        chat = [{"role": "user", "content": messages}] if isinstance(messages, str) else [
-            {"role": m.get("role", "user"), "content": str(m.get("content") or "")}
-            for m in messages]
+        chat = as_chat(messages)
         return self.complete(chat, None, purpose="stock") or "(empty)"
 
 
