@@ -31,6 +31,9 @@ app = typer.Typer(help="supportcrew: a multi-agent customer-support assistant.",
                   no_args_is_help=True, add_completion=False)
 eval_app = typer.Typer(help="Measure the assistant.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
+memory_app = typer.Typer(help="Show, export or forget what supportcrew remembers of a customer.",
+                         no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
 console = Console()
 errors = Console(stderr=True)
 
@@ -54,6 +57,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from storage.documents import DocumentError
     from storage.evaluation import DatasetError
     from storage.filters import SlotError
+    from storage.memory import ScopeError
     from storage.model_files import ModelFilesError
     from storage.store import StoreError
 
@@ -62,7 +66,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # crewai missing: the error then names what to install
         LlmConfigError = ModelFilesError
     return (ConfigError, SlotError, StoreError, DocumentError, ModelFilesError, DatasetError,
-            LlmConfigError, ValueError)
+            LlmConfigError, ScopeError, ValueError)
 
 
 def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -240,6 +244,72 @@ def kickoff(
     if failed:
         errors.print(f"[red]{failed} turn(s) failed their expectations[/]")
         raise typer.Exit(1)
+
+
+@contextmanager
+def open_memory() -> Iterator[Any]:
+    from storage.memory import MemoryStore
+
+    with open_kb() as kb:
+        yield MemoryStore(kb.store, kb.encoders)
+
+
+CustomerOption = Annotated[str, typer.Option("--customer", help="Customer id.")]
+TenantOption = Annotated[str, typer.Option("--tenant", help="Tenant, when the pilot sets one.")]
+
+
+@memory_app.command("show")
+@friendly_errors
+def memory_show(customer: CustomerOption, tenant: TenantOption = "",
+                as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
+                ) -> None:
+    """Sessions, entities and long-term memories of one customer."""
+    from storage.memory import Scope
+
+    with open_memory() as memory:
+        data = memory.export(Scope(customer, tenant))
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+        return
+    entities = Table(title=f"entities of {customer}")
+    for column in ("type", "value", "seen in"):
+        entities.add_column(column)
+    for e in data["entities"]:
+        entities.add_row(e["type"], e["value"], ", ".join(e["source_turns"][-3:]))
+    memories = Table(title="long-term memories")
+    for column in ("session", "summary", "resolution", "sources"):
+        memories.add_column(column)
+    for m in data["memories"]:
+        memories.add_row(m["session_id"], m["summary"][:80], m["resolution"][:80],
+                         ", ".join(m["sources"]))
+    sessions = sorted({t["session_id"] for t in data["sessions"]})
+    console.print(f"{len(data['sessions'])} stored turns in {len(sessions)} session(s): "
+                  f"{', '.join(sessions) or '-'}")
+    console.print(entities, memories)
+
+
+@memory_app.command("export")
+@friendly_errors
+def memory_export(customer: CustomerOption, tenant: TenantOption = "") -> None:
+    """Everything stored about one customer, as JSON on stdout."""
+    from storage.memory import Scope
+
+    with open_memory() as memory:
+        data = memory.export(Scope(customer, tenant))
+    sys.stdout.write(json.dumps({"customer_id": customer, "tenant": tenant, **data}, indent=2,
+                                default=str) + "\n")
+
+
+@memory_app.command("forget")
+@friendly_errors
+def memory_forget(customer: CustomerOption, tenant: TenantOption = "") -> None:
+    """Erase the customer's sessions, entities and memories; say how many records went."""
+    from storage.memory import Scope
+
+    with open_memory() as memory:
+        counts = memory.forget(Scope(customer, tenant))
+    console.print(f"forgot {sum(counts.values())} record(s) of {customer}: "
+                  + ", ".join(f"{n} {name}" for name, n in counts.items()))
 
 
 @eval_app.command("retrieval")

@@ -12,7 +12,8 @@ Script format::
           - user: "And for annual plans?"
 
 ``expect`` keys: ``verdict`` (answered | idk | handoff | error), ``cites`` (source ids that must
-be cited), ``not_cites`` (source ids that must not be), ``contains`` (text the answer holds).
+be cited), ``not_cites`` (source ids that must not be), ``contains`` (text the answer holds),
+``queries_contain`` (text some search query held, e.g. an order id recalled from memory).
 
 Usage::
 
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from config.settings import ConfigError, read_yaml_mapping
+from tasks.memory_context import close_session, scope_of
 from tasks.runtime import TurnRuntime
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
 from tasks.turn import run_turn
@@ -41,6 +43,7 @@ class Expectation(BaseModel):
     cites: list[str] = Field(default_factory=list)
     not_cites: list[str] = Field(default_factory=list)
     contains: list[str] = Field(default_factory=list)
+    queries_contain: list[str] = Field(default_factory=list)
 
 
 class ScriptTurn(BaseModel):
@@ -92,6 +95,10 @@ def check(expect: Expectation | None, result: TurnResult) -> list[str]:
     failures += [f"{s} cited but must not be" for s in expect.not_cites if s in cited]
     failures += [f"answer lacks {t!r}" for t in expect.contains
                  if t.lower() not in result.answer.lower()]
+    searched = " ".join(q for s in result.trace.steps if s.name == "retrieve"
+                        for q in s.detail.get("queries", []))
+    failures += [f"no search named {t!r}" for t in expect.queries_contain
+                 if t.lower() not in searched.lower()]
     return failures
 
 
@@ -124,3 +131,4 @@ def run_script(script: Script, runtime: TurnRuntime) -> Iterator[dict[str, Any]]
             result = run_turn(request, runtime)
             history.append(HistoryTurn(user=turn.user, answer=result.answer))
             yield turn_line(conversation, index, turn, result, check(turn.expect, result))
+        close_session(runtime.memory, scope_of(request), request.session_id)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import Settings
+from storage.memory import MemoryStore
 from storage.retrieval import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 
@@ -22,6 +23,7 @@ class TurnRuntime:
     retriever: QdrantRetriever
     engine: Any
     scorer: EvidenceScorer
+    memory: MemoryStore | None = None
 
     def close(self) -> None:
         self.retriever.close()
@@ -49,4 +51,5 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
                             settings.evidence.support_lexical)
     crew = CrewAIEngine(llm or build_llm(settings.llm), load_role_specs(),
                         process=process or settings.process)
-    return TurnRuntime(settings=settings, retriever=retriever, engine=crew, scorer=scorer)
+    return TurnRuntime(settings=settings, retriever=retriever, engine=crew, scorer=scorer,
+                       memory=MemoryStore(kb.store, kb.encoders))

@@ -23,11 +23,14 @@ from typing import Any
 
 from agents.search_tool import KnowledgeBaseSearchTool
 from agents.usage import UsageLedger
+from tasks.entities import referenced
 from tasks.judging import Evidence, assess, decide
+from tasks.memory_context import MemoryContext, load_context, save_pending, save_result
 from tasks.runtime import TurnRuntime
 from tasks.schemas import (
     Citation,
     DraftAnswer,
+    HistoryTurn,
     Judgement,
     LlmCallTrace,
     Passage,
@@ -48,10 +51,13 @@ PROMPT_PASSAGES = 3
 PROMPT_CHARS = 450
 
 
-def needs_reformulation(request: TurnRequest) -> tuple[bool, str]:
-    if not request.history:
+def needs_reformulation(message: str, history: list[HistoryTurn], pointed_at: list[dict]
+                        ) -> tuple[bool, str]:
+    if pointed_at:
+        return True, "the message points at a remembered " + pointed_at[0]["type"]
+    if not history:
         return False, "no history: the message stands alone"
-    if _DEPENDENT.search(request.message.strip()) or len(request.message.split()) <= 4:
+    if _DEPENDENT.search(message.strip()) or len(message.split()) <= 4:
         return True, "the message refers back to the conversation"
     return False, "the message stands alone"
 
@@ -61,8 +67,8 @@ def render_passages(passages: list[Passage]) -> str:
                      for p in passages[:PROMPT_PASSAGES]) or "(no passages)"
 
 
-def render_history(request: TurnRequest) -> str:
-    lines = [f"Customer: {t.user}\nAssistant: {t.answer[:300]}" for t in request.history[-3:]]
+def render_history(history: list[HistoryTurn]) -> str:
+    lines = [f"Customer: {t.user}\nAssistant: {t.answer[:300]}" for t in history[-3:]]
     return "\n".join(lines) or "(none)"
 
 
@@ -143,7 +149,14 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime) -> TurnResult:
         slots["customer_id"] = request.customer_id
     with UsageLedger.activate() as ledger:
         try:
-            result = _answer(request, runtime, tracer, slots)
+            with tracer.step("context") as info:
+                context = load_context(runtime.memory, request)
+                save_pending(runtime.memory, request, context)
+                info.update(history=len(context.history), entities=[
+                    f"{e['type']}:{e['value']}" for e in context.entities[:8]],
+                    memories=[m["session_id"] for m in context.memories])
+            result = _answer(request, runtime, tracer, slots, context)
+            save_result(runtime.memory, request, context, result)
         except Exception as exc:  # retrieval or model down: an honest message, not a crash
             tracer.trace.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
             result = TurnResult(session_id=request.session_id, verdict="error",
@@ -174,25 +187,38 @@ def _try_role(engine: Any, task: str, inputs: dict[str, str], output: type, trac
         return None
 
 
-def _answer(request: TurnRequest, runtime: TurnRuntime, tracer: _Trace, slots: dict[str, str]
-            ) -> TurnResult:
+def _answer(request: TurnRequest, runtime: TurnRuntime, tracer: _Trace, slots: dict[str, str],
+            context: MemoryContext) -> TurnResult:
     settings = runtime.settings
     engine = runtime.engine
     tool = KnowledgeBaseSearchTool.for_turn(runtime.retriever, slots, request.message)
     question, queries, advisory, hint = request.message, [], {}, ""
-    reformulate, reason = needs_reformulation(request)
+    pointed_at = referenced(request.message, context.entities)
+    reformulate, reason = needs_reformulation(request.message, context.history, pointed_at)
     retrieval: RetrievalOutput | None = None
     evidence = Evidence("insufficient", [], 0.0)
     verdict, judgement = "insufficient", None
     for round_index in range(settings.max_rounds + 1):
         if reformulate or round_index > 0:
             with tracer.step("reformulate", round=round_index) as info:
-                inputs = {"history": render_history(request), "entities": "(none)",
+                inputs = {"history": render_history(context.history),
+                          "entities": context.entities_text(),
                           "message": request.message,
                           "rewrite_hint": f"Hint: {hint}" if hint else ""}
                 reformulation = _try_role(engine, "reformulate", inputs, Reformulation,
                                           tracer) or Reformulation(standalone_query="")
                 queries = _queries(reformulation)
+                missing = [e for e in pointed_at
+                           if not any(e["value"].lower() in q.lower() for q in queries)]
+                if missing:  # entity memory names what the customer points at
+                    named = ", ".join(f"{e['type']} {e['value']}" for e in missing)
+                    queries.insert(0, f"{request.message} ({named})")
+                    info["from_entity_memory"] = named
+                for remembered in context.memories:  # the earlier case about the same entity
+                    if any(e["value"] in remembered["summary"] for e in pointed_at):
+                        queries.append(remembered["summary"])
+                        info["from_long_term_memory"] = remembered["session_id"]
+                        break
                 advisory = reformulation.advisory_filters.as_dict()
                 question = queries[0] if queries else request.message
                 info.update(queries=queries, advisory_filters=advisory)

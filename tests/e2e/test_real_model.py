@@ -87,3 +87,23 @@ def test_local_model_is_forced_to_call_a_rendered_tool():
     answer = llm.call("How long does a refund take?", tools=[tool],
                       available_functions={"search_knowledge_base": search_knowledge_base})
     assert answer == "found" and len(calls) == 1 and calls[0]
+
+
+def test_returning_customer_then_forget_leaves_nothing(data_dir, tmp_path):
+    script = REPO / "examples" / "kickoff" / "returning-customer.yaml"
+    out = tmp_path / "returning.jsonl"
+    result = runner.invoke(app, ["--data-dir", str(data_dir), "kickoff", str(script),
+                                 "--output", str(out)])
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result.exit_code == 0, [line["expect_failures"] for line in lines]
+    shown = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "export",
+                                "--customer", "c-100"])
+    exported = json.loads(shown.stdout)
+    assert {e["value"] for e in exported["entities"]} >= {"ORD-55812"}
+    assert "kickoff-first-visit" in [m["session_id"] for m in exported["memories"]]
+    forgot = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "forget",
+                                 "--customer", "c-100"])
+    assert forgot.exit_code == 0 and "forgot" in forgot.output
+    after = json.loads(runner.invoke(app, ["--data-dir", str(data_dir), "memory", "export",
+                                           "--customer", "c-100"]).stdout)
+    assert after["sessions"] == after["entities"] == after["memories"] == []

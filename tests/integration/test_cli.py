@@ -86,3 +86,29 @@ def test_ingest_reports_skipped_files(tmp_path):
     result = runner.invoke(app, ["--data-dir", str(tmp_path / "d"), "ingest", str(folder)])
     assert result.exit_code == 0
     assert "skipped" in result.output and "bad front matter" in result.output
+
+
+def test_memory_commands_show_export_and_forget(data_dir):
+    from config.settings import load_settings
+    from storage.edge_store import EdgeStore
+    from storage.embeddings import load_encoders
+    from storage.memory import Entity, MemoryStore, Scope
+
+    store = EdgeStore(data_dir / "qdrant")
+    memory = MemoryStore(store, load_encoders(load_settings()))
+    memory.add_turn(Scope("c-7"), "s1", 0, {"user": "order ORD-123 late", "status": "done"})
+    memory.upsert_entities(Scope("c-7"), [Entity("order", "ORD-123")], "s1#0")
+    memory.remember(Scope("c-7"), "s1", "late order", "handoff: passed on", [])
+    memory.add_turn(Scope("c-8"), "s1", 0, {"user": "someone else", "status": "done"})
+    store.close()
+    base = ["--data-dir", str(data_dir), "memory"]
+    shown = runner.invoke(app, [*base, "show", "--customer", "c-7"])
+    assert shown.exit_code == 0 and "ORD-123" in shown.output and "late order" in shown.output
+    exported = json.loads(runner.invoke(app, [*base, "export", "--customer", "c-7"]).stdout)
+    assert len(exported["sessions"]) == 1 and exported["customer_id"] == "c-7"
+    forgot = runner.invoke(app, [*base, "forget", "--customer", "c-7"])
+    assert "forgot 3 record(s)" in forgot.output
+    assert json.loads(runner.invoke(app, [*base, "export", "--customer", "c-8"]).stdout
+                      )["sessions"]
+    bad = runner.invoke(app, [*base, "show", "--customer", "  "])
+    assert bad.exit_code == 2 and "customer_id is required" in bad.output

@@ -47,7 +47,7 @@ def test_answerable_turn_costs_two_calls_and_cites_from_evidence(make_runtime):
         Judgement=[{"verdict": "sufficient", "reason": "it says 5 to 7 days"}],
         DraftAnswer=[{"answer": REFUND_SENTENCE, "passage_ids": [3], "handoff": False}])
     result = ask(make_runtime(llm), "How long does a refund take?")
-    assert result.verdict == "answered" and result.answer == REFUND_SENTENCE
+    assert result.verdict == "answered" and result.answer == REFUND_SENTENCE, result.trace.notes
     assert [c.source_id for c in result.citations] == ["billing/refunds.md"]
     assert result.trace.llm_calls == 2
     assert step(result, "reformulate").detail["skipped"].startswith("no history")
@@ -168,3 +168,58 @@ def test_hierarchical_falls_back_to_sequential_when_the_manager_does_not_delegat
     assert result.verdict == "answered"
     assert any("manager failed on judge" in note for note in result.trace.notes)
     assert not any("manager failed on respond" in note for note in result.trace.notes)
+
+
+def test_a_returning_customer_is_resolved_from_memory(make_runtime, tmp_path, example_kb):
+    from storage.edge_store import EdgeStore
+    from storage.memory import MemoryStore, Scope
+    from tasks.memory_context import close_session
+
+    llm = ScriptedLLM(model="scripted").script(
+        Reformulation=[{"standalone_query": "refund status", "expansions": []}],
+        Judgement=[{"verdict": "sufficient", "reason": "ok"}],
+        DraftAnswer=[{"answer": REFUND_SENTENCE, "passage_ids": [1], "handoff": False}])
+    runtime = make_runtime(llm)
+    store = EdgeStore(tmp_path / "memory")
+    runtime.memory = MemoryStore(store, example_kb.encoders)
+    first = run_turn(TurnRequest(session_id="visit-1", customer_id="c-100", slots=BASIC,
+                                 message="My order ORD-55812 was charged twice. How long does "
+                                         "a refund take?"), runtime)
+    assert first.verdict == "answered"
+    assert close_session(runtime.memory, Scope("c-100"), "visit-1")
+    second = run_turn(TurnRequest(session_id="visit-2", customer_id="c-100", slots=BASIC,
+                                  message="Where is the refund for my order?"), runtime)
+    context = step(second, "context").detail
+    assert "order:ORD-55812" in context["entities"] and context["memories"] == ["visit-1"]
+    reformulate = step(second, "reformulate").detail
+    assert reformulate["from_entity_memory"] == "order ORD-55812"
+    assert "ORD-55812" in step(second, "retrieve").detail["queries"][1]
+    prompt = [p for name, p in llm.seen if name == "Reformulation"][-1]
+    assert "ORD-55812" in prompt and "earlier:" in prompt
+    turns = runtime.memory.session_turns(Scope("c-100"), "visit-2")
+    assert [t["status"] for t in turns] == ["done"] and turns[0]["verdict"] == second.verdict
+    other = run_turn(TurnRequest(session_id="x", customer_id="c-200", slots=BASIC,
+                                 message="Where is the refund for my order?"), runtime)
+    assert step(other, "context").detail["entities"] == []
+    assert step(other, "reformulate").detail.get("skipped")
+    store.close()
+
+
+def test_the_users_turn_is_stored_even_when_the_crew_fails(make_runtime, tmp_path, example_kb,
+                                                          monkeypatch):
+    from storage.edge_store import EdgeStore
+    from storage.memory import MemoryStore, Scope
+
+    runtime = make_runtime(ScriptedLLM(model="scripted"))
+    store = EdgeStore(tmp_path / "memory")
+    runtime.memory = MemoryStore(store, example_kb.encoders)
+
+    def down(*_args, **_kwargs):
+        raise ConnectionError("qdrant unreachable")
+
+    monkeypatch.setattr(runtime.retriever, "search_queries", down)
+    result = ask(runtime, "How long does a refund take?")
+    assert result.verdict == "error"
+    [turn] = runtime.memory.session_turns(Scope("c-1"), "t")
+    assert turn["user"] == "How long does a refund take?" and turn["status"] == "pending"
+    store.close()

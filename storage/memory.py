@@ -1,0 +1,173 @@
+"""Per-customer memory in Qdrant: sessions, entities and long-term memories.
+
+Every read and write goes through a :class:`Scope` (customer id, and tenant when set). The
+scope becomes a filter on every query and is stamped on every record, inside this module:
+no method reaches records of another customer, whatever the text or ids passed in.
+
+Usage::
+
+    memory = MemoryStore(store, encoders)
+    scope = Scope("c-001")
+    memory.add_turn(scope, "s1", 0, {"user": "...", "answer": "...", "verdict": "answered"})
+    memory.upsert_entities(scope, [Entity("order", "ORD-55812")], source="s1#0")
+    memory.remember(scope, "s1", summary="...", resolution="...", sources=["billing/refunds.md"])
+    memory.recall(scope, "where is my refund?")
+    memory.forget(scope)        # {"sessions": 2, "entities": 1, "memories": 1}
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.embeddings import Encoders
+from storage.store import AllOf, CollectionSpec, Condition, Match, Nearest, PointData, Stage, Store
+
+SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
+COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
+_NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
+_MAX_ID = 200
+
+
+class ScopeError(ValueError):
+    """A customer id or tenant is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose records: one customer, optionally inside one tenant."""
+
+    customer_id: str
+    tenant: str = ""
+
+    def __post_init__(self) -> None:
+        for name, value in (("customer_id", self.customer_id), ("tenant", self.tenant)):
+            if not isinstance(value, str):
+                raise ScopeError(f"{name} must be text, got {type(value).__name__}")
+            if len(value) > _MAX_ID or any(ord(c) < 32 for c in value):
+                raise ScopeError(f"{name} {value[:40]!r} is too long or has control characters")
+        if not self.customer_id.strip():
+            raise ScopeError("customer_id is required for memory")
+
+    def condition(self) -> Condition:
+        return AllOf((Match("customer_id", (self.customer_id,)), Match("tenant", (self.tenant,))))
+
+    def key(self, *parts: object) -> str:
+        return str(uuid.uuid5(_NAMESPACE, "\x1f".join([self.tenant, self.customer_id,
+                                                       *map(str, parts)])))
+
+
+@dataclass(frozen=True)
+class Entity:
+    type: str
+    value: str
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+class MemoryStore:
+    """The three memory collections behind the storage interface (Edge or server)."""
+
+    def __init__(self, store: Store, encoders: Encoders) -> None:
+        self.store = store
+        self.encoders = encoders
+        self._merge_lock = threading.Lock()
+        self._ready = False
+
+    def ensure(self) -> None:
+        if self._ready:
+            return
+        spec = CollectionSpec(dense_dim=self.encoders.dense.dim, sparse=False, tokens=False,
+                              keyword_indexes=("customer_id", "tenant", "session_id", "type"))
+        with self._merge_lock:
+            for name in COLLECTIONS:
+                if not self.store.has_collection(name):
+                    self.store.create_collection(name, spec)
+            self._ready = True
+
+    def _vector(self, text: str) -> Any:
+        return self.encoders.dense.encode([text or " "])[0].dense
+
+    def _where(self, scope: Scope, *extra: Condition) -> Condition:
+        return AllOf((scope.condition(), *extra))
+
+    def _write(self, name: str, scope: Scope, point_id: str, text: str,
+               payload: dict[str, Any]) -> None:
+        stamped = {**payload, "customer_id": scope.customer_id, "tenant": scope.tenant}
+        self.store.upsert(name, [PointData(id=point_id, dense=self._vector(text),
+                                           payload=stamped)])
+
+    # -- sessions --------------------------------------------------------------------------
+    def add_turn(self, scope: Scope, session_id: str, turn_index: int,
+                 record: dict[str, Any]) -> None:
+        """Store one turn of a session (call it before the crew runs, then again with the
+        result: the same id is overwritten, so nothing of the user's turn is lost)."""
+        self.ensure()
+        payload = {**record, "session_id": session_id, "turn_index": turn_index,
+                   "ts": record.get("ts", time.time())}
+        self._write(SESSIONS, scope, scope.key("turn", session_id, turn_index),
+                    str(record.get("user", "")), payload)
+
+    def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:
+        self.ensure()
+        records = self.store.scroll(SESSIONS, self._where(scope, Match("session_id",
+                                                                       (session_id,))))
+        return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
+
+    # -- entities --------------------------------------------------------------------------
+    def upsert_entities(self, scope: Scope, entities: Sequence[Entity], source: str) -> None:
+        """Add or refresh entities: first/last seen, attributes merged, source turns kept."""
+        if not entities:
+            return
+        self.ensure()
+        now = time.time()
+        with self._merge_lock:
+            known = {(p["type"], p["value"]): p for p in self.entities(scope)}
+            for entity in entities:
+                previous = known.get((entity.type, entity.value), {})
+                sources = list(previous.get("source_turns", []))
+                if source not in sources:
+                    sources = [*sources, source][-20:]
+                payload = {"type": entity.type, "value": entity.value,
+                           "attributes": {**previous.get("attributes", {}), **entity.attributes},
+                           "first_seen": previous.get("first_seen", now), "last_seen": now,
+                           "source_turns": sources}
+                self._write(ENTITIES, scope, scope.key("entity", entity.type, entity.value),
+                            f"{entity.type} {entity.value}", payload)
+
+    def entities(self, scope: Scope) -> list[dict[str, Any]]:
+        self.ensure()
+        return sorted((r.payload for r in self.store.scroll(ENTITIES, self._where(scope))),
+                      key=lambda p: -p["last_seen"])
+
+    # -- long-term memories ----------------------------------------------------------------
+    def remember(self, scope: Scope, session_id: str, summary: str, resolution: str,
+                 sources: Sequence[str]) -> None:
+        self.ensure()
+        self._write(MEMORIES, scope, scope.key("memory", session_id), summary,
+                    {"session_id": session_id, "summary": summary, "resolution": resolution,
+                     "sources": list(sources), "ts": time.time()})
+
+    def recall(self, scope: Scope, query: str, limit: int = 3) -> list[dict[str, Any]]:
+        self.ensure()
+        hits = self.store.query(MEMORIES, Stage(Nearest("dense", self._vector(query)), limit),
+                                self._where(scope))
+        return [{**h.payload, "score": round(h.score, 3)} for h in hits]
+
+    # -- administration ---------------------------------------------------------------------
+    def export(self, scope: Scope) -> dict[str, list[dict[str, Any]]]:
+        self.ensure()
+        return {name: [r.payload for r in self.store.scroll(name, self._where(scope))]
+                for name in COLLECTIONS}
+
+    def forget(self, scope: Scope) -> dict[str, int]:
+        """Erase every record of the scope in every collection; return how many went."""
+        self.ensure()
+        counts = {}
+        for name in COLLECTIONS:
+            counts[name] = self.store.count(name, self._where(scope))
+            self.store.delete(name, self._where(scope))
+        return counts

@@ -1,0 +1,78 @@
+"""Deterministic entity extraction from a customer's message.
+
+Patterns for ids the support team uses (orders, invoices, refund references), emails, error
+codes and plans. A model may propose more; :func:`keep_grounded` keeps only those whose value
+occurs in the text.
+
+Usage::
+
+    extract("Order ORD-55812 failed with PAY-102, mail me at ana@example.com")
+    # [Entity(type='order', value='ORD-55812'), Entity(type='error_code', value='PAY-102'),
+    #  Entity(type='email', value='ana@example.com')]
+"""
+
+from __future__ import annotations
+
+import re
+
+from storage.memory import Entity
+
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("order", re.compile(r"\bORD-\d{3,}\b", re.IGNORECASE)),
+    ("order", re.compile(r"\border\s*(?:number|no\.?|#)\s*:?\s*#?(\d{4,})\b", re.IGNORECASE)),
+    ("invoice", re.compile(r"\bINV-\d{4}-\d{3,}\b", re.IGNORECASE)),
+    ("refund", re.compile(r"\bRF-\d{3,}\b", re.IGNORECASE)),
+    ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
+    ("error_code", re.compile(r"\b(?!ORD-|INV-|RF-)[A-Z]{1,5}-\d{2,5}\b")),
+    ("plan", re.compile(r"\b(basic|pro|enterprise)\s+(?:plan|tier|workspace)\b", re.IGNORECASE)),
+)
+
+
+def _canonical(kind: str, match: re.Match[str]) -> str:
+    value = match.group(1) if match.groups() else match.group(0)
+    if kind == "order" and value.isdigit():
+        return f"ORD-{value}"
+    if kind in ("order", "invoice", "refund"):
+        return value.upper()
+    if kind == "email":
+        return value.lower()
+    if kind == "plan":
+        return value.lower()
+    return value
+
+
+def extract(text: str) -> list[Entity]:
+    """Entities found in ``text``, each once, in order of appearance."""
+    found: list[tuple[int, Entity]] = []
+    seen: set[tuple[str, str]] = set()
+    for kind, pattern in PATTERNS:
+        for match in pattern.finditer(text):
+            entity = Entity(kind, _canonical(kind, match))
+            if (entity.type, entity.value) not in seen:
+                seen.add((entity.type, entity.value))
+                found.append((match.start(), entity))
+    return [entity for _, entity in sorted(found, key=lambda item: item[0])]
+
+
+def keep_grounded(proposed: list[Entity], text: str) -> list[Entity]:
+    """Model-proposed entities survive only when their value occurs in the text."""
+    lowered = text.lower()
+    return [e for e in proposed if e.value and e.value.lower() in lowered]
+
+
+_REFERS = {
+    "order": re.compile(r"\b(my|the|that|this)\s+order\b", re.IGNORECASE),
+    "invoice": re.compile(r"\b(my|the|that|this)\s+invoice\b", re.IGNORECASE),
+    "refund": re.compile(r"\b(my|the|that|this)\s+refund\b", re.IGNORECASE),
+}
+
+
+def referenced(text: str, known: list[dict]) -> list[dict]:
+    """Known entities the message points at without naming them ("where is my order?")."""
+    hits = []
+    for kind, pattern in _REFERS.items():
+        if pattern.search(text):
+            latest = next((e for e in known if e["type"] == kind), None)
+            if latest and latest["value"].lower() not in text.lower():
+                hits.append(latest)
+    return hits

@@ -1,0 +1,91 @@
+"""What a turn reads from and writes to the customer's memory.
+
+Usage::
+
+    context = load_context(runtime.memory, request)        # history, entities, memories
+    save_pending(runtime.memory, request, context)          # before the crew runs
+    save_result(runtime.memory, request, context, result)   # after
+    close_session(runtime.memory, scope, session_id)        # long-term memory of a resolution
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.memory import MemoryStore, Scope
+from tasks.entities import extract
+from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
+
+
+@dataclass
+class MemoryContext:
+    scope: Scope | None
+    history: list[HistoryTurn] = field(default_factory=list)
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    turn_index: int = 0
+
+    def entities_text(self) -> str:
+        lines = [f"- {e['type']}: {e['value']}" for e in self.entities[:8]]
+        lines += [f"- earlier: {m['summary'][:120]} -> {m['resolution'][:160]}"
+                  for m in self.memories]
+        return "\n".join(lines) or "(none)"
+
+
+def scope_of(request: TurnRequest) -> Scope | None:
+    if not request.customer_id:
+        return None
+    return Scope(request.customer_id, request.slots.get("tenant", ""))
+
+
+def load_context(memory: MemoryStore | None, request: TurnRequest) -> MemoryContext:
+    scope = scope_of(request)
+    if memory is None or scope is None:
+        return MemoryContext(scope=None, history=list(request.history),
+                             turn_index=len(request.history))
+    turns = memory.session_turns(scope, request.session_id)
+    history = list(request.history) or [HistoryTurn(user=t["user"], answer=t.get("answer", ""))
+                                        for t in turns if t.get("status") == "done"]
+    return MemoryContext(scope=scope, history=history, entities=memory.entities(scope),
+                         memories=memory.recall(scope, request.message, limit=2),
+                         turn_index=max([t["turn_index"] + 1 for t in turns], default=0))
+
+
+def save_pending(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext
+                 ) -> None:
+    """Store the user's turn before the crew runs, so a failure loses nothing."""
+    if memory is None or context.scope is None:
+        return
+    memory.add_turn(context.scope, request.session_id, context.turn_index,
+                    {"user": request.message, "slots": request.slots, "status": "pending"})
+    memory.upsert_entities(context.scope, extract(request.message),
+                           source=f"{request.session_id}#{context.turn_index}")
+
+
+def save_result(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext,
+                result: TurnResult) -> None:
+    if memory is None or context.scope is None:
+        return
+    memory.add_turn(context.scope, request.session_id, context.turn_index, {
+        "user": request.message, "slots": request.slots, "status": "done",
+        "answer": result.answer, "verdict": result.verdict,
+        "citations": [c.source_id for c in result.citations],
+        "llm_calls": result.trace.llm_calls})
+
+
+def close_session(memory: MemoryStore | None, scope: Scope | None, session_id: str) -> bool:
+    """Write a long-term memory when the session ended answered or handed off."""
+    if memory is None or scope is None:
+        return False
+    turns = [t for t in memory.session_turns(scope, session_id) if t.get("status") == "done"]
+    resolved = [t for t in turns if t.get("verdict") in ("answered", "handoff")]
+    if not resolved:
+        return False
+    last = resolved[-1]
+    entities = ", ".join(f"{e.type} {e.value}" for t in turns for e in extract(t["user"]))
+    summary = turns[0]["user"] + (f" ({entities})" if entities else "")
+    memory.remember(scope, session_id, summary=summary[:500],
+                    resolution=f"{last['verdict']}: {last.get('answer', '')[:400]}",
+                    sources=sorted({s for t in resolved for s in t.get("citations", [])}))
+    return True

@@ -1,0 +1,31 @@
+import socket
+
+import pytest
+
+from agents.llm_factory import LlmConfigError, build_llm
+from config.settings import LlmSettings
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_missing_api_key_is_one_clear_error(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LlmConfigError, match="needs an API key: set OPENAI_API_KEY"):
+        build_llm(LlmSettings(provider="openai/gpt-4o-mini"))
+
+
+def test_unreachable_endpoint_is_one_clear_error():
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(LlmConfigError, match="unreachable"):
+        build_llm(LlmSettings(provider="openai/local-model", base_url=url))
+
+
+def test_keyless_providers_and_the_local_model_build(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert build_llm(LlmSettings(provider="ollama/qwen2.5:7b"), check=False).model
+    local = build_llm(LlmSettings())
+    assert local.records_usage and local.temperature == 0.0
