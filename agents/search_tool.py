@@ -38,12 +38,15 @@ class KnowledgeBaseSearchTool(BaseTool):
     _retriever: QdrantRetriever = PrivateAttr()
     _slots: dict[str, str] = PrivateAttr(default_factory=dict)
     _original: str = PrivateAttr(default="")
+    _entities: list[str] = PrivateAttr(default_factory=list)
     calls: list[RetrievalOutput] = Field(default_factory=list, exclude=True)
 
     @classmethod
-    def for_turn(cls, retriever: QdrantRetriever, slots: dict[str, str], original: str
-                 ) -> KnowledgeBaseSearchTool:
+    def for_turn(cls, retriever: QdrantRetriever, slots: dict[str, str], original: str,
+                 entities: list[str] | None = None) -> KnowledgeBaseSearchTool:
+        """Bind the turn's enforced slots, original message and remembered entities."""
         tool = cls()
+        tool._entities = list(entities or [])
         tool._retriever = retriever
         tool._slots = dict(slots)
         tool._original = original
@@ -57,14 +60,15 @@ class KnowledgeBaseSearchTool(BaseTool):
             if text and text.strip() and text.strip() not in texts:
                 texts.append(text.strip())
         found = self._retriever.search_queries(texts, self._slots, advisory, top_k=top_k,
-                                               strict=False)
+                                               strict=False, entities=self._entities)
         passages = [
             Passage(pid=i, source_id=r.metadata["source_id"], chunk_id=r.metadata["chunk_id"],
                     title=r.metadata.get("title", ""), url=r.metadata.get("url"), text=r.text,
-                    score=r.score)
+                    score=r.score, via=r.metadata.get("via", "search"))
             for i, r in enumerate(found.results, start=1)
         ]
         output = RetrievalOutput(queries=texts, passages=passages,
+                                 entities=found.metadata.get("entities", []),
                                  filters=found.metadata["filters"],
                                  ignored_filters=found.metadata["ignored_filters"])
         self.calls.append(output)

@@ -83,6 +83,8 @@ class RetrievalSettings(_Strict):
     candidates: int = Field(100, ge=1, le=10000)
     rescore_depth: int = Field(30, ge=1, le=10000)
     window: int = Field(1, ge=0, le=10)
+    entity_context: bool = True
+    context_budget: int = Field(1500, ge=50, le=100000)
 
 
 class SlotRule(_Strict):

@@ -19,6 +19,7 @@ from config.settings import Settings
 from storage.chunking import Chunk
 from storage.documents import Document
 from storage.embeddings import Encoders, load_encoders
+from storage.kb_entities import kb_entities
 from storage.store import (
     AllOf,
     AnyOf,
@@ -36,7 +37,7 @@ from storage.store import (
 )
 
 KEYWORD_FIELDS = ("source_id", "tiers", "access", "product", "language", "customer_id", "tenant",
-                  "content_hash", "origin")
+                  "content_hash", "origin", "entities")
 INTEGER_FIELDS = ("split_id",)
 _NAMESPACE = uuid.UUID("5b0c6f3e-4a8e-4d8f-9a51-2f1f3c1e7a10")
 
@@ -66,6 +67,7 @@ def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
         "url": doc.url,
         "section": chunk.section,
         "text": chunk.text,
+        "entities": kb_entities(f"{chunk.section}\n{chunk.text}"),
         "content_hash": doc.content_hash,
         "origin": doc.origin,
     }
@@ -81,6 +83,7 @@ class KnowledgeBase:
         self.store = store
         self.collection = settings.qdrant.collection
         self._encoders = encoders
+        self._vocabulary: frozenset[str] | None = None
 
     @classmethod
     def open(cls, settings: Settings, data_dir: Path) -> KnowledgeBase:
@@ -138,6 +141,7 @@ class KnowledgeBase:
     def write(self, points: Sequence[PointData], replaced_hashes: dict[str, str]) -> None:
         """Upsert new chunks first, then drop what is left of each replaced version."""
         self.store.upsert(self.collection, points)
+        self._vocabulary = None
         for source_id, old_hash in replaced_hashes.items():
             self.remove(source_id, old_hash)
 
@@ -146,6 +150,7 @@ class KnowledgeBase:
         if content_hash is not None:
             parts.append(Match("content_hash", (content_hash,)))
         self.store.delete(self.collection, AllOf(tuple(parts)))
+        self._vocabulary = None
 
     # -- reading ---------------------------------------------------------------------------
     def plan(self, query: str, pipeline: str, limit: int) -> Stage:
@@ -175,6 +180,29 @@ class KnowledgeBase:
         self, query: str, pipeline: str, where: Condition | None, limit: int
     ) -> list[Hit]:
         return self.store.query(self.collection, self.plan(query, pipeline, limit), where)
+
+    def vocabulary(self) -> frozenset[str]:
+        """Every entity any chunk mentions (cached until the next write)."""
+        if self._vocabulary is None:
+            terms: set[str] = set()
+            if self.exists():
+                for record in self.store.scroll(self.collection, fields=("entities",)):
+                    terms.update(record.payload.get("entities") or [])
+            self._vocabulary = frozenset(terms)
+        return self._vocabulary
+
+    def entity_chunks(self, entities: Sequence[str], where: Condition | None, limit: int
+                      ) -> list[Hit]:
+        """Chunks mentioning the entities (under the same filter), most entities first."""
+        if not entities:
+            return []
+        selector: Condition = Match("entities", tuple(entities))
+        condition = AllOf((selector, where)) if where is not None else selector
+        wanted = set(entities)
+        hits = [Hit(r.id, float(len(wanted & set(r.payload.get("entities") or []))), r.payload)
+                for r in self.store.scroll(self.collection, condition)]
+        hits.sort(key=lambda h: (-h.score, len(h.payload.get("entities") or [])))
+        return hits[:limit]
 
     def neighbours(
         self, wanted: dict[str, set[int]], where: Condition | None

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import Settings, load_settings
+from storage.chunking import estimate_tokens
 from storage.filters import FilterPlan, build_filters
+from storage.kb_entities import query_entities
 from storage.knowledge_base import KnowledgeBase
 from storage.store import Condition, Hit
 from storage.window import merge_chunks, window_ranges
@@ -73,6 +75,18 @@ def tracker_slots(tracker_state: Any) -> tuple[dict[str, Any], str | None]:
         slots = {}
     slots = {k: (v.get("value") if isinstance(v, Mapping) else v) for k, v in slots.items()}
     return slots, sender
+
+
+def within_budget(results: list[SearchResult], budget: int) -> list[SearchResult]:
+    """Keep passages in rank order while their text fits ``budget`` word pieces (one at least)."""
+    kept, used = [], 0
+    for result in results:
+        cost = estimate_tokens(result.text)
+        if kept and used + cost > budget:
+            break
+        kept.append(result)
+        used += cost
+    return kept
 
 
 def fuse_rankings(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
@@ -142,8 +156,13 @@ class QdrantRetriever:
         top_k: int | None = None,
         pipeline: str | None = None,
         strict: bool = True,
+        entities: Sequence[str] = (),
     ) -> SearchResultList:
-        """Search several phrasings at once; results are fused, thresholded and windowed."""
+        """Search several phrasings at once; results are fused, thresholded and windowed.
+
+        Knowledge-base entities named in the texts, plus ``entities`` (from the conversation or
+        entity memory), pull in the chunks that mention them as one more ranked list.
+        """
         kb = self._kb()
         settings = kb.settings
         texts = [q.strip() for q in queries if q and q.strip()]
@@ -155,10 +174,21 @@ class QdrantRetriever:
         threshold = settings.retrieval.threshold if threshold is None else threshold
         started = time.perf_counter()
         rankings = [kb.query_chunks(t, pipeline, plan.condition, top_k * 2) for t in texts]
-        hits = [
-            h for h in fuse_rankings(rankings, settings.retrieval.rrf_k) if h.score >= threshold
-        ][:top_k]
-        results = self._expand(hits, plan.condition, settings.retrieval.window)
+        hits = [h for h in fuse_rankings(rankings, settings.retrieval.rrf_k) if h.score >= threshold]
+        linked: list[str] = []
+        if settings.retrieval.entity_context:
+            vocabulary = kb.vocabulary()
+            linked = sorted({*query_entities(" ".join(texts), vocabulary),
+                             *(e.lower() for e in entities if e.lower() in vocabulary)})
+            entity_hits = kb.entity_chunks(linked, plan.condition, top_k)
+            if entity_hits:
+                searched = {h.id for h in hits}
+                hits = fuse_rankings([hits, entity_hits], settings.retrieval.rrf_k)
+                via = {h.id: "entity" for h in entity_hits if h.id not in searched}
+                hits = [Hit(h.id, h.score, {**h.payload, "_via": via.get(h.id, "search")})
+                        for h in hits]
+        results = self._expand(hits[:top_k], plan.condition, settings.retrieval.window)
+        results = within_budget(results, settings.retrieval.context_budget)
         return SearchResultList(
             results=results,
             metadata={
@@ -166,6 +196,7 @@ class QdrantRetriever:
                 "pipeline": pipeline,
                 "filters": plan.applied,
                 "ignored_filters": plan.ignored,
+                "entities": linked,
                 "ids": [r.metadata["chunk_id"] for r in results],
                 "ms": round((time.perf_counter() - started) * 1000, 2),
             },
@@ -211,6 +242,7 @@ class QdrantRetriever:
                 hit_text=hit.payload["text"],
                 answer=text,
                 score=hit.score,
+                via=hit.payload.get("_via", "search"),
             )
             results.append(SearchResult(text=text, metadata=metadata, score=hit.score))
         return results

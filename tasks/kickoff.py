@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -121,11 +122,15 @@ def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: 
     }
 
 
-def run_script(script: Script, runtime: TurnRuntime) -> Iterator[dict[str, Any]]:
+def run_script(script: Script, runtime: TurnRuntime, run_id: str | None = None
+               ) -> Iterator[dict[str, Any]]:
+    """Run every conversation as a new session (``kickoff-<conversation>-<run>``); customer
+    memory (entities, long-term memories) carries over between conversations and runs."""
+    run_id = run_id or uuid.uuid4().hex[:8]
     for conversation in script.conversations:
         history: list[HistoryTurn] = []
         for index, turn in enumerate(conversation.turns):
-            request = TurnRequest(session_id=f"kickoff-{conversation.id}",
+            request = TurnRequest(session_id=f"kickoff-{conversation.id}-{run_id}",
                                   customer_id=conversation.customer_id, message=turn.user,
                                   slots=conversation.slots, history=list(history))
             result = run_turn(request, runtime)

@@ -64,6 +64,7 @@ class Passage(BaseModel):
     url: str | None = None
     text: str
     score: float
+    via: str = "search"
 
 
 class RetrievalOutput(BaseModel):
@@ -71,6 +72,7 @@ class RetrievalOutput(BaseModel):
 
     queries: list[str]
     passages: list[Passage]
+    entities: list[str] = Field(default_factory=list)
     filters: dict[str, str] = Field(default_factory=dict)
     ignored_filters: list[str] = Field(default_factory=list)
 

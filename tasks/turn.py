@@ -174,6 +174,22 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime) -> TurnResult:
     return result
 
 
+_CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
+
+
+def strongest_evidence(runtime: TurnRuntime, questions: list[str], passages: list[Passage]
+                       ) -> tuple[str, Evidence]:
+    """Assess each phrasing of the question; keep the one the evidence supports best."""
+    best: tuple[str, Evidence] | None = None
+    for text in dict.fromkeys(q for q in questions if q and q.strip()):
+        evidence = assess(runtime.scorer, text, passages, runtime.settings.evidence)
+        if best is None or (_CALL_RANK[evidence.call], evidence.best) > (
+                _CALL_RANK[best[1].call], best[1].best):
+            best = (text, evidence)
+    assert best is not None
+    return best
+
+
 def _try_role(engine: Any, task: str, inputs: dict[str, str], output: type, tracer: _Trace
               ) -> Any:
     """A role's typed output, or None when the model gave nothing usable (noted in the trace).
@@ -191,7 +207,8 @@ def _answer(request: TurnRequest, runtime: TurnRuntime, tracer: _Trace, slots: d
             context: MemoryContext) -> TurnResult:
     settings = runtime.settings
     engine = runtime.engine
-    tool = KnowledgeBaseSearchTool.for_turn(runtime.retriever, slots, request.message)
+    tool = KnowledgeBaseSearchTool.for_turn(runtime.retriever, slots, request.message,
+                                            [e["value"] for e in context.entities[:8]])
     question, queries, advisory, hint = request.message, [], {}, ""
     pointed_at = referenced(request.message, context.entities)
     reformulate, reason = needs_reformulation(request.message, context.history, pointed_at)
@@ -227,12 +244,15 @@ def _answer(request: TurnRequest, runtime: TurnRuntime, tracer: _Trace, slots: d
         with tracer.step("retrieve", round=round_index) as info:
             retrieval = tool.search(queries, advisory)
             info.update(queries=retrieval.queries, filters=retrieval.filters,
-                        ignored_filters=retrieval.ignored_filters,
-                        ids=[p.chunk_id for p in retrieval.passages])
+                        ignored_filters=retrieval.ignored_filters, entities=retrieval.entities,
+                        ids=[p.chunk_id for p in retrieval.passages],
+                        via={p.chunk_id: p.via for p in retrieval.passages})
         with tracer.step("judge", round=round_index) as info:
-            evidence = assess(runtime.scorer, question, retrieval.passages, settings.evidence)
+            # a weak rewrite must not hide evidence the customer's own words find
+            question, evidence = strongest_evidence(
+                runtime, [question, request.message], retrieval.passages)
             info.update(evidence=evidence.call, relevance=[round(r, 3) for r in evidence.relevance],
-                        coverage=evidence.coverage)
+                        coverage=evidence.coverage, question=question)
             judgement = None
             if retrieval.passages:
                 judgement = _try_role(engine, "judge", {

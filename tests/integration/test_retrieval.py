@@ -146,3 +146,37 @@ def test_pooled_vector_matches_fastembed_and_bm25_has_stopwords(example_kb):
     assert ours[0].tokens.shape[0] == 10  # [CLS] + 8 word pieces + [SEP], no padding
     assert len(encoders.bm25._model.model.stopwords) == 179
     assert encoders.bm25.encode_query("the and of") == encoders.bm25.encode_query("")
+
+
+def test_kb_entities_are_stored_per_chunk(example_kb):
+    vocabulary = example_kb.vocabulary()
+    assert {"sso-104", "pay-205", "e-429", "scim", "enforce sso"} <= vocabulary
+    assert "pay" not in vocabulary
+
+
+def test_remembered_entities_pull_in_their_chunks(retriever):
+    question = "What does this error mean?"
+    linked = retriever.search_queries([question], ENTERPRISE, entities=["SSO-104"])
+    assert sources(linked)[0] == "sso/sso-troubleshooting.md"
+    assert linked.metadata["entities"] == ["sso-104"]
+    assert linked.results[0].metadata["via"] in ("entity", "search")
+
+
+def test_entity_context_obeys_the_enforced_filters(retriever):
+    found = retriever.search_queries(["what is this?"], BASIC,
+                                     entities=["SSO-104", "OVR-7", "sso-bypass"])
+    assert not any(s.startswith(("sso/", "internal/")) for s in sources(found))
+
+
+def test_passages_fit_the_context_budget(example_kb):
+    from storage.chunking import estimate_tokens
+
+    settings = example_kb.settings
+    small = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(
+        update={"context_budget": 120, "top_k": 8})})
+    from storage.knowledge_base import KnowledgeBase
+
+    narrow = QdrantRetriever(kb=KnowledgeBase(small, example_kb.store, example_kb.encoders))
+    found = narrow.search_queries(["refund"], BASIC)
+    assert 1 <= len(found.results) < 8
+    assert sum(estimate_tokens(r.text) for r in found.results) <= 120 or len(found.results) == 1
