@@ -157,6 +157,13 @@ class MemoryStore:
                                 self._where(scope))
         return [{**h.payload, "score": round(h.score, 3)} for h in hits]
 
+    def clear_memories(self, scope: Scope) -> int:
+        """Erase the scope's long-term memories only (sessions and entities stay)."""
+        self.ensure()
+        count = self.store.count(MEMORIES, self._where(scope))
+        self.store.delete(MEMORIES, self._where(scope))
+        return count
+
     # -- administration ---------------------------------------------------------------------
     def export(self, scope: Scope) -> dict[str, list[dict[str, Any]]]:
         self.ensure()

@@ -104,3 +104,41 @@ def test_memory_survives_a_restart(tmp_path, example_kb):
     assert MemoryStore(store, example_kb.encoders).recall(Scope("c-1"), "sum")[0]["summary"] == (
         "sum")
     store.close()
+
+
+WRITER = """
+import sys
+from qdrant_client import QdrantClient
+from config.settings import load_settings
+from storage.embeddings import load_encoders
+from storage.memory import Entity, MemoryStore, Scope
+from storage.server_store import ServerStore
+import os
+store = ServerStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
+memory = MemoryStore(store, load_encoders(load_settings()))
+worker = sys.argv[1]
+for turn in range(10):
+    memory.add_turn(Scope("c-multi"), f"s{worker}", turn, {"user": f"{worker}/{turn}"})
+"""
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("QDRANT_URL"),
+                    reason="several processes share memory only through a Qdrant server "
+                           "(set QDRANT_URL); embedded stores are single-process by design")
+def test_several_processes_write_through_a_server_without_loss(example_kb):
+    import os
+    import subprocess
+    import sys
+
+    from storage.server_store import ServerStore
+
+    store = ServerStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
+    memory = MemoryStore(store, example_kb.encoders)
+    memory.forget(Scope("c-multi"))
+    workers = [subprocess.Popen([sys.executable, "-c", WRITER, str(w)],
+                                cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+               for w in range(4)]
+    assert all(w.wait(timeout=300) == 0 for w in workers)
+    assert len(memory.export(Scope("c-multi"))["sessions"]) == 40
+    memory.forget(Scope("c-multi"))
+    store.close()
