@@ -33,7 +33,8 @@ class RoleFailed(RuntimeError):
     """A role produced no usable output."""
 
 
-def _parse(result: Any, output_model: type[BaseModel]) -> BaseModel:
+def parse_output(result: Any, output_model: type[BaseModel]) -> BaseModel:
+    """A role's typed output from a framework result, its raw text, or JSON inside text."""
     if isinstance(getattr(result, "pydantic", None), output_model):
         return result.pydantic
     raw = getattr(result, "raw", result)
@@ -108,7 +109,7 @@ class CrewAIEngine:
         agent = self.agent(role)
         crew = Crew(agents=[agent], tasks=[self._task(task, inputs, output_model, agent)],
                     process=Process.sequential, verbose=False)
-        return _parse(self._measured_kickoff(crew, role), output_model)
+        return parse_output(self._measured_kickoff(crew, role), output_model)
 
     def _run_hierarchical(self, task: str, role: str, inputs: dict[str, str],
                           output_model: type[BaseModel]) -> BaseModel:
@@ -127,4 +128,4 @@ class CrewAIEngine:
             raise RoleFailed(f"the manager did not delegate {task} to the {role} "
                              f"(coworkers that worked: {sorted(set(worked)) or 'none'})")
         self.notes.append(f"manager delegated {task} to the {role}")
-        return _parse(result, output_model)
+        return parse_output(result, output_model)

@@ -63,6 +63,13 @@ def record_call(prompt_tokens: int, completion_tokens: int, ms: float, purpose: 
         ledger.calls.append(LlmCall(_ROLE.get(), prompt_tokens, completion_tokens, ms, purpose))
 
 
+def merge_into_current(ledger: UsageLedger) -> None:
+    """Copy the calls of a nested ledger into the active (outer) one, if any."""
+    outer = _CURRENT.get()
+    if outer is not None and outer is not ledger:
+        outer.calls.extend(ledger.calls)
+
+
 @contextmanager
 def acting_as(role: str) -> Iterator[None]:
     """Attribute LLM calls made inside to ``role``."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from config.settings import Settings
+from config.settings import LlmSettings, Settings
 from storage.memory import MemoryStore
 from storage.retrieval import QdrantRetriever
 from tasks.evidence import EvidenceScorer
@@ -29,16 +29,32 @@ class TurnRuntime:
         self.retriever.close()
 
 
+def build_engine(name: str, llm: Any, specs: Any, process: str,
+                 llm_settings: LlmSettings | None = None) -> Any:
+    """The role engine: CrewAI, or AutoGen (the local backend, or autogen-ext's OpenAI client
+    for remote endpoints)."""
+    if name == "autogen":
+        from agents.autogen_client import BaseLLMChatClient, openai_client
+        from agents.autogen_engine import AutoGenEngine
+
+        remote = llm_settings is not None and llm_settings.provider != "local" and not getattr(
+            llm, "records_usage", False)
+        client = openai_client(llm_settings) if remote else BaseLLMChatClient(llm)
+        return AutoGenEngine(client, specs, process=process)
+    from agents.crewai_engine import CrewAIEngine
+
+    return CrewAIEngine(llm, specs, process=process)
+
+
 def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
                   process: str | None = None, llm: Any = None) -> TurnRuntime:
     """Open the knowledge base and build the chosen engine around one shared LLM."""
-    from agents.crewai_engine import CrewAIEngine
     from agents.llm_factory import build_llm
     from agents.roles import load_role_specs
 
     engine_name = engine or settings.engine
-    if engine_name != "crewai":
-        raise ValueError(f"engine {engine_name!r} is not available yet; use crewai")
+    if engine_name not in ("crewai", "autogen"):
+        raise ValueError(f"engine {engine_name!r}: choose crewai or autogen")
     retriever = QdrantRetriever(settings=settings, data_dir=data_dir)
     retriever.connect(settings)
     kb = retriever.kb
@@ -49,7 +65,7 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
                          "examples/kb` first")
     scorer = EvidenceScorer(kb.encoders, settings.evidence.support_semantic,
                             settings.evidence.support_lexical)
-    crew = CrewAIEngine(llm or build_llm(settings.llm), load_role_specs(),
-                        process=process or settings.process)
-    return TurnRuntime(settings=settings, retriever=retriever, engine=crew, scorer=scorer,
+    chosen = build_engine(engine_name, llm or build_llm(settings.llm), load_role_specs(),
+                          process or settings.process, settings.llm)
+    return TurnRuntime(settings=settings, retriever=retriever, engine=chosen, scorer=scorer,
                        memory=MemoryStore(kb.store, kb.encoders))

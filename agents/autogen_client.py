@@ -1,0 +1,133 @@
+"""The embedded SmolLM2 as an AutoGen ``ChatCompletionClient`` (the same llama.cpp backend).
+
+Structured outputs (``json_output`` set to a pydantic model, as ``AssistantAgent`` does with
+``output_content_type``) are constrained to the model's JSON schema; usage is recorded per call.
+Any CrewAI-style ``BaseLLM`` with ``call(messages, response_model=...)`` can sit behind it, so
+the scripted test double drives AutoGen exactly as it drives CrewAI.
+
+Usage::
+
+    client = BaseLLMChatClient(LocalLlamaLLM(model="local/smollm2"))
+    agent = AssistantAgent("judge", model_client=client, output_content_type=Judgement)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any
+
+from autogen_core import CancellationToken, FunctionCall
+from autogen_core.models import (
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelCapabilities,
+    ModelInfo,
+    RequestUsage,
+)
+from autogen_core.tools import Tool, ToolSchema
+from pydantic import BaseModel
+
+from agents.usage import UsageLedger, merge_into_current
+
+
+def _role(message: LLMMessage) -> str:
+    return {"SystemMessage": "system", "UserMessage": "user",
+            "AssistantMessage": "assistant"}.get(type(message).__name__, "user")
+
+
+def _text(message: LLMMessage) -> str:
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(getattr(part, "content", part)) for part in content)
+
+
+class BaseLLMChatClient(ChatCompletionClient):
+    """Adapts a supportcrew LLM backend to AutoGen's model-client interface."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._last = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return ModelInfo(vision=False, function_calling=True, json_output=True,
+                         family="unknown", structured_output=True)
+
+    @property
+    def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
+        return ModelCapabilities(vision=False, function_calling=True, json_output=True)
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[Tool | ToolSchema] = (),
+        tool_choice: Any = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] = {},
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        chat = [{"role": _role(m), "content": _text(m)} for m in messages]
+        response_model = json_output if isinstance(json_output, type) else None
+        with UsageLedger.activate() as ledger:  # this call's own usage, also kept by the turn
+            if tools:
+                schemas = [{"type": "function", "function": dict(
+                    t.schema if isinstance(t, Tool) else t)} for t in tools]
+                raw = self._llm.call(chat, tools=schemas)
+            else:
+                raw = self._llm.call(chat, response_model=response_model)
+        merge_into_current(ledger)
+        usage = RequestUsage(prompt_tokens=ledger.prompt_tokens,
+                             completion_tokens=ledger.completion_tokens)
+        self._last = usage
+        self._total = RequestUsage(
+            prompt_tokens=self._total.prompt_tokens + usage.prompt_tokens,
+            completion_tokens=self._total.completion_tokens + usage.completion_tokens)
+        content: str | list[FunctionCall] = str(raw)
+        if tools:
+            try:
+                call = json.loads(str(raw))
+                content = [FunctionCall(id="call-1", name=str(call["name"]),
+                                        arguments=json.dumps(call.get("arguments") or {}))]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                content = str(raw)
+        return CreateResult(finish_reason="function_calls" if isinstance(content, list)
+                            else "stop", content=content, usage=usage, cached=False)
+
+    async def create_stream(self, messages: Sequence[LLMMessage], **kwargs: Any
+                            ) -> AsyncGenerator[str | CreateResult, None]:
+        yield await self.create(messages, **kwargs)
+
+    async def close(self) -> None:
+        return None
+
+    def actual_usage(self) -> RequestUsage:
+        return self._last
+
+    def total_usage(self) -> RequestUsage:
+        return self._total
+
+    def count_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return sum(len(_text(m)) // 4 for m in messages)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return 4096 - self.count_tokens(messages)
+
+
+def openai_client(settings: Any) -> Any:
+    """autogen-ext's OpenAI client for ``openai/...`` providers or any OpenAI-compatible
+    ``base_url`` (vLLM, ``python -m llama_cpp.server``)."""
+    import os
+
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    model = settings.provider.split("/", 1)[-1]
+    return OpenAIChatCompletionClient(
+        model=model, base_url=settings.base_url, api_key=os.environ.get(settings.api_key_env, ""),
+        temperature=settings.temperature, seed=settings.seed,
+        model_info=ModelInfo(vision=False, function_calling=True, json_output=True,
+                             family="unknown", structured_output=True))
