@@ -137,16 +137,20 @@ def main() -> None:
     ingest_paths(kb, [ROOT / "examples" / "kb"])
     kb.close()
 
-    ours: list[dict[str, Any]] = []
-    runtime = build_runtime(settings, args.data_dir, process="sequential")
-    for line in run_script(script, runtime):
-        retrieve_steps = [s for s in line["trace"]["steps"] if s["name"] == "retrieve"]
-        ours.append({"turn": f"{line['conversation_id']}#{line['turn_index']}",
-                     "llm_calls": line["trace"]["llm_calls"],
-                     "prompt_tokens": line["trace"]["prompt_tokens"],
-                     "seconds": line["trace"]["duration_ms"] / 1000,
-                     "tool_calls": len(retrieve_steps),
-                     "correct": not line["expect_failures"]})
+    ours: dict[str, list[dict[str, Any]]] = {}
+    for engine in ("crewai", "autogen"):
+        runtime = build_runtime(settings, args.data_dir, engine=engine, process="sequential")
+        ours[engine] = []
+        for line in run_script(script, runtime):
+            retrieve_steps = [s for s in line["trace"]["steps"] if s["name"] == "retrieve"]
+            ours[engine].append({"turn": f"{line['conversation_id']}#{line['turn_index']}",
+                                 "llm_calls": line["trace"]["llm_calls"],
+                                 "prompt_tokens": line["trace"]["prompt_tokens"],
+                                 "seconds": line["trace"]["duration_ms"] / 1000,
+                                 "tool_calls": len(retrieve_steps),
+                                 "correct": not line["expect_failures"]})
+        if engine == "crewai":
+            runtime.close()
     kb = runtime.retriever.kb
 
     stock: list[dict[str, Any]] = []
@@ -165,19 +169,21 @@ def main() -> None:
                           "correct": not check(turn.expect, result)})
     runtime.close()
 
-    summary = {"ours": summarize(ours), "stock": summarize(stock)}
-    result = {"script": args.script.name, "summary": summary, "ours": ours, "stock": stock}
+    summary = {"crewai": summarize(ours["crewai"]), "autogen": summarize(ours["autogen"]),
+               "stock": summarize(stock)}
+    result = {"script": args.script.name, "summary": summary, "turns": {**ours, "stock": stock}}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "turn_cost.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# Turn cost: {args.script.name}, SmolLM2-135M local, sequential", "",
-             "| per turn | supportcrew | stock CrewAI crew | ratio (ours/stock) |",
-             "|---|---|---|---|"]
+             "| per turn | supportcrew on CrewAI | supportcrew on AutoGen | stock CrewAI crew "
+             "| CrewAI/stock | AutoGen/stock |", "|---|---|---|---|---|---|"]
     for key in ("llm_calls_per_turn", "median_llm_calls", "prompt_tokens_per_turn",
                 "seconds_per_turn", "tool_calls_per_turn", "correct"):
-        a, b = summary["ours"][key], summary["stock"][key]
-        ratio = f"{a / b:.2f}" if b else "-"
-        lines.append(f"| {key} | {a} | {b} | {ratio} |")
-    lines.append(f"\n`correct` counts turns (of {len(ours)}) whose script expectations all hold.\n")
+        a, g, b = summary["crewai"][key], summary["autogen"][key], summary["stock"][key]
+        ratios = [f"{x / b:.2f}" if b else "-" for x in (a, g)]
+        lines.append(f"| {key} | {a} | {g} | {b} | {ratios[0]} | {ratios[1]} |")
+    lines.append(f"\n`correct` counts turns (of {len(stock)}) whose script expectations all "
+                 "hold.\n")
     (RESULTS / "turn_cost.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

@@ -120,7 +120,8 @@ def verify_or_extract(runtime: TurnRuntime, question: str, draft: DraftAnswer | 
                 notes.append(f"citations from evidence {actual}, not the model's claim {claimed}")
             return draft.answer.strip(), citations
         weak = [s.sentence for s in support if not s.supported]
-        notes.append(f"draft answer replaced: {len(weak)} unsupported sentence(s)")
+        notes.append(f"draft answer replaced: {len(weak)} unsupported sentence(s)" if weak
+                     else "draft answer replaced: it has no sentence to check")
     order = sorted(range(len(passages)), key=lambda i: -evidence.relevance[i])
     ranked = [passages[i] for i in order]
     picked = scorer.extract(question, [p.text for p in ranked],

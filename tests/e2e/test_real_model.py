@@ -33,9 +33,11 @@ def kickoff(data_dir, tmp_path, *extra: str) -> tuple[int, list[dict]]:
     return result.exit_code, lines
 
 
-@pytest.mark.parametrize("process", ["sequential", "hierarchical"])
-def test_demo_script_passes_with_the_local_model(data_dir, tmp_path, process):
-    code, lines = kickoff(data_dir, tmp_path, "--process", process)
+@pytest.mark.parametrize(("engine", "process"), [
+    ("crewai", "sequential"), ("crewai", "hierarchical"),
+    ("autogen", "sequential"), ("autogen", "hierarchical")])
+def test_demo_script_passes_with_the_local_model(data_dir, tmp_path, engine, process):
+    code, lines = kickoff(data_dir, tmp_path, "--engine", engine, "--process", process)
     assert len(lines) == 6
     failures = {(line["conversation_id"], line["turn_index"]): line["expect_failures"]
                 for line in lines if line["expect_failures"]}
@@ -54,7 +56,7 @@ def test_demo_script_passes_with_the_local_model(data_dir, tmp_path, process):
         assert max(line["trace"]["llm_calls"] for line in lines) <= 6
     else:
         notes = " ".join(n for line in lines for n in line["trace"]["notes"])
-        assert "manager" in notes
+        assert ("manager" if engine == "crewai" else "selector") in notes
 
 
 class Verdict(BaseModel):
