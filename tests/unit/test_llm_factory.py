@@ -29,3 +29,18 @@ def test_keyless_providers_and_the_local_model_build(monkeypatch):
     assert build_llm(LlmSettings(provider="ollama/qwen2.5:7b"), check=False).model
     local = build_llm(LlmSettings())
     assert local.records_usage and local.temperature == 0.0
+
+
+def test_autogen_uses_autogen_ext_for_remote_endpoints(monkeypatch):
+    from agents.autogen_client import BaseLLMChatClient
+    from agents.roles import load_role_specs
+    from tasks.runtime import build_engine
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    remote = LlmSettings(provider="openai/my-model", base_url="http://127.0.0.1:9/v1")
+    llm = build_llm(remote, check=False)
+    engine = build_engine("autogen", llm, load_role_specs(), "sequential", remote)
+    assert type(engine.client).__name__ == "OpenAIChatCompletionClient"
+    local = build_engine("autogen", build_llm(LlmSettings()), load_role_specs(), "sequential",
+                         LlmSettings())
+    assert isinstance(local.client, BaseLLMChatClient)
