@@ -312,6 +312,44 @@ def memory_forget(customer: CustomerOption, tenant: TenantOption = "") -> None:
                   + ", ".join(f"{n} {name}" for name, n in counts.items()))
 
 
+keys_app = typer.Typer(help="Pilot API keys.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("hash")
+def keys_hash(key: Annotated[str, typer.Argument(help="The key you hand to a caller.")]) -> None:
+    """Print the SHA-256 to put in pilot.api_keys (keys are never stored in clear)."""
+    from service.auth import hash_key
+
+    sys.stdout.write(hash_key(key) + "\n")
+
+
+@app.command()
+@friendly_errors
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
+    process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
+) -> None:
+    """Run the pilot HTTP service and its web chat page."""
+    import uvicorn
+
+    from service.app import create_app
+    from tasks.runtime import build_runtime
+
+    settings = state.settings
+    if not settings.pilot.api_keys:
+        raise ValueError("pilot.api_keys is empty: issue a key (python main.py keys hash KEY) "
+                         "and set SUPPORTCREW_PILOT__API_KEYS")
+    runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
+    try:
+        uvicorn.run(create_app(settings, state.data_dir, runtime), host=host, port=port,
+                    log_level="info")
+    finally:
+        runtime.close()
+
+
 @eval_app.command("retrieval")
 @friendly_errors
 def eval_retrieval(

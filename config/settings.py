@@ -153,6 +153,26 @@ class LlmSettings(_Strict):
     seed: int = 7
 
 
+class ApiKey(_Strict):
+    """One pilot API key: stored as its SHA-256, never in clear.
+
+    ``slots`` are the enforced slots of every caller using the key (a public website widget:
+    ``{access_level: public}``); ``trust_customer_id`` lets a trusted backend name customers.
+    """
+
+    name: str = Field(min_length=1, max_length=80)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tenant: str = Field("", max_length=200)
+    slots: dict[str, str] = Field(default_factory=dict)
+    trust_customer_id: bool = False
+
+
+class PilotSettings(_Strict):
+    api_keys: list[ApiKey] = Field(default_factory=list)
+    max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
+    max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
+
+
 class Messages(_Strict):
     no_results: str = "I could not find this in our help articles."
     connection_problem: str = "I'm having trouble reaching our knowledge base right now."
@@ -182,6 +202,7 @@ class Settings(BaseSettings):
     process: Literal["sequential", "hierarchical"] = "sequential"
     max_rounds: int = Field(2, ge=0, le=5)
     messages: Messages = Messages()
+    pilot: PilotSettings = PilotSettings()
     telemetry: bool = False
 
     @classmethod

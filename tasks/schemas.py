@@ -128,6 +128,7 @@ class Trace(BaseModel):
 
 class TurnResult(BaseModel):
     session_id: str
+    turn_index: int | None = None
     answer: str
     verdict: Verdict
     judge_verdict: JudgeVerdict | None = None

@@ -157,6 +157,7 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime) -> TurnResult:
                     f"{e['type']}:{e['value']}" for e in context.entities[:8]],
                     memories=[m["session_id"] for m in context.memories])
             result = _answer(request, runtime, tracer, slots, context)
+            result.turn_index = context.turn_index
             save_result(runtime.memory, request, context, result)
         except Exception as exc:  # retrieval or model down: an honest message, not a crash
             tracer.trace.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")

@@ -1,0 +1,73 @@
+"""Pilot session headers and feedback in Qdrant, scoped by tenant.
+
+The turns themselves live in the customer memory's ``sessions`` collection
+(:mod:`storage.memory`); this module keeps who owns a session (tenant, customer, key) and the
+thumbs up/down of each answer, so several workers can share one Qdrant server.
+
+Usage::
+
+    pilot = PilotStore(store, encoders)
+    pilot.create_session(header)
+    pilot.session("acme", session_id)          # None for another tenant's session
+    pilot.add_feedback("acme", session_id, turn_index=0, rating="up", comment="clear")
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+from storage.embeddings import Encoders
+from storage.store import AllOf, CollectionSpec, Match, PointData, Store
+
+SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
+_NAMESPACE = uuid.UUID("7a1d2c3e-5b6f-4a8b-9c0d-e1f2a3b4c5d6")
+
+
+class PilotStore:
+    def __init__(self, store: Store, encoders: Encoders) -> None:
+        self.store = store
+        self.encoders = encoders
+        spec = CollectionSpec(dense_dim=encoders.dense.dim, sparse=False, tokens=False,
+                              keyword_indexes=("tenant", "session_id"))
+        for name in (SESSIONS, FEEDBACK):
+            if not store.has_collection(name):
+                store.create_collection(name, spec)
+
+    def _point(self, key: str, text: str, payload: dict[str, Any]) -> PointData:
+        vector = self.encoders.dense.encode([text or "session"])[0].dense
+        return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=payload)
+
+    def create_session(self, tenant: str, session_id: str, customer_id: str, key_name: str,
+                       slots: dict[str, str]) -> dict[str, Any]:
+        header = {"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
+                  "key": key_name, "slots": slots, "created": time.time(), "handoff": False}
+        self.store.upsert(SESSIONS, [self._point(f"{tenant}/{session_id}", "session", header)])
+        return header
+
+    def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
+        found = list(self.store.scroll(SESSIONS, AllOf((Match("tenant", (tenant,)),
+                                                        Match("session_id", (session_id,))))))
+        return found[0].payload if found else None
+
+    def mark_handoff(self, tenant: str, session_id: str, reason: str) -> dict[str, Any] | None:
+        header = self.session(tenant, session_id)
+        if header is None:
+            return None
+        header = {**header, "handoff": True, "handoff_reason": reason, "handoff_at": time.time()}
+        self.store.upsert(SESSIONS, [self._point(f"{tenant}/{session_id}", "session", header)])
+        return header
+
+    def add_feedback(self, tenant: str, session_id: str, turn_index: int,
+                     rating: Literal["up", "down"], comment: str) -> dict[str, Any]:
+        record = {"tenant": tenant, "session_id": session_id, "turn_index": turn_index,
+                  "rating": rating, "comment": comment, "ts": time.time()}
+        self.store.upsert(FEEDBACK, [self._point(f"{tenant}/{session_id}/{turn_index}",
+                                                 comment, record)])
+        return record
+
+    def feedback(self, tenant: str, session_id: str) -> list[dict[str, Any]]:
+        records = self.store.scroll(FEEDBACK, AllOf((Match("tenant", (tenant,)),
+                                                     Match("session_id", (session_id,)))))
+        return sorted((r.payload for r in records), key=lambda p: p["turn_index"])

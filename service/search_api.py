@@ -1,0 +1,70 @@
+"""The watsonx custom-service search schema over supportcrew's retriever.
+
+Request ``{query, filter, metadata}``; response ``{search_results: [{title, body, url,
+highlight: {body: [...]}, result_metadata: {score}}]}``; each at most 100 KB. ``filter`` maps to
+advisory filters (a mapping, or ``"key:value, key:value"`` text); enforced slots come from the
+API key, never from the request.
+
+Usage::
+
+    body = to_response(found, max_bytes=100_000)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from storage.retrieval import SearchResultList
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2000)
+    filter: dict[str, str] | str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must not be blank")
+        return value
+
+    def advisory_filters(self) -> dict[str, str]:
+        if self.filter is None:
+            return {}
+        if isinstance(self.filter, dict):
+            return dict(self.filter)
+        pairs = [p.partition(":") for p in self.filter.split(",") if p.strip()]
+        return {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
+
+
+def _result(found: SearchResultList, index: int) -> dict[str, Any]:
+    result = found.results[index]
+    meta = result.metadata
+    return {
+        "title": meta.get("title", ""),
+        "body": result.text,
+        "url": meta.get("url"),
+        "highlight": {"body": [meta.get("hit_text", result.text)[:500]]},
+        "result_metadata": {"score": result.score, "source_id": meta.get("source_id"),
+                            "chunk_id": meta.get("chunk_id")},
+    }
+
+
+def to_response(found: SearchResultList, max_bytes: int) -> dict[str, Any]:
+    """Whole results in rank order while the JSON response stays within ``max_bytes``."""
+    kept: list[dict[str, Any]] = []
+    size = len(json.dumps({"search_results": []}).encode())
+    for index in range(len(found.results)):
+        item = _result(found, index)
+        cost = len(json.dumps(item).encode()) + 2
+        if size + cost > max_bytes:
+            break
+        kept.append(item)
+        size += cost
+    return {"search_results": kept}

@@ -1,0 +1,121 @@
+// The pilot's chat page: plain JS, no build step. Talks to /v1/sessions on the same origin.
+"use strict";
+const state = { key: null, session: null };
+const $ = (id) => document.getElementById(id);
+
+function showError(text) {
+  const banner = $("error");
+  banner.textContent = text;
+  banner.hidden = !text;
+}
+
+async function api(path, body) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { "Content-Type": "application/json", "Authorization": "Bearer " + state.key },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new Error("The support service cannot be reached. Check your connection and try again.");
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok && !(response.status === 503 && data.result)) {
+    throw new Error((data.error && data.error.message) || ("Request failed: " + response.status));
+  }
+  return data.result || data;
+}
+
+function addMessage(role, text) {
+  const item = document.createElement("li");
+  item.className = role;
+  const who = document.createElement("strong");
+  who.textContent = role === "user" ? "You: " : "Support: ";
+  const body = document.createElement("span");
+  body.textContent = text;
+  item.append(who, body);
+  $("messages").append(item);
+  return item;
+}
+
+function addCitations(item, citations) {
+  if (!citations.length) return;
+  const list = document.createElement("ol");
+  list.className = "citations";
+  list.setAttribute("aria-label", "Sources");
+  for (const c of citations) {
+    const entry = document.createElement("li");
+    const link = document.createElement(c.url ? "a" : "span");
+    if (c.url) { link.href = c.url; link.target = "_blank"; link.rel = "noopener"; }
+    link.textContent = c.title || c.source_id;
+    entry.append(link);
+    list.append(entry);
+  }
+  item.append(list);
+}
+
+function addFeedback(item, turnIndex) {
+  const box = document.createElement("div");
+  box.className = "feedback";
+  for (const [rating, label] of [["up", "Helpful"], ["down", "Not helpful"]]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = rating === "up" ? "👍" : "👎";
+    button.setAttribute("aria-label", label);
+    button.addEventListener("click", async () => {
+      try {
+        await api(`/v1/sessions/${state.session}/feedback`, { turn_index: turnIndex, rating });
+        box.replaceChildren(Object.assign(document.createElement("span"),
+          { className: "thanks", textContent: "Thanks for your feedback." }));
+      } catch (err) { showError(err.message); }
+    });
+    box.append(button);
+  }
+  item.append(box);
+}
+
+$("key-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  state.key = $("api-key").value.trim();
+  try {
+    const created = await api("/v1/sessions", {});
+    state.session = created.session_id;
+    showError("");
+    $("key-form").hidden = true;
+    $("ask").hidden = false;
+    $("question").focus();
+  } catch (err) { showError(err.message); }
+});
+
+$("ask").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const question = $("question").value.trim();
+  if (!question) return;
+  addMessage("user", question);
+  $("question").value = "";
+  $("send").disabled = true;
+  try {
+    const result = await api(`/v1/sessions/${state.session}/messages`, { message: question });
+    showError("");
+    const item = addMessage("assistant", result.answer);
+    item.dataset.verdict = result.verdict;
+    addCitations(item, result.citations || []);
+    if (result.verdict === "answered" && result.turn_index !== null) {
+      addFeedback(item, result.turn_index);
+    }
+    if (result.handoff) $("handoff").hidden = false;
+  } catch (err) {
+    showError(err.message);
+  } finally {
+    $("send").disabled = false;
+    $("question").focus();
+  }
+});
+
+$("question").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) {
+    event.preventDefault();
+    $("ask").requestSubmit();
+  }
+});
