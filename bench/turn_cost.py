@@ -151,7 +151,7 @@ def main() -> None:
                                  "correct": not line["expect_failures"]})
         if engine == "crewai":
             runtime.close()
-    kb = runtime.retriever.kb
+    kb = runtime.knowledge_base()
 
     stock: list[dict[str, Any]] = []
     llm = StockLocalLLM(model="local/smollm2-stock")

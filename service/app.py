@@ -81,7 +81,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
             from tasks.runtime import build_runtime
 
             state["runtime"] = await run_in_threadpool(build_runtime, settings, data_dir)
-        kb = state["runtime"].retriever.kb
+        kb = state["runtime"].knowledge_base()
         state["pilot"] = PilotStore(kb.store, kb.encoders)
         yield
         if runtime is None:
@@ -143,7 +143,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         checks: dict[str, str] = {}
         current = state["runtime"]
         try:
-            kb = current.retriever.kb
+            kb = current.knowledge_base()
             checks["qdrant"] = "ok" if await run_in_threadpool(kb.exists) else "empty"
         except Exception as exc:
             checks["qdrant"] = f"down: {type(exc).__name__}"

@@ -24,6 +24,10 @@ def retriever_class(type_name: str) -> type:
     """Resolve ``qdrant`` or ``package.module.Class``; ConfigError names what is wrong."""
     if type_name == "qdrant":
         return QdrantRetriever
+    if type_name == "custom_service":
+        from storage.custom_service import CustomServiceRetriever
+
+        return CustomServiceRetriever
     module_name, _, class_name = type_name.rpartition(".")
     if not module_name or not class_name:
         raise ConfigError(

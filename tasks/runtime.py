@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import LlmSettings, Settings
+from storage.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
 from storage.retrieval import QdrantRetriever
 from tasks.evidence import EvidenceScorer
@@ -24,9 +25,16 @@ class TurnRuntime:
     engine: Any
     scorer: EvidenceScorer
     memory: MemoryStore | None = None
+    kb: KnowledgeBase | None = None
+
+    def knowledge_base(self) -> KnowledgeBase:
+        """The Qdrant knowledge base (also when retrieval goes to a custom service)."""
+        return self.kb if self.kb is not None else self.retriever.kb
 
     def close(self) -> None:
         self.retriever.close()
+        if self.kb is not None:
+            self.kb.close()
 
 
 def build_engine(name: str, llm: Any, specs: Any, process: str,
@@ -55,12 +63,22 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     engine_name = engine or settings.engine
     if engine_name not in ("crewai", "autogen"):
         raise ValueError(f"engine {engine_name!r}: choose crewai or autogen")
-    retriever = QdrantRetriever(settings=settings, data_dir=data_dir)
-    retriever.connect(settings)
-    kb = retriever.kb
+    local = QdrantRetriever(settings=settings, data_dir=data_dir)
+    local.connect(settings)
+    kb = local.kb
     assert kb is not None
-    if not kb.exists():
-        retriever.close()
+    retriever: Any = local
+    if settings.vector_store.type == "custom_service":
+        from storage.custom_service import CustomServiceRetriever
+
+        retriever = CustomServiceRetriever(top_k=settings.retrieval.top_k)
+        retriever.connect(settings.vector_store)
+    elif settings.vector_store.type != "qdrant":
+        local.close()
+        raise ValueError("vector_store.type: the crew runs on 'qdrant' or 'custom_service'; "
+                         "other retriever classes serve Rasa (storage.rasa_adapter)")
+    elif not kb.exists():
+        local.close()
         raise ValueError(f"collection {kb.collection!r} is empty; run `python main.py ingest "
                          "examples/kb` first")
     scorer = EvidenceScorer(kb.encoders, settings.evidence.support_semantic,
@@ -68,4 +86,4 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     chosen = build_engine(engine_name, llm or build_llm(settings.llm), load_role_specs(),
                           process or settings.process, settings.llm)
     return TurnRuntime(settings=settings, retriever=retriever, engine=chosen, scorer=scorer,
-                       memory=MemoryStore(kb.store, kb.encoders))
+                       memory=MemoryStore(kb.store, kb.encoders), kb=kb)
