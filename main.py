@@ -312,6 +312,30 @@ def memory_forget(customer: CustomerOption, tenant: TenantOption = "") -> None:
                   + ", ".join(f"{n} {name}" for name, n in counts.items()))
 
 
+@app.command()
+@friendly_errors
+def chat(
+    customer: Annotated[str | None, typer.Option(help="Customer id (enables memory).")] = None,
+    slot: Annotated[list[str] | None, typer.Option("--slot", help="Slot as key=value.")] = None,
+    engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
+    process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
+) -> None:
+    """Chat with the crew in the terminal."""
+    from storage.filters import build_filters
+    from tasks.runtime import build_runtime
+    from terminal.chat import ChatLoop
+
+    slots = parse_slots(slot or [])
+    build_filters(state.settings.slots, slots)
+    runtime = build_runtime(state.settings, state.data_dir, engine=engine, process=process)
+    state.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        ChatLoop(runtime, customer, slots, history_file=state.data_dir / "chat_history",
+                 console=console).run()
+    finally:
+        runtime.close()
+
+
 keys_app = typer.Typer(help="Pilot API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 

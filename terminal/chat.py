@@ -1,0 +1,148 @@
+"""Terminal chat over ``run_turn``: prompt_toolkit input with history, rich output.
+
+Slash commands: /slots, /slot key=value, /unslot key, /trace, /memory, /reset, /help, /quit.
+Ctrl-C cancels the turn in progress (the user's message is already stored), Ctrl-D exits.
+
+Usage::
+
+    ChatLoop(runtime, customer_id="c-001", slots={"tier": "pro"}).run()
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.history import FileHistory
+from rich.console import Console
+from rich.panel import Panel
+
+from storage.filters import SlotError, build_filters
+from storage.memory import Scope
+from tasks.schemas import TurnRequest, TurnResult
+from tasks.turn import run_turn
+
+HELP = """[bold]/slots[/] show slots · [bold]/slot key=value[/] set one · [bold]/unslot key[/] \
+drop one · [bold]/trace[/] last turn's trace · [bold]/memory[/] what is remembered · \
+[bold]/reset[/] new session · [bold]/help[/] · [bold]/quit[/] (or Ctrl-D). Ctrl-C cancels a turn."""
+
+
+class ChatLoop:
+    def __init__(self, runtime: Any, customer_id: str | None, slots: dict[str, str],
+                 history_file: Path | None = None, console: Console | None = None) -> None:
+        self.runtime = runtime
+        self.customer_id = customer_id
+        self.slots = dict(slots)
+        self.session_id = self._new_session_id()
+        self.console = console or Console()
+        self.prompt = PromptSession(history=FileHistory(str(history_file))
+                                    if history_file else None)
+        self.last: TurnResult | None = None
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    @staticmethod
+    def _new_session_id() -> str:
+        return f"chat-{uuid.uuid4().hex[:12]}"
+
+    def _check_slots(self, slots: dict[str, str]) -> None:
+        build_filters(self.runtime.settings.slots, slots)
+
+    # -- commands ----------------------------------------------------------------------------
+    def command(self, line: str) -> bool:
+        """Run a slash command; False means quit."""
+        name, _, arg = line[1:].partition(" ")
+        arg = arg.strip()
+        if name in ("quit", "exit"):
+            return False
+        if name == "help":
+            self.console.print(HELP)
+        elif name == "slots":
+            self.console.print(self.slots or "(no slots: public view)")
+        elif name == "slot":
+            key, sep, value = arg.partition("=")
+            if not sep or not key.strip():
+                self.console.print("[red]usage:[/] /slot key=value")
+                return True
+            candidate = {**self.slots, key.strip(): value.strip()}
+            try:
+                self._check_slots(candidate)
+            except SlotError as exc:
+                self.console.print(f"[red]{exc}[/]")
+                return True
+            self.slots = candidate
+            self.console.print(f"slots: {self.slots}")
+        elif name == "unslot":
+            self.slots.pop(arg, None)
+            self.console.print(f"slots: {self.slots}")
+        elif name == "trace":
+            trace = self.last.trace.model_dump(mode="json") if self.last else "(no turn yet)"
+            self.console.print_json(json.dumps(trace)) if self.last else self.console.print(trace)
+        elif name == "memory":
+            self._show_memory()
+        elif name == "reset":
+            self.session_id = self._new_session_id()
+            self.last = None
+            self.console.print(f"new session {self.session_id}")
+        else:
+            self.console.print(f"[red]unknown command /{name}[/]; /help lists them")
+        return True
+
+    def _show_memory(self) -> None:
+        memory = self.runtime.memory
+        if memory is None or not self.customer_id:
+            self.console.print("(no customer: start with --customer ID to use memory)")
+            return
+        data = memory.export(Scope(self.customer_id, self.slots.get("tenant", "")))
+        entities = ", ".join(f"{e['type']} {e['value']}" for e in data["entities"]) or "-"
+        self.console.print(f"entities: {entities}")
+        for item in data["memories"]:
+            self.console.print(f"- {item['summary'][:100]} → {item['resolution'][:100]}")
+
+    # -- turns ------------------------------------------------------------------------------
+    def ask(self, message: str) -> TurnResult | None:
+        request = TurnRequest(session_id=self.session_id, customer_id=self.customer_id,
+                              message=message, slots=self.slots)
+        future = self._pool.submit(run_turn, request, self.runtime)
+        try:
+            with self.console.status("the crew is working…"):
+                result = future.result()
+        except KeyboardInterrupt:
+            self.console.print("[yellow]cancelled[/] (your message is stored)")
+            return None
+        self.last = result
+        self.show(result)
+        return result
+
+    def show(self, result: TurnResult) -> None:
+        style = {"answered": "green", "idk": "yellow", "handoff": "blue", "error": "red"}
+        lines = [result.answer]
+        for number, citation in enumerate(result.citations, start=1):
+            lines.append(f"[{number}] {citation.title} {citation.url or citation.source_id}")
+        self.console.print(Panel("\n".join(lines), title=result.verdict,
+                                 border_style=style.get(result.verdict, "white")))
+        trace = result.trace
+        self.console.print(f"[dim]{trace.llm_calls} LLM calls · {trace.prompt_tokens} prompt "
+                           f"tokens · {trace.duration_ms / 1000:.1f} s[/]")
+
+    def run(self) -> None:
+        self.console.print(f"supportcrew chat · session {self.session_id} · /help for commands")
+        while True:
+            try:
+                line = self.prompt.prompt("you> ").strip()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not self.command(line):
+                    break
+                continue
+            self.ask(line)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.console.print("bye")
