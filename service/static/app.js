@@ -61,8 +61,7 @@ function addFeedback(item, turnIndex) {
   for (const [rating, label] of [["up", "Helpful"], ["down", "Not helpful"]]) {
     const button = document.createElement("button");
     button.type = "button";
-    button.textContent = rating === "up" ? "👍" : "👎";
-    button.setAttribute("aria-label", label);
+    button.textContent = label;
     button.addEventListener("click", async () => {
       try {
         await api(`/v1/sessions/${state.session}/feedback`, { turn_index: turnIndex, rating });

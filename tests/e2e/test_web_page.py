@@ -1,0 +1,113 @@
+"""The pilot's chat page in real headless Chromium (Debian's) against a running server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+
+import pytest
+
+from tests.scripted_llm import ScriptedLLM
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(
+    not os.path.exists(CHROMIUM) and os.environ.get("CI") != "true",
+    reason="Debian chromium is not installed (CI installs it)")]
+REFUND = ("Once a refund is approved, the money is returned to the original payment method "
+          "within 5 to 7 business days.")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def server(settings, example_kb, tmp_path):
+    import uvicorn
+
+    from agents.roles import load_role_specs
+    from config.settings import ApiKey
+    from service.app import create_app
+    from service.auth import hash_key
+    from storage.edge_store import EdgeStore
+    from storage.memory import MemoryStore
+    from storage.retrieval import QdrantRetriever
+    from tasks.evidence import EvidenceScorer
+    from tasks.runtime import TurnRuntime, build_engine
+
+    configured = settings.model_copy(update={"pilot": settings.pilot.model_copy(update={
+        "api_keys": [ApiKey(name="web", sha256=hash_key("web-key"),
+                            slots={"access_level": "customer", "tier": "basic"})]})})
+    llm = ScriptedLLM(model="scripted").script(
+        Judgement=[{"verdict": "sufficient", "reason": "ok"}],
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}])
+    memory_store = EdgeStore(tmp_path / "memory")
+    runtime = TurnRuntime(configured, QdrantRetriever(kb=example_kb),
+                          build_engine("crewai", llm, load_role_specs(), "sequential"),
+                          EvidenceScorer(example_kb.encoders),
+                          MemoryStore(memory_store, example_kb.encoders))
+    port = free_port()
+    app = create_app(configured, tmp_path, runtime)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started and time.time() < deadline:
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}", server, runtime
+    server.should_exit = True
+    thread.join(timeout=10)
+    memory_store.close()
+
+
+def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    url, running, runtime = server
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_label("Access key").fill("web-key")
+        page.get_by_role("button", name="Start").click()
+        question = page.get_by_label("Your question")
+        question.fill("How long does a refund take?")
+        question.press("Enter")  # keyboard only
+        answer = page.locator("li.assistant").first
+        answer.wait_for(timeout=60_000)
+        assert "5 to 7 business days" in answer.inner_text()
+        link = answer.get_by_role("link", name="Refunds")
+        assert link.get_attribute("href").endswith("/billing/refunds")
+        page.screenshot(path=str(tmp_path / "answer.png"))
+        answer.get_by_role("button", name="Helpful", exact=True).click()
+        page.get_by_text("Thanks for your feedback.").wait_for(timeout=10_000)
+        session_id = page.evaluate("state.session")
+        stored = runtime.memory.session_turns(
+            __import__("storage.memory", fromlist=["Scope"]).Scope(f"anon-{session_id}"),
+            session_id)
+        assert stored and stored[0]["status"] == "done"
+        from service.pilot_store import PilotStore
+
+        pilot = PilotStore(runtime.knowledge_base().store, runtime.knowledge_base().encoders)
+        assert pilot.feedback("", session_id)[0]["rating"] == "up"
+
+        question.fill("This is wrong again, I want to talk to a human")
+        page.get_by_role("button", name="Send").click()
+        page.locator("#handoff").wait_for(state="visible", timeout=60_000)
+
+        running.should_exit = True
+        time.sleep(1.5)
+        question.fill("Are you there?")
+        page.get_by_role("button", name="Send").click()
+        error = page.get_by_role("alert")
+        error.wait_for(state="visible", timeout=20_000)
+        assert "cannot be reached" in error.inner_text()
+        browser.close()
