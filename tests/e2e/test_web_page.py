@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
 import time
 
 import pytest
 
+from tests.helpers import running_server
 from tests.scripted_llm import ScriptedLLM
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -20,16 +19,8 @@ REFUND = ("Once a refund is approved, the money is returned to the original paym
           "within 5 to 7 business days.")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def server(settings, example_kb, tmp_path):
-    import uvicorn
-
     from agents.roles import load_role_specs
     from config.settings import ApiKey
     from service.app import create_app
@@ -51,18 +42,8 @@ def server(settings, example_kb, tmp_path):
                           build_engine("crewai", llm, load_role_specs(), "sequential"),
                           EvidenceScorer(example_kb.encoders),
                           MemoryStore(memory_store, example_kb.encoders))
-    port = free_port()
-    app = create_app(configured, tmp_path, runtime)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started and time.time() < deadline:
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}", server, runtime
-    server.should_exit = True
-    thread.join(timeout=10)
+    with running_server(create_app(configured, tmp_path, runtime)) as (url, server):
+        yield url, server, runtime
     memory_store.close()
 
 

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
 import pytest
 
 from storage.custom_service import CustomServiceError, CustomServiceRetriever
+from tests.helpers import free_port, running_server
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class MinimalSearch(BaseHTTPRequestHandler):
@@ -103,8 +96,6 @@ def test_unreachable_service_is_an_error():
 
 
 def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatch):
-    import uvicorn
-
     from agents.roles import load_role_specs
     from config.settings import ApiKey
     from service.app import create_app
@@ -120,24 +111,12 @@ def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatc
     runtime = TurnRuntime(configured, QdrantRetriever(kb=example_kb),
                           build_engine("crewai", ScriptedLLM(model="s"), load_role_specs(),
                                        "sequential"), EvidenceScorer(example_kb.encoders))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(configured, tmp_path, runtime),
-                                           host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started and time.time() < deadline:
-        time.sleep(0.1)
-    try:
+    with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):
         monkeypatch.setenv("PILOT_KEY", "svc-key")
         retriever = CustomServiceRetriever()
-        retriever.connect({"url": f"http://127.0.0.1:{port}/v1/search",
-                           "api_key_env": "PILOT_KEY"})
+        retriever.connect({"url": f"{url}/v1/search", "api_key_env": "PILOT_KEY"})
         found = retriever.search_queries(["How long does a refund take?"])
         assert found.results[0].metadata["url"].endswith("/billing/refunds")
         sso = retriever.search_queries(["SAML single sign-on setup"],
                                        advisory={"access_level": "internal"})
         assert not any("/sso/" in (r.metadata["url"] or "") for r in sso.results)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)

@@ -1,15 +1,8 @@
-import socket
-
 import pytest
 
 from agents.llm_factory import LlmConfigError, build_llm
 from config.settings import LlmSettings
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.helpers import free_port
 
 
 def test_missing_api_key_is_one_clear_error(monkeypatch):
@@ -19,7 +12,7 @@ def test_missing_api_key_is_one_clear_error(monkeypatch):
 
 
 def test_unreachable_endpoint_is_one_clear_error():
-    url = f"http://127.0.0.1:{closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(LlmConfigError, match="unreachable"):
         build_llm(LlmSettings(provider="openai/local-model", base_url=url))
 

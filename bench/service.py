@@ -1,0 +1,156 @@
+"""Load the pilot service on loopback: N concurrent clients x M turns, plus /v1/search.
+
+Starts ``python main.py serve`` on 127.0.0.1 (a free port, two tenants' keys in the
+environment), runs a bounded load, and checks that no response ever carried another session's
+or tenant's data. Stops by itself.
+
+    python bench/service.py [--clients 4] [--turns 3] [--searches 200] [--data-dir DIR]
+
+Writes bench/results/service.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from service.auth import hash_key  # noqa: E402
+
+QUESTIONS = ["How long does a refund take?", "What are the API rate limits on the Pro plan?",
+             "How do I export all my files?", "Do you offer a student discount?"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))] if ordered else 0.0
+
+
+def client_run(base: str, key: str, client: int, turns: int) -> dict:
+    headers = {"Authorization": f"Bearer {key}"}
+    latencies, errors, leaks = [], 0, 0
+    with httpx.Client(base_url=base, headers=headers, timeout=300) as http:
+        session = http.post("/v1/sessions", json={}).json()["session_id"]
+        for turn in range(turns):
+            marker = f"ORD-{client:02d}{turn:03d}"
+            started = time.perf_counter()
+            response = http.post(f"/v1/sessions/{session}/messages", json={
+                "message": f"{QUESTIONS[(client + turn) % len(QUESTIONS)]} (order {marker})"})
+            latencies.append(time.perf_counter() - started)
+            if response.status_code != 200:
+                errors += 1
+                continue
+            if response.json()["session_id"] != session:
+                leaks += 1
+        stored = http.get(f"/v1/sessions/{session}").json()
+        users = [t["user"] for t in stored["turns"]]
+        leaks += sum(1 for u in users if f"ORD-{client:02d}" not in u)
+    return {"session": session, "latencies": latencies, "errors": errors, "leaks": leaks}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-service-bench"))
+    args = parser.parse_args()
+    if not (1 <= args.clients <= 32 and 1 <= args.turns <= 20 and 1 <= args.searches <= 5000):
+        parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000")
+
+    subprocess.run([sys.executable, "main.py", "--data-dir", str(args.data_dir), "ingest",
+                    "examples/kb"], cwd=ROOT, check=True, capture_output=True)
+    keys = [{"name": "acme", "sha256": hash_key("acme-key"), "tenant": "acme",
+             "slots": {"access_level": "customer", "tier": "pro"}},
+            {"name": "globex", "sha256": hash_key("globex-key"), "tenant": "globex",
+             "slots": {"access_level": "public"}}]
+    port = free_port()
+    env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
+    server = subprocess.Popen([sys.executable, "main.py", "--data-dir", str(args.data_dir),
+                               "serve", "--port", str(port)], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            raise SystemExit("the service did not become ready within 180 s")
+
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.clients) as pool:
+            runs = list(pool.map(lambda c: client_run(
+                base, "acme-key" if c % 2 == 0 else "globex-key", c, args.turns),
+                range(args.clients)))
+        turn_seconds = time.perf_counter() - started
+        latencies = [x for r in runs for x in r["latencies"]]
+
+        cross = 0
+        for index, run in enumerate(runs):
+            other = "globex-key" if index % 2 == 0 else "acme-key"
+            response = httpx.get(f"{base}/v1/sessions/{run['session']}",
+                                 headers={"Authorization": f"Bearer {other}"}, timeout=30)
+            cross += response.status_code != 404
+
+        search_latencies, search_errors = [], 0
+        started = time.perf_counter()
+        with httpx.Client(base_url=base, headers={"Authorization": "Bearer acme-key"},
+                          timeout=30) as http:
+            for i in range(args.searches):
+                t0 = time.perf_counter()
+                response = http.post("/v1/search", json={"query": QUESTIONS[i % 4]})
+                search_latencies.append(time.perf_counter() - t0)
+                search_errors += response.status_code != 200
+        search_seconds = time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    result = {
+        "clients": args.clients, "turns_per_client": args.turns,
+        "turns": len(latencies), "turns_per_second": round(len(latencies) / turn_seconds, 3),
+        "turn_p50_s": round(statistics.median(latencies), 2),
+        "turn_p95_s": round(percentile(latencies, 0.95), 2),
+        "turn_errors": sum(r["errors"] for r in runs),
+        "session_or_tenant_leaks": sum(r["leaks"] for r in runs) + cross,
+        "searches": args.searches,
+        "search_rps": round(args.searches / search_seconds, 1),
+        "search_p50_ms": round(statistics.median(search_latencies) * 1000, 1),
+        "search_p95_ms": round(percentile(search_latencies, 0.95) * 1000, 1),
+        "search_errors": search_errors,
+    }
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "service.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = ["# Pilot service on loopback (local SmolLM2, embedded Qdrant, 2 cores)", "",
+             "| measure | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in result.items()]
+    (out / "service.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
