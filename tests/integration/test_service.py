@@ -227,3 +227,20 @@ def test_health_readiness_page_and_openapi(client):
     page = client.get("/")
     assert page.status_code == 200 and "<label for=\"question\">" in page.text
     assert "/v1/search" in client.get("/openapi.json").json()["paths"]
+
+
+def test_turns_of_one_session_are_serialised_and_none_is_lost(client):
+    import concurrent.futures
+
+    session = new_session(client)
+
+    def ask(text: str) -> dict:
+        return client.post(f"/v1/sessions/{session}/messages", json={"message": text},
+                           headers=auth("widget")).json()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(ask, ["refund one?", "refund two?", "refund three?"]))
+    assert sorted(r["turn_index"] for r in results) == [0, 1, 2]
+    stored = client.get(f"/v1/sessions/{session}", headers=auth("widget")).json()["turns"]
+    assert sorted(t["user"] for t in stored) == ["refund one?", "refund three?", "refund two?"]
+    assert all(t["status"] == "done" for t in stored)
