@@ -6,7 +6,7 @@ and were calibrated on the example knowledge base (``bench/calibrate_evidence.py
 
 Usage::
 
-    scorer = EvidenceScorer(encoders, settings.evidence)
+    scorer = EvidenceScorer(encoders, settings.evidence)   # support thresholds from config
     scores = scorer.relevance("refund time?", [p.text for p in passages])
     support = scorer.support("Refunds take 5 days.", passages)      # per sentence
     answer, used = scorer.extract("refund time?", passages)
@@ -15,17 +15,20 @@ Usage::
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from config.settings import EvidenceSettings
 from storage.embeddings import Encoders
 from storage.model_files import BM25_ASSETS
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9\-]*")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+TOKEN_CACHE_SIZE = 4096
 _STOP = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
 
 
@@ -51,16 +54,27 @@ class SentenceSupport:
 class EvidenceScorer:
     """Late-interaction and lexical evidence over the passages of one turn."""
 
-    def __init__(self, encoders: Encoders, min_semantic: float = 0.8, min_lexical: float = 0.6
-                 ) -> None:
+    def __init__(self, encoders: Encoders, thresholds: EvidenceSettings | None = None) -> None:
+        thresholds = thresholds or EvidenceSettings()
         self.encoders = encoders
-        self.min_semantic = min_semantic
-        self.min_lexical = min_lexical
+        self.min_semantic = thresholds.support_semantic
+        self.min_lexical = thresholds.support_lexical
+        # a turn scores the same passage sentences for relevance, support and extraction
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
-        # word pieces only: [CLS] and [SEP] carry no evidence
-        return [e.tokens[1:-1] if len(e.tokens) > 2 else e.tokens
-                for e in self.encoders.dense.encode(list(texts))]
+        """Word-piece vectors per text ([CLS]/[SEP] carry no evidence), encoded once each."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        for text, encoding in zip(missing, self.encoders.dense.encode(missing), strict=True):
+            tokens = encoding.tokens
+            self._cache[text] = tokens[1:-1] if len(tokens) > 2 else tokens
+        found = []
+        for text in texts:
+            self._cache.move_to_end(text)
+            found.append(self._cache[text])
+        while len(self._cache) > TOKEN_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return found
 
     @staticmethod
     def maxsim(query: np.ndarray, document: np.ndarray) -> float:

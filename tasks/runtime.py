@@ -81,8 +81,7 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
         local.close()
         raise ValueError(f"collection {kb.collection!r} is empty; run `python main.py ingest "
                          "examples/kb` first")
-    scorer = EvidenceScorer(kb.encoders, settings.evidence.support_semantic,
-                            settings.evidence.support_lexical)
+    scorer = EvidenceScorer(kb.encoders, settings.evidence)
     chosen = build_engine(engine_name, llm or build_llm(settings.llm), load_role_specs(),
                           process or settings.process, settings.llm)
     return TurnRuntime(settings=settings, retriever=retriever, engine=chosen, scorer=scorer,

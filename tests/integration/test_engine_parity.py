@@ -26,8 +26,7 @@ def scripted() -> ScriptedLLM:
 
 
 def runtime_for(engine: str, process: str, settings, example_kb) -> TurnRuntime:
-    scorer = EvidenceScorer(example_kb.encoders, settings.evidence.support_semantic,
-                            settings.evidence.support_lexical)
+    scorer = EvidenceScorer(example_kb.encoders, settings.evidence)
     return TurnRuntime(settings, QdrantRetriever(kb=example_kb),
                        build_engine(engine, scripted(), load_role_specs(), process), scorer)
 

@@ -26,8 +26,7 @@ REFUND_SENTENCE = ("Once a refund is approved, the money is returned to the orig
 def make_runtime(settings, example_kb):
     def build(llm: ScriptedLLM, process: str = "sequential") -> TurnRuntime:
         engine = CrewAIEngine(llm, load_role_specs(), process=process)
-        scorer = EvidenceScorer(example_kb.encoders, settings.evidence.support_semantic,
-                                settings.evidence.support_lexical)
+        scorer = EvidenceScorer(example_kb.encoders, settings.evidence)
         return TurnRuntime(settings, QdrantRetriever(kb=example_kb), engine, scorer)
 
     return build
