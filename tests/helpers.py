@@ -34,3 +34,38 @@ def running_server(app: Any) -> Iterator[tuple[str, Any]]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+REFUND = ("Once a refund is approved, the money is returned to the original payment method "
+          "within 5 to 7 business days.")
+
+
+def answering_llm(**more: Any) -> Any:
+    """The scripted test double judging 'sufficient' and drafting the refund sentence."""
+    from tests.scripted_llm import ScriptedLLM
+
+    replies = {"Judgement": [{"verdict": "sufficient", "reason": "ok"}],
+               "DraftAnswer": [{"answer": REFUND, "passage_ids": [1], "handoff": False}],
+               **more}
+    return ScriptedLLM(model="scripted").script(**replies)
+
+
+def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
+                     engine: str = "crewai", process: str = "sequential") -> Any:
+    """A TurnRuntime over a real knowledge base, with ``llm`` (a test double) in the roles."""
+    from agents.roles import load_role_specs
+    from storage.memory import MemoryStore
+    from storage.retrieval import QdrantRetriever
+    from tasks.evidence import EvidenceScorer
+    from tasks.runtime import TurnRuntime, build_engine
+
+    memory = MemoryStore(memory_store, kb.encoders) if memory_store is not None else None
+    return TurnRuntime(settings, QdrantRetriever(kb=kb),
+                       build_engine(engine, llm, load_role_specs(), process),
+                       EvidenceScorer(kb.encoders, settings.evidence), memory)
+
+
+def with_api_keys(settings: Any, *keys: Any) -> Any:
+    """Settings whose pilot accepts exactly ``keys``."""
+    return settings.model_copy(update={"pilot": settings.pilot.model_copy(
+        update={"api_keys": list(keys)})})

@@ -8,40 +8,26 @@ import time
 
 import pytest
 
-from tests.helpers import running_server
-from tests.scripted_llm import ScriptedLLM
+from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(
     not os.path.exists(CHROMIUM) and os.environ.get("CI") != "true",
     reason="Debian chromium is not installed (CI installs it)")]
-REFUND = ("Once a refund is approved, the money is returned to the original payment method "
-          "within 5 to 7 business days.")
 
 
 @pytest.fixture
 def server(settings, example_kb, tmp_path):
-    from agents.roles import load_role_specs
     from config.settings import ApiKey
     from service.app import create_app
     from service.auth import hash_key
     from storage.edge_store import EdgeStore
-    from storage.memory import MemoryStore
-    from storage.retrieval import QdrantRetriever
-    from tasks.evidence import EvidenceScorer
-    from tasks.runtime import TurnRuntime, build_engine
 
-    configured = settings.model_copy(update={"pilot": settings.pilot.model_copy(update={
-        "api_keys": [ApiKey(name="web", sha256=hash_key("web-key"),
-                            slots={"access_level": "customer", "tier": "basic"})]})})
-    llm = ScriptedLLM(model="scripted").script(
-        Judgement=[{"verdict": "sufficient", "reason": "ok"}],
-        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}])
+    configured = with_api_keys(settings, ApiKey(
+        name="web", sha256=hash_key("web-key"), slots={"access_level": "customer",
+                                                      "tier": "basic"}))
     memory_store = EdgeStore(tmp_path / "memory")
-    runtime = TurnRuntime(configured, QdrantRetriever(kb=example_kb),
-                          build_engine("crewai", llm, load_role_specs(), "sequential"),
-                          EvidenceScorer(example_kb.encoders),
-                          MemoryStore(memory_store, example_kb.encoders))
+    runtime = scripted_runtime(configured, example_kb, answering_llm(), memory_store)
     with running_server(create_app(configured, tmp_path, runtime)) as (url, server):
         yield url, server, runtime
     memory_store.close()

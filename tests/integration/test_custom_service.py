@@ -10,7 +10,7 @@ from typing import ClassVar
 import pytest
 
 from storage.custom_service import CustomServiceError, CustomServiceRetriever
-from tests.helpers import free_port, running_server
+from tests.helpers import free_port, running_server, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
 
@@ -96,21 +96,15 @@ def test_unreachable_service_is_an_error():
 
 
 def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatch):
-    from agents.roles import load_role_specs
     from config.settings import ApiKey
     from service.app import create_app
     from service.auth import hash_key
-    from storage.retrieval import QdrantRetriever
-    from tasks.evidence import EvidenceScorer
-    from tasks.runtime import TurnRuntime, build_engine
     from tests.scripted_llm import ScriptedLLM
 
-    configured = settings.model_copy(update={"pilot": settings.pilot.model_copy(update={
-        "api_keys": [ApiKey(name="svc", sha256=hash_key("svc-key"),
-                            slots={"access_level": "customer", "tier": "basic"})]})})
-    runtime = TurnRuntime(configured, QdrantRetriever(kb=example_kb),
-                          build_engine("crewai", ScriptedLLM(model="s"), load_role_specs(),
-                                       "sequential"), EvidenceScorer(example_kb.encoders))
+    configured = with_api_keys(settings, ApiKey(
+        name="svc", sha256=hash_key("svc-key"), slots={"access_level": "customer",
+                                                      "tier": "basic"}))
+    runtime = scripted_runtime(configured, example_kb, ScriptedLLM(model="s"))
     with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):
         monkeypatch.setenv("PILOT_KEY", "svc-key")
         retriever = CustomServiceRetriever()

@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from agents.roles import load_role_specs
-from storage.retrieval import QdrantRetriever
-from tasks.evidence import EvidenceScorer
 from tasks.kickoff import load_script, run_script
-from tasks.runtime import TurnRuntime, build_engine
+from tasks.runtime import TurnRuntime
 from tests.conftest import REPO
+from tests.helpers import answering_llm, scripted_runtime
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
-REFUND = ("Once a refund is approved, the money is returned to the original payment method "
-          "within 5 to 7 business days.")
 
 
 def scripted() -> ScriptedLLM:
-    return ScriptedLLM(model="scripted").script(
+    return answering_llm(
         Reformulation=[{"standalone_query": "refunds for annual plans", "expansions": []}],
-        Judgement=[{"verdict": "sufficient", "reason": "ok"}],
-        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}],
         text=["responder"], tools=[{"name": "none", "arguments": {}}])
 
 
 def runtime_for(engine: str, process: str, settings, example_kb) -> TurnRuntime:
-    scorer = EvidenceScorer(example_kb.encoders, settings.evidence)
-    return TurnRuntime(settings, QdrantRetriever(kb=example_kb),
-                       build_engine(engine, scripted(), load_role_specs(), process), scorer)
+    return scripted_runtime(settings, example_kb, scripted(), engine=engine, process=process)
 
 
 def outcomes(runtime: TurnRuntime) -> list[tuple]:

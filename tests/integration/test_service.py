@@ -8,21 +8,14 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.roles import load_role_specs
 from config.settings import ApiKey
 from service.app import create_app
 from service.auth import hash_key
 from storage.edge_store import EdgeStore
 from storage.knowledge_base import KnowledgeBase
-from storage.memory import MemoryStore
-from storage.retrieval import QdrantRetriever
-from tasks.evidence import EvidenceScorer
-from tasks.runtime import TurnRuntime, build_engine
-from tests.scripted_llm import ScriptedLLM
+from tests.helpers import answering_llm, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
-REFUND = ("Once a refund is approved, the money is returned to the original payment method "
-          "within 5 to 7 business days.")
 KEYS = {
     "widget": ApiKey(name="widget", sha256=hash_key("widget-key"), tenant="acme",
                      slots={"access_level": "public", "tier": "basic"}),
@@ -40,22 +33,15 @@ def auth(name: str) -> dict[str, str]:
 
 @pytest.fixture
 def client(settings, example_kb, tmp_path):
-    configured = settings.model_copy(update={"pilot": settings.pilot.model_copy(
-        update={"api_keys": list(KEYS.values())})})
+    configured = with_api_keys(settings, *KEYS.values())
     store = EdgeStore(tmp_path / "pilot")
     kb = KnowledgeBase(configured, store, example_kb.encoders)
     from storage.ingest import ingest_paths
     from tests.conftest import EXAMPLE_KB
 
     ingest_paths(kb, [EXAMPLE_KB])
-    llm = ScriptedLLM(model="scripted").script(
-        Judgement=[{"verdict": "sufficient", "reason": "ok"}],
-        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}],
-        Reformulation=[{"standalone_query": "refund", "expansions": []}])
-    runtime = TurnRuntime(configured, QdrantRetriever(kb=kb),
-                          build_engine("crewai", llm, load_role_specs(), "sequential"),
-                          EvidenceScorer(example_kb.encoders), MemoryStore(store,
-                                                                           example_kb.encoders))
+    llm = answering_llm(Reformulation=[{"standalone_query": "refund", "expansions": []}])
+    runtime = scripted_runtime(configured, kb, llm, memory_store=store)
     with TestClient(create_app(configured, tmp_path, runtime)) as test_client:
         yield test_client
     store.close()

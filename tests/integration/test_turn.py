@@ -6,28 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from agents.crewai_engine import CrewAIEngine
-from agents.roles import load_role_specs
 from agents.search_tool import KnowledgeBaseSearchTool
 from storage.retrieval import QdrantRetriever
-from tasks.evidence import EvidenceScorer
 from tasks.runtime import TurnRuntime
 from tasks.schemas import HistoryTurn, TurnRequest
 from tasks.turn import run_turn
+from tests.helpers import REFUND, scripted_runtime
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
 BASIC = {"tier": "basic", "access_level": "customer"}
-REFUND_SENTENCE = ("Once a refund is approved, the money is returned to the original payment "
-                   "method within 5 to 7 business days.")
 
 
 @pytest.fixture
 def make_runtime(settings, example_kb):
     def build(llm: ScriptedLLM, process: str = "sequential") -> TurnRuntime:
-        engine = CrewAIEngine(llm, load_role_specs(), process=process)
-        scorer = EvidenceScorer(example_kb.encoders, settings.evidence)
-        return TurnRuntime(settings, QdrantRetriever(kb=example_kb), engine, scorer)
+        return scripted_runtime(settings, example_kb, llm, process=process)
 
     return build
 
@@ -44,9 +38,9 @@ def step(result, name, index=0):
 def test_answerable_turn_costs_two_calls_and_cites_from_evidence(make_runtime):
     llm = ScriptedLLM(model="scripted").script(
         Judgement=[{"verdict": "sufficient", "reason": "it says 5 to 7 days"}],
-        DraftAnswer=[{"answer": REFUND_SENTENCE, "passage_ids": [3], "handoff": False}])
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [3], "handoff": False}])
     result = ask(make_runtime(llm), "How long does a refund take?")
-    assert result.verdict == "answered" and result.answer == REFUND_SENTENCE, result.trace.notes
+    assert result.verdict == "answered" and result.answer == REFUND, result.trace.notes
     assert [c.source_id for c in result.citations] == ["billing/refunds.md"]
     assert result.trace.llm_calls == 2
     assert step(result, "reformulate").detail["skipped"].startswith("no history")
@@ -69,7 +63,7 @@ def test_an_unsupported_answer_is_replaced_by_a_cited_extract(make_runtime):
 def test_evidence_overrides_a_wrong_model_verdict(make_runtime):
     llm = ScriptedLLM(model="scripted").script(
         Judgement=[{"verdict": "insufficient", "reason": "no"}],
-        DraftAnswer=[{"answer": REFUND_SENTENCE, "passage_ids": [1], "handoff": False}])
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}])
     result = ask(make_runtime(llm), "How long does a refund take?")
     assert result.verdict == "answered"
     assert "evidence overrides" in step(result, "judge").detail["decided_by"]
@@ -102,7 +96,7 @@ def test_follow_up_is_reformulated_and_the_original_still_searched(make_runtime)
             "annual plan refund policy"]}],
         Judgement=[{"verdict": "sufficient", "reason": "ok"}],
         DraftAnswer=[{"answer": "none", "passage_ids": [], "handoff": False}])
-    history = [HistoryTurn(user="How long does a refund take?", answer=REFUND_SENTENCE)]
+    history = [HistoryTurn(user="How long does a refund take?", answer=REFUND)]
     result = ask(make_runtime(llm), "And for annual plans?", history=history)
     retrieve = step(result, "retrieve")
     assert retrieve.detail["queries"][0] == "And for annual plans?"
@@ -162,7 +156,7 @@ def test_hierarchical_falls_back_to_sequential_when_the_manager_does_not_delegat
     llm = ScriptedLLM(model="scripted").script(
         tools=[{"name": "nothing", "arguments": {}}],
         Judgement=[{"verdict": "sufficient", "reason": "ok"}],
-        DraftAnswer=[{"answer": REFUND_SENTENCE, "passage_ids": [1], "handoff": False}])
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}])
     result = ask(make_runtime(llm, process="hierarchical"), "How long does a refund take?")
     assert result.verdict == "answered"
     assert any("manager failed on judge" in note for note in result.trace.notes)
@@ -177,7 +171,7 @@ def test_a_returning_customer_is_resolved_from_memory(make_runtime, tmp_path, ex
     llm = ScriptedLLM(model="scripted").script(
         Reformulation=[{"standalone_query": "refund status", "expansions": []}],
         Judgement=[{"verdict": "sufficient", "reason": "ok"}],
-        DraftAnswer=[{"answer": REFUND_SENTENCE, "passage_ids": [1], "handoff": False}])
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [1], "handoff": False}])
     runtime = make_runtime(llm)
     store = EdgeStore(tmp_path / "memory")
     runtime.memory = MemoryStore(store, example_kb.encoders)
