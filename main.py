@@ -173,9 +173,7 @@ def search(
         raise ValueError(f"--pipeline {pipeline!r}: choose one of {', '.join(PIPELINES)}")
     slots = parse_slots(slot or [])
     with open_kb() as kb:
-        if not kb.exists():
-            raise ValueError(f"collection {kb.collection!r} is empty; run `python main.py "
-                             "ingest examples/kb` first")
+        kb.require_documents()
         found = QdrantRetriever(kb=kb).search_queries([query], slots, top_k=top_k,
                                                        pipeline=pipeline)
     if as_json:

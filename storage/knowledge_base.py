@@ -107,6 +107,12 @@ class KnowledgeBase:
     def exists(self) -> bool:
         return self.store.has_collection(self.collection)
 
+    def require_documents(self) -> None:
+        """Raise a ValueError that says what to run when nothing has been ingested."""
+        if not self.exists():
+            raise ValueError(f"collection {self.collection!r} is empty; run `python main.py "
+                             "ingest examples/kb` first")
+
     def ensure_collection(self, recreate: bool = False) -> None:
         if recreate and self.exists():
             self.store.delete_collection(self.collection)

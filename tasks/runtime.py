@@ -77,10 +77,12 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
         local.close()
         raise ValueError("vector_store.type: the crew runs on 'qdrant' or 'custom_service'; "
                          "other retriever classes serve Rasa (storage.rasa_adapter)")
-    elif not kb.exists():
-        local.close()
-        raise ValueError(f"collection {kb.collection!r} is empty; run `python main.py ingest "
-                         "examples/kb` first")
+    else:
+        try:
+            kb.require_documents()
+        except ValueError:
+            local.close()
+            raise
     scorer = EvidenceScorer(kb.encoders, settings.evidence)
     chosen = build_engine(engine_name, llm or build_llm(settings.llm), load_role_specs(),
                           process or settings.process, settings.llm)

@@ -72,10 +72,12 @@ def test_malformed_config_is_named(data_dir, tmp_path):
     assert "retrieval.top_k" in result.output
 
 
-def test_search_before_ingest_says_what_to_do(tmp_path):
-    result = runner.invoke(app, ["--data-dir", str(tmp_path), "search", "refund"])
+@pytest.mark.parametrize("args", [["search", "refund"],
+                                  ["kickoff", "examples/kickoff/support-demo.yaml"]])
+def test_using_an_empty_knowledge_base_says_what_to_do(tmp_path, args):
+    result = runner.invoke(app, ["--data-dir", str(tmp_path), *args])
     assert result.exit_code == 2
-    assert "ingest" in result.output
+    assert "is empty; run `python main.py ingest examples/kb` first" in result.output
 
 
 def test_ingest_reports_skipped_files(tmp_path):
