@@ -59,7 +59,8 @@ def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 node["additionalProperties"] = False
             if isinstance(node.get("additionalProperties"), dict):
                 node["maxProperties"] = min(int(node.get("maxProperties", MAX_ITEMS)), MAX_ITEMS)
-            node.pop("title", None) if isinstance(node.get("title"), str) else None
+            if isinstance(node.get("title"), str):
+                node.pop("title")
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):

@@ -96,9 +96,8 @@ class EdgeStore:
         return self.path / name
 
     def has_collection(self, name: str) -> bool:
-        return name in self._shards or (self._dir(name) / "edge_config.json").exists() or (
-            self._dir(name).is_dir() and any(self._dir(name).iterdir())
-        )
+        directory = self._dir(name)
+        return name in self._shards or (directory.is_dir() and any(directory.iterdir()))
 
     def _shard(self, name: str) -> qe.EdgeShard:
         with self._guard:
@@ -201,11 +200,6 @@ class EdgeStore:
         )
         points = self._shard(name).query(request)
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
-
-    def flush(self) -> None:
-        with self._guard:
-            for shard in self._shards.values():
-                shard.flush()
 
     def close(self) -> None:
         with self._guard:

@@ -27,7 +27,7 @@ from typing import Any
 
 from config.settings import Settings, load_settings
 from storage.chunking import estimate_tokens
-from storage.filters import FilterPlan, build_filters
+from storage.filters import build_filters
 from storage.kb_entities import query_entities
 from storage.knowledge_base import KnowledgeBase
 from storage.store import Condition, Hit
@@ -201,10 +201,6 @@ class QdrantRetriever:
                 "ms": round((time.perf_counter() - started) * 1000, 2),
             },
         )
-
-    def filters_for(self, slots: Mapping[str, Any], advisory: Mapping[str, Any] | None = None
-                    ) -> FilterPlan:
-        return build_filters(self._kb().settings.slots, slots, advisory)
 
     def _expand(self, hits: list[Hit], where: Condition | None, window: int) -> list[SearchResult]:
         by_source: dict[str, list[Hit]] = defaultdict(list)

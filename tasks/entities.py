@@ -1,8 +1,7 @@
 """Deterministic entity extraction from a customer's message.
 
 Patterns for ids the support team uses (orders, invoices, refund references), emails, error
-codes and plans. A model may propose more; :func:`keep_grounded` keeps only those whose value
-occurs in the text.
+codes and plans.
 
 Usage::
 
@@ -52,12 +51,6 @@ def extract(text: str) -> list[Entity]:
                 seen.add((entity.type, entity.value))
                 found.append((match.start(), entity))
     return [entity for _, entity in sorted(found, key=lambda item: item[0])]
-
-
-def keep_grounded(proposed: list[Entity], text: str) -> list[Entity]:
-    """Model-proposed entities survive only when their value occurs in the text."""
-    lowered = text.lower()
-    return [e for e in proposed if e.value and e.value.lower() in lowered]
 
 
 _REFERS = {
