@@ -205,8 +205,8 @@ def kickoff(
                                                  "openai/gpt-4o-mini")] = None,
 ) -> None:
     """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
-    from tasks.kickoff import load_script, run_script
-    from tasks.runtime import build_runtime
+    from agents.kickoff import load_script, run_script
+    from agents.runtime import build_runtime
 
     if process is not None and process not in ("sequential", "hierarchical"):
         raise ValueError(f"--process {process!r}: choose sequential or hierarchical")
@@ -319,8 +319,8 @@ def chat(
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
 ) -> None:
     """Chat with the crew in the terminal."""
+    from agents.runtime import build_runtime
     from storage.filters import build_filters
-    from tasks.runtime import build_runtime
     from terminal.chat import ChatLoop
 
     slots = parse_slots(slot or [])
@@ -357,8 +357,8 @@ def serve(
     """Run the pilot HTTP service and its web chat page."""
     import uvicorn
 
+    from agents.runtime import build_runtime
     from service.app import create_app
-    from tasks.runtime import build_runtime
 
     settings = state.settings
     if not settings.pilot.api_keys:

@@ -13,7 +13,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
@@ -88,13 +87,9 @@ class BaseLLMChatClient(ChatCompletionClient):
             prompt_tokens=self._total.prompt_tokens + usage.prompt_tokens,
             completion_tokens=self._total.completion_tokens + usage.completion_tokens)
         content: str | list[FunctionCall] = str(raw)
-        if tools:
-            try:
-                call = json.loads(str(raw))
-                content = [FunctionCall(id="call-1", name=str(call["name"]),
-                                        arguments=json.dumps(call.get("arguments") or {}))]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                content = str(raw)
+        if tools and isinstance(raw, list):  # OpenAI-style tool calls, as CrewAI takes them
+            content = [FunctionCall(id=str(c.get("id", "call-1")), name=c["function"]["name"],
+                                    arguments=c["function"]["arguments"]) for c in raw]
         return CreateResult(finish_reason="function_calls" if isinstance(content, list)
                             else "stop", content=content, usage=usage, cached=False)
 

@@ -94,6 +94,21 @@ def render_tools(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def run_or_return_tool_call(raw: str, available_functions: dict[str, Any] | None) -> Any:
+    """A forced tool call as CrewAI expects it: run by us when CrewAI hands us the functions,
+    else returned as an OpenAI-style tool-call list for CrewAI's executor to run."""
+    try:
+        call = json.loads(raw)
+        name, arguments = str(call["name"]), call.get("arguments") or {}
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return raw  # cut off mid-call: the caller sees no valid call and moves on
+    if available_functions is None:
+        return [{"id": "call_1", "type": "function",
+                 "function": {"name": name, "arguments": json.dumps(arguments)}}]
+    function = available_functions.get(name)
+    return raw if function is None else str(function(**arguments))
+
+
 def as_chat(messages: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     """CrewAI's messages (a string or message dicts) as llama.cpp chat messages."""
     if isinstance(messages, str):
@@ -166,14 +181,7 @@ class LocalLlamaLLM(BaseLLM):
             chat = [{"role": "system", "content": render_tools(tools)}, *chat]
             raw = self.complete(chat, tool_call_schema(tools), purpose="tool_call",
                                 max_tokens=2 * self.max_tokens)
-            try:
-                call = json.loads(raw)
-            except json.JSONDecodeError:
-                return raw  # cut off mid-call: the caller sees no valid call and moves on
-            function = (available_functions or {}).get(call.get("name"))
-            if function is None:
-                return raw
-            return str(function(**(call.get("arguments") or {})))
+            return run_or_return_tool_call(raw, available_functions)
         schema = bounded_schema(response_model.model_json_schema()) if response_model else None
         return self.complete(chat, schema, purpose="structured" if schema else "text")
 

@@ -1,14 +1,18 @@
-"""The knowledge-base search tool: a CrewAI BaseTool over the foundation's retriever.
+"""The knowledge-base search tool the retriever agent holds, bound to one turn.
 
-Its argument schema offers queries and advisory filters only. Enforced slots are bound when
-the tool is built for a turn and merged inside the retriever; a call that tries to set one
-(``access_level``, ``tier``, ...) is ignored and recorded. The original customer message is
-always searched too, so a bad rewrite can only add results.
+Its argument schema offers queries only. The turn's enforced slots, the customer's original
+message, the round's reformulated queries and its advisory filters are bound when the turn
+binds the tool (``for_turn`` then ``bind_round``); whatever the model asks for is searched
+*in addition*, so retrieval never depends on the model choosing well, and nothing the model
+writes can reach the enforced filters (they are merged inside the retriever). Every search is
+kept in ``calls`` for the gates and the trace.
 
 Usage::
 
     tool = KnowledgeBaseSearchTool.for_turn(retriever, slots={"tier": "basic"}, original="...")
-    output = tool.search(["refund time"], advisory={"product": "cloud"})   # RetrievalOutput
+    tool.bind_round(["refund time"], advisory={"product": "cloud"})
+    output = tool.search(["money back"])          # RetrievalOutput: original + bound + these
+    text = tool.run(queries=["money back"])       # what an agent sees: JSON passages
 """
 
 from __future__ import annotations
@@ -19,47 +23,56 @@ from typing import Any
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
-from storage.retrieval import QdrantRetriever
 from tasks.schemas import Passage, RetrievalOutput
+
+TOOL_NAME = "search_knowledge_base"
+TOOL_DESCRIPTION = ("Search the help center for passages that answer the customer. Give one "
+                    "to three short search queries.")
+AGENT_TEXT_CHARS = 600
 
 
 class SearchArgs(BaseModel):
     queries: list[str] = Field(description="one to three search queries", min_length=1,
                                max_length=3)
-    filters: dict[str, str] = Field(default_factory=dict,
-                                    description="optional advisory filters: product, language")
 
 
 class KnowledgeBaseSearchTool(BaseTool):
-    name: str = "search_knowledge_base"
-    description: str = ("Search the CloudDesk help center. Give one to three queries; "
-                        "optionally filters such as product or language.")
+    name: str = TOOL_NAME
+    description: str = TOOL_DESCRIPTION
     args_schema: type[BaseModel] = SearchArgs
-    _retriever: QdrantRetriever = PrivateAttr()
+    result_as_answer: bool = True  # the passages are the retriever's answer: no second call
+    _retriever: Any = PrivateAttr()
     _slots: dict[str, str] = PrivateAttr(default_factory=dict)
     _original: str = PrivateAttr(default="")
     _entities: list[str] = PrivateAttr(default_factory=list)
+    _queries: list[str] = PrivateAttr(default_factory=list)
+    _advisory: dict[str, str] = PrivateAttr(default_factory=dict)
     calls: list[RetrievalOutput] = Field(default_factory=list, exclude=True)
 
     @classmethod
-    def for_turn(cls, retriever: QdrantRetriever, slots: dict[str, str], original: str,
+    def for_turn(cls, retriever: Any, slots: dict[str, str], original: str,
                  entities: list[str] | None = None) -> KnowledgeBaseSearchTool:
         """Bind the turn's enforced slots, original message and remembered entities."""
         tool = cls()
-        tool._entities = list(entities or [])
         tool._retriever = retriever
         tool._slots = dict(slots)
         tool._original = original
+        tool._entities = list(entities or [])
         return tool
 
-    def search(self, queries: list[str], advisory: dict[str, Any] | None = None,
-               top_k: int | None = None) -> RetrievalOutput:
-        """Search the original message plus ``queries``; enforced slots are the bound ones."""
+    def bind_round(self, queries: list[str], advisory: dict[str, str] | None = None) -> None:
+        """The reformulated queries and advisory filters of this round."""
+        self._queries = list(queries)
+        self._advisory = dict(advisory or {})
+
+    def search(self, queries: list[str] | None = None, top_k: int | None = None
+               ) -> RetrievalOutput:
+        """Search the original message, the bound queries and ``queries``."""
         texts: list[str] = []
-        for text in [self._original, *queries]:
+        for text in [self._original, *self._queries, *(queries or [])]:
             if text and text.strip() and text.strip() not in texts:
                 texts.append(text.strip())
-        found = self._retriever.search_queries(texts, self._slots, advisory, top_k=top_k,
+        found = self._retriever.search_queries(texts, self._slots, self._advisory, top_k=top_k,
                                                strict=False, entities=self._entities)
         passages = [
             Passage(pid=i, source_id=r.metadata["source_id"], chunk_id=r.metadata["chunk_id"],
@@ -74,7 +87,7 @@ class KnowledgeBaseSearchTool(BaseTool):
         self.calls.append(output)
         return output
 
-    def _run(self, queries: list[str], filters: dict[str, str] | None = None) -> str:
-        output = self.search(list(queries), filters or {})
-        return json.dumps([{"id": p.pid, "title": p.title, "text": p.text[:600]}
+    def _run(self, queries: list[str]) -> str:
+        output = self.search([str(q) for q in queries][:3])
+        return json.dumps([{"id": p.pid, "title": p.title, "text": p.text[:AGENT_TEXT_CHARS]}
                            for p in output.passages])

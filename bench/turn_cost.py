@@ -32,15 +32,15 @@ from crewai import Agent, Crew, Process, Task  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
 from pydantic import BaseModel, Field, PrivateAttr  # noqa: E402
 
+from agents.kickoff import check, load_script, run_script  # noqa: E402
 from agents.local_llm import LocalLlamaLLM, as_chat  # noqa: E402
 from agents.roles import load_role_specs  # noqa: E402
+from agents.runtime import build_runtime  # noqa: E402
 from agents.usage import UsageLedger  # noqa: E402
 from config.settings import load_settings  # noqa: E402
 from storage.ingest import ingest_paths  # noqa: E402
 from storage.knowledge_base import KnowledgeBase  # noqa: E402
 from storage.store import Nearest, Stage  # noqa: E402
-from tasks.kickoff import check, load_script, run_script  # noqa: E402
-from tasks.runtime import build_runtime  # noqa: E402
 from tasks.schemas import Citation, TurnResult  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -27,13 +27,13 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agents.turn import run_turn
 from config.settings import Settings
 from service.auth import AuthError, Caller, authenticate
 from service.pilot_store import PilotStore
 from service.search_api import SearchRequest, to_response
 from storage.memory import Scope
 from tasks.schemas import TurnRequest, TurnResult
-from tasks.turn import run_turn
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -78,7 +78,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if state["runtime"] is None:
-            from tasks.runtime import build_runtime
+            from agents.runtime import build_runtime
 
             state["runtime"] = await run_in_threadpool(build_runtime, settings, data_dir)
         kb = state["runtime"].knowledge_base()

@@ -3,7 +3,7 @@
 Usage::
 
     evidence = assess(scorer, question, passages, settings.evidence)
-    verdict, note = decide(evidence, judgement, message)
+    verdict, note = decide(evidence.call, judgement, message)
 """
 
 from __future__ import annotations
@@ -63,19 +63,19 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     return Evidence(call, relevance, round(coverage, 3))
 
 
-def decide(evidence: Evidence, judgement: Judgement | None, message: str
+def decide(evidence_call: EvidenceCall, judgement: Judgement | None, message: str
            ) -> tuple[JudgeVerdict, str]:
     """Combine evidence and the model's verdict; the note says who decided and why."""
     model = judgement.verdict if judgement else None
     if wants_human(message):
         return "needs_human", "the customer asked for a person"
-    if evidence.call == "sufficient":
+    if evidence_call == "sufficient":
         if model not in (None, "sufficient"):
             return "sufficient", f"evidence overrides the model's {model!r}"
         return "sufficient", "evidence is sufficient"
     if model == "needs_human":
         return "needs_human", "the model asked for a human and evidence is not sufficient"
-    if evidence.call == "insufficient":
+    if evidence_call == "insufficient":
         if model == "out_of_scope":
             return "out_of_scope", "evidence is insufficient; the model calls it out of scope"
         if model == "sufficient":

@@ -21,10 +21,10 @@ from prompt_toolkit.history import FileHistory
 from rich.console import Console
 from rich.panel import Panel
 
+from agents.turn import run_turn
 from storage.filters import SlotError, build_filters
 from storage.memory import Scope
 from tasks.schemas import TurnRequest, TurnResult
-from tasks.turn import run_turn
 
 HELP = """[bold]/slots[/] show slots · [bold]/slot key=value[/] set one · [bold]/unslot key[/] \
 drop one · [bold]/trace[/] last turn's trace · [bold]/memory[/] what is remembered · \

@@ -53,15 +53,14 @@ def answering_llm(**more: Any) -> Any:
 def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
                      engine: str = "crewai", process: str = "sequential") -> Any:
     """A TurnRuntime over a real knowledge base, with ``llm`` (a test double) in the roles."""
-    from agents.roles import load_role_specs
+    from agents.runtime import TurnRuntime, build_engine
     from storage.memory import MemoryStore
     from storage.retrieval import QdrantRetriever
     from tasks.evidence import EvidenceScorer
-    from tasks.runtime import TurnRuntime, build_engine
 
     memory = MemoryStore(memory_store, kb.encoders) if memory_store is not None else None
     return TurnRuntime(settings, QdrantRetriever(kb=kb),
-                       build_engine(engine, llm, load_role_specs(), process),
+                       build_engine(engine, llm, process),
                        EvidenceScorer(kb.encoders, settings.evidence), memory)
 
 

@@ -1,7 +1,8 @@
 """A scripted LLM: a test double that pins orchestration logic, never a product default.
 
 It answers each structured call with the next scripted reply for that response model
-(by class name) and records usage like a real backend.
+(by class name), or with a reply computed from the prompt (a callable), and records usage
+like a real backend. With tools it calls the chosen function, as a tool-calling LLM does.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from crewai.llms.base_llm import BaseLLM
 from pydantic import PrivateAttr
 
+from agents.local_llm import run_or_return_tool_call
 from agents.usage import record_call
 
 Reply = dict[str, Any] | str | Callable[[str], Any]
@@ -54,4 +56,6 @@ class ScriptedLLM(BaseLLM):
             reply = reply(prompt)
         text = reply if isinstance(reply, str) else json.dumps(reply)
         record_call(len(prompt) // 4, len(text) // 4, 1.0, name)
+        if tools:  # a tool call, exactly as the local backend hands it to CrewAI
+            return run_or_return_tool_call(text, available_functions)
         return text

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.kickoff import load_script, run_script
-from tasks.runtime import TurnRuntime
+from agents.kickoff import load_script, run_script
+from agents.runtime import TurnRuntime
 from tests.conftest import REPO
 from tests.helpers import answering_llm, scripted_runtime
 from tests.scripted_llm import ScriptedLLM
@@ -40,8 +40,8 @@ def test_both_engines_give_identical_verdicts_and_citations(settings, example_kb
 
 def test_autogen_selector_is_validated_and_falls_back(settings, example_kb):
     runtime = runtime_for("autogen", "hierarchical", settings, example_kb)
+    from agents.turn import run_turn
     from tasks.schemas import TurnRequest
-    from tasks.turn import run_turn
 
     result = run_turn(TurnRequest(session_id="p", message="How long does a refund take?",
                                   slots={"tier": "basic", "access_level": "customer"}), runtime)

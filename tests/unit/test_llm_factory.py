@@ -26,14 +26,12 @@ def test_keyless_providers_and_the_local_model_build(monkeypatch):
 
 def test_autogen_uses_autogen_ext_for_remote_endpoints(monkeypatch):
     from agents.autogen_client import BaseLLMChatClient
-    from agents.roles import load_role_specs
-    from tasks.runtime import build_engine
+    from agents.runtime import build_engine
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     remote = LlmSettings(provider="openai/my-model", base_url="http://127.0.0.1:9/v1")
     llm = build_llm(remote, check=False)
-    engine = build_engine("autogen", llm, load_role_specs(), "sequential", remote)
+    engine = build_engine("autogen", llm, "sequential", remote)
     assert type(engine.client).__name__ == "OpenAIChatCompletionClient"
-    local = build_engine("autogen", build_llm(LlmSettings()), load_role_specs(), "sequential",
-                         LlmSettings())
+    local = build_engine("autogen", build_llm(LlmSettings()), "sequential", LlmSettings())
     assert isinstance(local.client, BaseLLMChatClient)

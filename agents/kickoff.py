@@ -30,11 +30,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.runtime import TurnRuntime
+from agents.turn import run_turn
 from config.settings import ConfigError, read_yaml_mapping
 from tasks.memory_context import close_session, scope_of
-from tasks.runtime import TurnRuntime
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
-from tasks.turn import run_turn
 
 
 class Expectation(BaseModel):

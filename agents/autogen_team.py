@@ -1,0 +1,182 @@
+"""The support turn on AutoGen agentchat: one team per turn, routed by the evidence gates.
+
+``process: sequential`` is a ``GraphFlow`` built with ``DiGraphBuilder``; the gate agents
+emit typed ``StructuredMessage[Decision]`` messages and the edges follow their ``route``:
+
+```mermaid
+graph LR
+  context -- rewrite --> reformulator --> retriever
+  context -- as_is --> retriever --> evidence_gate
+  evidence_gate -- retry --> reformulator
+  evidence_gate -- ask_judge --> judge
+  evidence_gate -- answer --> responder
+  evidence_gate -- refuse/handoff --> closer
+  judge -- retry --> reformulator
+  judge -- answer --> responder
+  judge -- refuse/handoff --> closer
+  responder --> verifier
+  verifier -- revise --> responder
+  verifier -- done --> closer
+```
+
+``process: hierarchical`` puts the same agents in a ``SelectorGroupChat`` whose
+``selector_func`` returns the speaker the evidence policy dictates; only where evidence is
+undecided does it return ``None`` and let the model choose among ``candidate_func``'s
+candidates (judge, or a new query while rounds are left). A choice outside the candidates is
+traced and corrected.
+
+Usage::
+
+    engine = AutoGenEngine(BaseLLMChatClient(llm), load_role_specs(), process="sequential")
+    state = engine.run(TurnState.for_request(request), runtime)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from autogen_agentchat.conditions import MaxMessageTermination, SourceMatchTermination
+from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, SelectorGroupChat
+
+from agents.autogen_agents import (
+    ClosingAgent,
+    ContextAgent,
+    Decision,
+    EvidenceGateAgent,
+    JudgeAgent,
+    ReformulatorAgent,
+    ResponderAgent,
+    RetrieverAgent,
+    TurnServices,
+    VerifierAgent,
+    decision_of,
+    run_sync,
+)
+from agents.crewai_engine import TurnFailed
+from tasks.state import TurnState
+
+MAX_MESSAGES = 40
+NEXT_AFTER = {"reformulator": "retriever", "retriever": "evidence_gate",
+              "responder": "verifier"}
+ROUTE_TO = {"rewrite": "reformulator", "as_is": "retriever", "retry": "reformulator",
+            "answer": "responder", "refuse": "closer", "handoff": "closer",
+            "ask_judge": "judge", "revise": "responder", "done": "closer"}
+
+
+def _on(*routes: str):
+    def condition(message: Any) -> bool:
+        decision = decision_of(message)
+        return decision is not None and decision.route in routes
+
+    return condition
+
+
+def build_graph(agents: dict[str, Any]) -> Any:
+    """The turn's ``DiGraph``: conditional edges follow the gates' decisions."""
+    builder = DiGraphBuilder()
+    for agent in agents.values():
+        builder.add_node(agent)
+    any_of = {"activation_condition": "any"}
+    builder.add_edge(agents["context"], agents["reformulator"], condition=_on("rewrite"), **any_of)
+    builder.add_edge(agents["context"], agents["retriever"], condition=_on("as_is"), **any_of)
+    builder.add_edge(agents["reformulator"], agents["retriever"], **any_of)
+    builder.add_edge(agents["retriever"], agents["evidence_gate"])
+    for gate in ("evidence_gate", "judge"):
+        builder.add_edge(agents[gate], agents["reformulator"], condition=_on("retry"), **any_of)
+        builder.add_edge(agents[gate], agents["responder"], condition=_on("answer"), **any_of)
+        builder.add_edge(agents[gate], agents["closer"], condition=_on("refuse", "handoff"),
+                         **any_of)
+    builder.add_edge(agents["evidence_gate"], agents["judge"], condition=_on("ask_judge"))
+    builder.add_edge(agents["responder"], agents["verifier"])
+    builder.add_edge(agents["verifier"], agents["responder"], condition=_on("revise"), **any_of)
+    builder.add_edge(agents["verifier"], agents["closer"], condition=_on("done"), **any_of)
+    builder.set_entry_point(agents["context"])
+    return builder.build()
+
+
+class EvidencePolicy:
+    """``selector_func`` / ``candidate_func`` of the hierarchical team: evidence decides."""
+
+    def __init__(self, state: TurnState, max_rounds: int) -> None:
+        self.state = state
+        self.max_rounds = max_rounds
+        self.expected: list[str] = ["context"]
+
+    def _dictated(self, messages: Sequence[Any]) -> str | None:
+        last = messages[-1] if messages else None
+        source = getattr(last, "source", "user")
+        if source not in self.expected and source != "user":
+            self.state.note(f"selector: {source} spoke, expected one of {self.expected}; "
+                            "corrected to the evidence policy")
+        if source == "user" or last is None:
+            return "context"
+        if source in NEXT_AFTER:
+            return NEXT_AFTER[source]
+        decision = decision_of(last)
+        if decision is None:  # an agent spoke out of turn: resume from the last decision
+            decision = next((d for d in map(decision_of, reversed(messages)) if d), None)
+        return ROUTE_TO.get(decision.route) if decision else "closer"
+
+    def select(self, messages: Sequence[Any]) -> str | None:
+        speaker = self._dictated(messages)
+        if speaker == "judge":  # evidence is undecided: the model may choose
+            self.expected = self.candidates(messages)
+            if len(self.expected) > 1:
+                return None
+        self.expected = [speaker or "closer"]
+        return self.expected[0]
+
+    def candidates(self, messages: Sequence[Any]) -> list[str]:
+        left = self.state.round_index < self.max_rounds
+        return ["judge", "reformulator"] if left else ["judge"]
+
+
+class AutoGenEngine:
+    name = "autogen"
+
+    def __init__(self, client: Any, specs: Any, process: str = "sequential") -> None:
+        self.client = client
+        self.specs = specs
+        self.process = process
+
+    def agents(self, services: TurnServices) -> dict[str, Any]:
+        """The turn's agents; a subclass may add evidence agents to the retriever's step."""
+        return {
+            "context": ContextAgent(services),
+            "reformulator": ReformulatorAgent(services),
+            "retriever": RetrieverAgent(services, extra=self.evidence_agents(services)),
+            "evidence_gate": EvidenceGateAgent(services),
+            "judge": JudgeAgent(services),
+            "responder": ResponderAgent(services),
+            "verifier": VerifierAgent(services),
+            "closer": ClosingAgent(services),
+        }
+
+    def evidence_agents(self, services: TurnServices) -> list[Any]:
+        """Agents whose tools add evidence beside the knowledge base (none by default)."""
+        return []
+
+    def team(self, services: TurnServices) -> Any:
+        agents = self.agents(services)
+        stop = MaxMessageTermination(MAX_MESSAGES)
+        if self.process == "hierarchical":
+            policy = EvidencePolicy(services.state, services.runtime.settings.max_rounds)
+            return SelectorGroupChat(
+                list(agents.values()), model_client=self.client,
+                selector_func=policy.select, candidate_func=policy.candidates,
+                termination_condition=SourceMatchTermination(["closer"]) | stop,
+                allow_repeated_speaker=True,
+                custom_message_types=[Decision.message_type()])
+        return GraphFlow(list(agents.values()), graph=build_graph(agents),
+                         termination_condition=stop,
+                         custom_message_types=[Decision.message_type()])
+
+    def run(self, state: TurnState, runtime: Any) -> TurnState:
+        services = TurnServices(state=state, runtime=runtime, client=self.client,
+                                specs=self.specs)
+        try:
+            run_sync(self.team(services).run(task=state.message))
+        except Exception as exc:
+            raise TurnFailed(state, services.failure or exc) from exc
+        return state

@@ -1,0 +1,81 @@
+"""``process: hierarchical`` on CrewAI: a manager delegates the whole turn, evidence accepts.
+
+The ``ManagedSupportCrew`` runs the four tasks under a manager agent (bounded by
+``max_iter`` and ``max_rpm``). Its work is accepted only when the retriever coworker searched
+with the bound tool, the evidence gate finds the passages sufficient, and the responder's
+draft passes the support check. Anything else — an exception, a task done by the wrong
+coworker, an unsupported draft — sends the flow down the sequential path, and the trace says
+where and why (CrewAI's manager is known not to delegate reliably, crewAI #4783).
+
+Usage::
+
+    route = run_managed_turn(flow, tool)     # "accepted" | "fallback"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.crews import ManagedSupportCrew, release
+from agents.turn_steps import is_outage, record_retrieval, role_inputs
+from agents.usage import acting_as
+from tasks.gates import answer_result, evidence_route, support_check
+from tasks.role_output import RoleFailed, parse_output
+from tasks.schemas import DraftAnswer
+
+PENDING_PASSAGES = "(the passages the retriever coworker finds; see the context)"
+
+
+def _inputs(flow: Any) -> dict[str, str]:
+    state = flow.state
+    inputs: dict[str, str] = {}
+    for task in ("reformulate", "retrieve", "judge", "respond"):
+        inputs.update(role_inputs(task, state))
+    inputs["passages"] = PENDING_PASSAGES
+    return inputs
+
+
+def _fallback(flow: Any, info: dict[str, Any], why: str) -> str:
+    state = flow.state
+    info.update(accepted=False, why=why)
+    state.note(f"manager: {why}; finishing the turn on the sequential path")
+    state.round_index, state.retrieval, state.route, state.queries = 0, None, None, []
+    return "fallback"
+
+
+def run_managed_turn(flow: Any, tool: Any) -> str:
+    """Run the manager's crew and accept its answer only through the evidence gates."""
+    state, runtime = flow.state, flow._runtime
+    worked: list[str] = []
+    instance = ManagedSupportCrew(flow._engine.llm, tools={"retriever": [tool]},
+                                  step_callback=worked.append)
+    before = len(tool.calls)
+    with state.step("manage") as info:
+        try:
+            with acting_as("manager"):
+                output = instance.crew().kickoff(inputs=_inputs(flow))
+        except Exception as exc:
+            if is_outage(exc):
+                raise
+            return _fallback(flow, info, f"failed ({type(exc).__name__}: {str(exc)[:160]})")
+        finally:
+            release(instance)
+        info["delegated_to"] = list(dict.fromkeys(worked))
+        if len(tool.calls) == before:
+            return _fallback(flow, info, "the retriever coworker never searched")
+        record_retrieval(state, tool, before)
+        route = evidence_route(state, runtime.scorer, runtime.settings)
+        if route != "answer":
+            return _fallback(flow, info, f"the evidence gate routes to {route!r}, not 'answer'")
+        if "responder" not in worked:
+            return _fallback(flow, info, "the responder coworker never drafted the answer")
+        try:
+            draft = parse_output(output, DraftAnswer)
+        except RoleFailed as exc:
+            return _fallback(flow, info, f"no usable draft ({exc})")
+        ok, unsupported = support_check(state, runtime.scorer, draft.answer)
+        if not ok:
+            return _fallback(flow, info, f"{len(unsupported)} unsupported sentence(s) in the draft")
+        info["accepted"] = True
+    state.result = answer_result(state, runtime.scorer, runtime.settings, draft)
+    return "accepted"

@@ -1,0 +1,142 @@
+"""Everything a turn needs, built once per process: settings, retriever, evidence, engine.
+
+Nothing here holds turn-scoped state: each turn gets its own ``TurnState`` and its own
+Flow or team (``agents/turn.py``), so concurrent turns of different customers never mix.
+
+Usage::
+
+    runtime = build_runtime(settings, Path(".supportcrew"), engine="autogen",
+                            process="hierarchical")
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from config.settings import ConfigError, LlmSettings, Settings
+from storage.knowledge_base import KnowledgeBase
+from storage.memory import MemoryStore
+from storage.retrieval import QdrantRetriever
+from tasks.evidence import EvidenceScorer
+
+ENGINES = ("crewai", "autogen")
+PROCESSES = ("sequential", "hierarchical")
+
+
+@dataclass
+class TurnRuntime:
+    settings: Settings
+    retriever: Any
+    engine: Any
+    scorer: EvidenceScorer
+    memory: MemoryStore | None = None
+    kb: KnowledgeBase | None = None
+
+    def knowledge_base(self) -> KnowledgeBase:
+        """The Qdrant knowledge base (also when retrieval goes to a custom service)."""
+        return self.kb if self.kb is not None else self.retriever.kb
+
+    def close(self) -> None:
+        self.retriever.close()
+        if self.kb is not None:
+            self.kb.close()
+
+
+def check_task_placeholders(tasks_config: dict[str, Any]) -> None:
+    """Every ``{placeholder}`` of a task description must be an input the turn provides."""
+    from agents.turn_steps import EXTRA_TASK_INPUTS, TASK_INPUTS
+
+    for name, spec in tasks_config.items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("description"), str) \
+                or not isinstance(spec.get("expected_output"), str):
+            raise ConfigError(f"tasks.yaml: {name} needs text description and expected_output")
+        known = TASK_INPUTS.get(name, EXTRA_TASK_INPUTS)
+        try:
+            used = {field for _, field, _, _ in string.Formatter().parse(spec["description"])
+                    if field is not None}
+        except ValueError as exc:
+            raise ConfigError(f"tasks.yaml: {name}.description: {exc}") from None
+        unknown = sorted(used - known)
+        if unknown:
+            raise ConfigError(f"tasks.yaml: {name}.description uses unknown placeholder(s) "
+                              f"{unknown}; this task gets {sorted(known)}")
+    missing = [t for t in ("reformulate", "retrieve", "judge", "respond") if t not in tasks_config]
+    if missing:
+        raise ConfigError(f"tasks.yaml: missing task(s) {missing}")
+
+
+def check_agents(agents_config: dict[str, Any]) -> None:
+    for name in ("reformulator", "retriever", "judge", "responder"):
+        spec = agents_config.get(name)
+        if not isinstance(spec, dict) or not all(
+                isinstance(spec.get(k), str) for k in ("role", "goal", "backstory")):
+            raise ConfigError(f"agents.yaml: {name} needs text role, goal and backstory")
+
+
+def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | None = None,
+                 config_dir: Path | None = None, retrieve_crew: Any = None) -> Any:
+    """The engine that runs a turn: CrewAI's Flow, or AutoGen's GraphFlow / Selector.
+
+    The role specs (``config/agents.yaml``, ``config/tasks.yaml``) are checked here, so a bad
+    placeholder fails at start instead of silently disabling a role mid-turn.
+    """
+    from agents.roles import load_role_specs
+
+    if name not in ENGINES:
+        raise ValueError(f"engine {name!r}: choose crewai or autogen")
+    if process not in PROCESSES:
+        raise ValueError(f"process {process!r}: choose sequential or hierarchical")
+    specs = load_role_specs(config_dir) if config_dir else load_role_specs()
+    check_agents(specs.agents)
+    check_task_placeholders(specs.tasks)
+    if name == "autogen":
+        from agents.autogen_client import BaseLLMChatClient, openai_client
+        from agents.autogen_team import AutoGenEngine
+
+        remote = llm_settings is not None and llm_settings.provider != "local" and not getattr(
+            llm, "records_usage", False)
+        client = openai_client(llm_settings) if remote else BaseLLMChatClient(llm)
+        return AutoGenEngine(client, specs, process=process)
+    from agents.crewai_engine import CrewAIEngine
+
+    return CrewAIEngine(llm, process=process, retrieve_crew=retrieve_crew)
+
+
+def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
+                  process: str | None = None, llm: Any = None) -> TurnRuntime:
+    """Open the knowledge base and build the chosen engine around one shared LLM."""
+    from agents.llm_factory import build_llm
+
+    engine_name = engine or settings.engine
+    process_name = process or settings.process
+    if engine_name not in ENGINES:
+        raise ValueError(f"engine {engine_name!r}: choose crewai or autogen")
+    if process_name not in PROCESSES:
+        raise ValueError(f"process {process_name!r}: choose sequential or hierarchical")
+    local = QdrantRetriever(settings=settings, data_dir=data_dir)
+    local.connect(settings)
+    kb = local.kb
+    assert kb is not None
+    retriever: Any = local
+    try:
+        if settings.vector_store.type == "custom_service":
+            from storage.custom_service import CustomServiceRetriever
+
+            retriever = CustomServiceRetriever(top_k=settings.retrieval.top_k)
+            retriever.connect(settings.vector_store)
+        elif settings.vector_store.type != "qdrant":
+            raise ValueError("vector_store.type: the crew runs on 'qdrant' or 'custom_service'; "
+                             "other retriever classes serve Rasa (storage.rasa_adapter)")
+        else:
+            kb.require_documents()
+        chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name,
+                              settings.llm)
+    except Exception:
+        local.close()
+        raise
+    return TurnRuntime(settings=settings, retriever=retriever, engine=chosen,
+                       scorer=EvidenceScorer(kb.encoders, settings.evidence),
+                       memory=MemoryStore(kb.store, kb.encoders), kb=kb)

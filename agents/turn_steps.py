@@ -1,0 +1,130 @@
+"""The steps of a turn that every engine runs the same way around its agents.
+
+Loading the customer's context, the inputs each role's task receives, and recording what
+the retriever found. The engines decide *when* these run (a CrewAI ``Flow``, an AutoGen
+``GraphFlow`` or ``SelectorGroupChat``); the evidence gates in ``tasks/gates.py`` decide
+*where the turn goes*.
+
+Usage::
+
+    load_context(state, runtime)                  # history, entities, memories; turn stored
+    inputs = role_inputs("judge", state)          # {"question": ..., "passages": ...}
+    tool = bind_search_tool(state, runtime)
+    record_retrieval(state, tool, calls_before)   # the agent's search, or a direct one
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.search_tool import KnowledgeBaseSearchTool
+from storage.store import StoreError
+from tasks.gates import render_entities, render_history, render_passages
+from tasks.memory_context import load_context as load_memory
+from tasks.memory_context import save_pending
+from tasks.state import TurnState
+
+
+class RetrievalUnavailable(RuntimeError):
+    """The knowledge base or the memory store could not be reached for this turn."""
+
+
+def outage_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean a store or search service is down, not a bug."""
+    import httpx
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    from storage.custom_service import CustomServiceError
+
+    return (StoreError, CustomServiceError, OSError, httpx.HTTPError,
+            ResponseHandlingException, UnexpectedResponse)
+
+
+def is_outage(exc: BaseException) -> bool:
+    return isinstance(exc, (RetrievalUnavailable, *outage_errors()))
+
+
+def load_context(state: TurnState, runtime: Any) -> None:
+    """Session history, entity memory and long-term memories; the user's turn is stored first."""
+    assert state.request is not None
+    with state.step("context") as info:
+        try:
+            context = load_memory(runtime.memory, state.request)
+            save_pending(runtime.memory, state.request, context)
+        except outage_errors() as exc:
+            raise RetrievalUnavailable(f"memory store: {exc}") from exc
+        state.history = context.history
+        state.entities = context.entities
+        state.memories = context.memories
+        state.turn_index = context.turn_index
+        info.update(history=len(context.history), entities=[
+            f"{e['type']}:{e['value']}" for e in context.entities[:8]],
+            memories=[m["session_id"] for m in context.memories])
+
+
+def role_inputs(task: str, state: TurnState) -> dict[str, str]:
+    """What a role's task description is filled with (``kickoff(inputs=...)``)."""
+    if task == "reformulate":
+        return {"history": render_history(state), "entities": render_entities(state),
+                "message": state.message,
+                "rewrite_hint": f"Hint: {state.hint}" if state.hint else ""}
+    if task == "retrieve":
+        return {"queries": "; ".join(dict.fromkeys([state.message, *state.queries]))}
+    if task in ("judge", "respond"):
+        inputs = {"question": state.question, "passages": render_passages(state.passages)}
+        if task == "respond":
+            inputs["revision"] = state.revision_note
+        return inputs
+    return {"question": state.question, "message": state.message}
+
+
+TASK_INPUTS = {
+    "reformulate": {"history", "entities", "message", "rewrite_hint"},
+    "retrieve": {"queries"},
+    "judge": {"question", "passages"},
+    "respond": {"question", "passages", "revision"},
+}
+EXTRA_TASK_INPUTS = {"question", "message"}
+
+
+def bind_search_tool(state: TurnState, runtime: Any) -> KnowledgeBaseSearchTool:
+    """The search tool of this turn: enforced slots, original message, remembered entities."""
+    return KnowledgeBaseSearchTool.for_turn(runtime.retriever, state.slots, state.message,
+                                            [e["value"] for e in state.entities[:8]])
+
+
+def record_retrieval(state: TurnState, tool: KnowledgeBaseSearchTool, calls_before: int,
+                     agent_error: str = "", extra_passages: list[Any] | None = None) -> None:
+    """Keep the retriever agent's search; when it did not search, search directly."""
+    with state.step("retrieve", round=state.round_index) as info:
+        made = tool.calls[calls_before:]
+        if made:
+            info["searched_by"] = "retriever agent"
+        else:
+            info["searched_by"] = "the turn (the retriever agent made no search" + (
+                f": {agent_error})" if agent_error else ")")
+            try:
+                tool.search()
+            except outage_errors() as exc:
+                raise RetrievalUnavailable(f"knowledge base: {exc}") from exc
+            made = tool.calls[calls_before:]
+        output = made[-1]
+        if len(made) > 1:  # several searches: keep the passages of all, best first
+            seen: dict[str, Any] = {}
+            for call in made:
+                for passage in call.passages:
+                    if passage.chunk_id not in seen or passage.score > seen[passage.chunk_id].score:
+                        seen[passage.chunk_id] = passage
+            ranked = sorted(seen.values(), key=lambda p: -p.score)
+            output = output.model_copy(update={"passages": [
+                p.model_copy(update={"pid": i}) for i, p in enumerate(ranked, start=1)],
+                "queries": list(dict.fromkeys(q for c in made for q in c.queries))})
+        if extra_passages:
+            start = len(output.passages) + 1
+            output = output.model_copy(update={"passages": [*output.passages, *(
+                p.model_copy(update={"pid": start + i}) for i, p in enumerate(extra_passages))]})
+        state.retrieval = output
+        info.update(queries=output.queries, filters=output.filters,
+                    ignored_filters=output.ignored_filters, entities=output.entities,
+                    ids=[p.chunk_id for p in output.passages],
+                    via={p.chunk_id: p.via for p in output.passages})

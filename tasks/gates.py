@@ -1,0 +1,253 @@
+"""The evidence gates of a turn: plain functions that every engine and process calls.
+
+Agents propose, evidence decides (DESIGN.md principle 1). The CrewAI ``Flow``'s ``@router``
+methods and the AutoGen ``GraphFlow``'s gate agents call these and follow what they return:
+
+    plan_rewrite    does the message need the reformulator at all?
+    merge_rewrite   the model's rewrite is added to the customer's words, never replaces them
+    evidence_route  answer | retry | refuse | handoff | ask_judge (judge only when undecided)
+    judge_route     the judge's verdict, where evidence left it undecided
+    support_check   the responder's guardrail: which draft sentences the passages do not support
+    answer_result   a verified draft, or the extractive answer; refuse_result / handoff_result
+
+Usage::
+
+    plan_rewrite(state)
+    route = evidence_route(state, scorer, settings)       # "ask_judge"
+    route = judge_route(state, judgement, settings)       # "answer"
+    ok, unsupported = support_check(state, scorer, draft.answer)
+    state.result = answer_result(state, scorer, settings, draft)
+"""
+
+from __future__ import annotations
+
+import re
+
+from config.settings import Settings
+from tasks.entities import referenced
+from tasks.evidence import EvidenceScorer
+from tasks.judging import assess, decide, wants_human
+from tasks.schemas import Citation, DraftAnswer, Judgement, Passage, Reformulation, TurnResult
+from tasks.state import EvidenceView, Route, TurnState
+
+_DEPENDENT = re.compile(
+    r"\b(it|its|that|this|those|these|they|them|there|same|one|ones)\b"
+    r"|^(and|but|what about|how about)\b",
+    re.IGNORECASE,
+)
+PROMPT_PASSAGES = 3
+PROMPT_CHARS = 450
+_CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
+
+
+def render_passages(passages: list[Passage]) -> str:
+    """The passages as the judge and responder see them: numbered, trimmed."""
+    return "\n".join(f"[{p.pid}] {p.title}: {p.text[:PROMPT_CHARS]}"
+                     for p in passages[:PROMPT_PASSAGES]) or "(no passages)"
+
+
+def render_history(state: TurnState) -> str:
+    lines = [f"Customer: {t.user}\nAssistant: {t.answer[:300]}" for t in state.history[-3:]]
+    return "\n".join(lines) or "(none)"
+
+
+def render_entities(state: TurnState) -> str:
+    lines = [f"- {e['type']}: {e['value']}" for e in state.entities[:8]]
+    lines += [f"- earlier: {m['summary'][:120]} -> {m['resolution'][:160]}"
+              for m in state.memories]
+    return "\n".join(lines) or "(none)"
+
+
+def plan_rewrite(state: TurnState) -> bool:
+    """Decide whether the reformulator has anything to do; the reason goes to the trace."""
+    state.pointed_at = referenced(state.message, state.entities)
+    if state.round_index > 0:
+        need, reason = True, f"round {state.round_index}: the evidence asked for another query"
+    elif state.pointed_at:
+        need, reason = True, "the message points at a remembered " + state.pointed_at[0]["type"]
+    elif not state.history:
+        need, reason = False, "no history: the message stands alone"
+    elif _DEPENDENT.search(state.message.strip()) or len(state.message.split()) <= 4:
+        need, reason = True, "the message refers back to the conversation"
+    else:
+        need, reason = False, "the message stands alone"
+    state.needs_rewrite, state.rewrite_reason = need, reason
+    return need
+
+
+def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict[str, object]:
+    """Queries for this round: the model's rewrite plus what memory names; trace details."""
+    rewrite = reformulation or Reformulation(standalone_query="")
+    queries = [q.strip() for q in [rewrite.standalone_query, *rewrite.expansions[:2]]
+               if q and q.strip()]
+    detail: dict[str, object] = {}
+    missing = [e for e in state.pointed_at
+               if not any(e["value"].lower() in q.lower() for q in queries)]
+    if missing:  # entity memory names what the customer points at
+        named = ", ".join(f"{e['type']} {e['value']}" for e in missing)
+        queries.insert(0, f"{state.message} ({named})")
+        detail["from_entity_memory"] = named
+    for remembered in state.memories:  # the earlier case about the same entity
+        if any(e["value"] in remembered["summary"] for e in state.pointed_at):
+            queries.append(remembered["summary"])
+            detail["from_long_term_memory"] = remembered["session_id"]
+            break
+    state.queries = queries
+    state.advisory = rewrite.advisory_filters.as_dict()
+    detail.update(queries=queries, advisory_filters=state.advisory)
+    return detail
+
+
+def strongest_evidence(scorer: EvidenceScorer, settings: Settings, questions: list[str],
+                       passages: list[Passage]) -> EvidenceView:
+    """Assess each phrasing of the question; keep the one the evidence supports best."""
+    best: EvidenceView | None = None
+    for text in dict.fromkeys(q for q in questions if q and q.strip()):
+        found = assess(scorer, text, passages, settings.evidence)
+        view = EvidenceView(call=found.call, relevance=found.relevance,
+                            coverage=found.coverage, question=text)
+        if best is None or (_CALL_RANK[view.call], view.best) > (_CALL_RANK[best.call], best.best):
+            best = view
+    assert best is not None
+    return best
+
+
+def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
+    return "retry" if state.round_index < settings.max_rounds else final
+
+
+def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings) -> Route:
+    """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
+    with state.step("evidence_gate", round=state.round_index) as info:
+        state.evidence = strongest_evidence(scorer, settings, [*state.queries[:1], state.message],
+                                            state.passages)
+        info.update(evidence=state.evidence.call, coverage=state.evidence.coverage,
+                    relevance=[round(r, 3) for r in state.evidence.relevance],
+                    question=state.evidence.question)
+        if wants_human(state.message):
+            route, state.verdict, why = "handoff", "needs_human", "the customer asked for a person"
+        elif state.evidence.call == "sufficient":
+            route, state.verdict, why = "answer", "sufficient", "evidence is sufficient"
+        elif state.evidence.call == "insufficient":
+            state.verdict = "insufficient"
+            route = _next_round_or(state, settings, "refuse")
+            why = "evidence is insufficient" + ("" if state.passages else ": no passages")
+        else:
+            route, why = "ask_judge", "evidence is undecided: the judge decides"
+        info.update(route=route, decided_by=why)
+    state.route = route
+    if route == "retry":
+        state.hint = ""
+        state.round_index += 1
+    return route
+
+
+def judge_route(state: TurnState, judgement: Judgement | None, settings: Settings) -> Route:
+    """The judge's verdict on undecided evidence; a failed judge counts as insufficient."""
+    state.judgement = judgement
+    with state.step("judge_gate", round=state.round_index) as info:
+        verdict, why = decide(state.evidence.call, judgement, state.message)
+        state.verdict = verdict
+        if verdict == "sufficient":
+            route: Route = "answer"
+        elif verdict == "needs_human":
+            route = "handoff"
+        elif verdict == "out_of_scope":
+            route = "refuse"
+        else:
+            route = _next_round_or(state, settings, "refuse")
+        info.update(model=judgement.verdict if judgement else "failed", verdict=verdict,
+                    decided_by=why, route=route)
+    state.route = route
+    if route == "retry":
+        state.hint = (judgement.rewrite_hint or judgement.reason) if judgement else ""
+        state.round_index += 1
+    return route
+
+
+def support_check(state: TurnState, scorer: EvidenceScorer, answer: str
+                  ) -> tuple[bool, list[str]]:
+    """The responder's guardrail: (every sentence supported, the unsupported sentences)."""
+    support = scorer.support(answer, [p.text for p in state.passages])
+    unsupported = [s.sentence for s in support if not s.supported]
+    return bool(support) and not unsupported, unsupported
+
+
+def _citation(passage: Passage, snippet: str) -> Citation:
+    return Citation(source_id=passage.source_id, chunk_id=passage.chunk_id, title=passage.title,
+                    url=passage.url, snippet=snippet[:300], score=round(passage.score, 4))
+
+
+def _verified(state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
+              ) -> tuple[str, list[Citation]] | None:
+    """The draft with citations from evidence when every sentence is supported, else None."""
+    passages = state.passages
+    support = scorer.support(draft.answer, [p.text for p in passages])
+    if not support or not all(s.supported for s in support):
+        weak = [s.sentence for s in support if not s.supported]
+        state.note(f"draft answer replaced: {len(weak)} unsupported sentence(s)" if weak
+                   else "draft answer replaced: it has no sentence to check")
+        return None
+    used: list[int] = []
+    for s in support:
+        if s.passage_index is not None and s.passage_index not in used:
+            used.append(s.passage_index)
+    citations = [_citation(passages[i], next(x.sentence for x in support
+                                             if x.passage_index == i)) for i in used]
+    claimed = sorted(set(draft.passage_ids))
+    actual = sorted(passages[i].pid for i in used)
+    if claimed != actual:
+        state.note(f"citations from evidence {actual}, not the model's claim {claimed}")
+    return draft.answer.strip(), citations
+
+
+def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
+               ) -> tuple[str, list[Citation]]:
+    passages = state.passages
+    relevance = state.evidence.relevance or [0.0] * len(passages)
+    ranked = [passages[i] for i in sorted(range(len(passages)), key=lambda i: -relevance[i])]
+    picked = scorer.extract(state.question, [p.text for p in ranked],
+                            settings.evidence.extract_sentences)
+    citations: list[Citation] = []
+    parts = []
+    for sentence, index in picked:
+        passage = ranked[index]
+        if passage.chunk_id not in [c.chunk_id for c in citations]:
+            citations.append(_citation(passage, sentence))
+        number = [c.chunk_id for c in citations].index(passage.chunk_id) + 1
+        parts.append(f"{sentence} [{number}]")
+    return " ".join(parts), citations
+
+
+def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
+                  draft: DraftAnswer | None) -> TurnResult:
+    """The verified draft, else the extractive answer; with no supporting passage, a refusal."""
+    with state.step("verify") as info:
+        kept = _verified(state, scorer, draft) if draft is not None and draft.answer.strip() \
+            else None
+        answer, citations = kept or _extracted(state, scorer, settings)
+        info.update(kept_draft=kept is not None, cited=[c.chunk_id for c in citations])
+    if not citations:
+        state.note("no passage supports an answer")
+        return refuse_result(state, settings)
+    return TurnResult(session_id=state.request.session_id if state.request else "",
+                      answer=answer, verdict="answered", judge_verdict=state.verdict,
+                      citations=citations)
+
+
+def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
+    return TurnResult(session_id=state.request.session_id if state.request else "",
+                      answer=settings.messages.no_results, verdict="idk",
+                      judge_verdict=state.verdict)
+
+
+def handoff_result(state: TurnState, settings: Settings) -> TurnResult:
+    return TurnResult(session_id=state.request.session_id if state.request else "",
+                      answer=settings.messages.handoff, verdict="handoff",
+                      judge_verdict=state.verdict, handoff=True)
+
+
+def closing_result(state: TurnState, settings: Settings) -> TurnResult:
+    """The result for a route that ends without an answer (refuse or hand-off)."""
+    return handoff_result(state, settings) if state.route == "handoff" \
+        else refuse_result(state, settings)

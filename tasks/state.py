@@ -1,0 +1,115 @@
+"""The state of one support turn: what every step reads and writes, owned by that turn alone.
+
+A CrewAI ``Flow`` holds it as its typed state; an AutoGen team's agents share one instance
+built for the turn. Nothing turn-scoped lives on objects that sessions share.
+
+Usage::
+
+    state = TurnState.for_request(TurnRequest(session_id="s", message="Refund time?"))
+    with state.step("retrieve", round=0) as info:
+        info["ids"] = [...]
+    state.trace.steps[-1].name   # "retrieve"
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tasks.schemas import (
+    DraftAnswer,
+    HistoryTurn,
+    Judgement,
+    JudgeVerdict,
+    RetrievalOutput,
+    Step,
+    Trace,
+    TurnRequest,
+    TurnResult,
+)
+
+Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
+EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
+
+
+class EvidenceView(BaseModel):
+    """The evidence gate's reading of the passages for the strongest phrasing of the question."""
+
+    call: EvidenceCall = "insufficient"
+    relevance: list[float] = Field(default_factory=list)
+    coverage: float = 0.0
+    question: str = ""
+
+    @property
+    def best(self) -> float:
+        return max(self.relevance, default=0.0)
+
+
+class TurnState(BaseModel):
+    """Everything one turn knows; every step appends to ``trace``."""
+
+    request: TurnRequest | None = None
+    slots: dict[str, str] = Field(default_factory=dict)
+    history: list[HistoryTurn] = Field(default_factory=list)
+    entities: list[dict[str, Any]] = Field(default_factory=list)
+    memories: list[dict[str, Any]] = Field(default_factory=list)
+    turn_index: int = 0
+    round_index: int = 0
+    needs_rewrite: bool = False
+    rewrite_reason: str = ""
+    pointed_at: list[dict[str, Any]] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)
+    advisory: dict[str, str] = Field(default_factory=dict)
+    hint: str = ""
+    retrieval: RetrievalOutput | None = None
+    evidence: EvidenceView = Field(default_factory=EvidenceView)
+    route: Route | None = None
+    verdict: JudgeVerdict = "insufficient"
+    judgement: Judgement | None = None
+    draft: DraftAnswer | None = None
+    revision_note: str = ""
+    result: TurnResult | None = None
+    trace: Trace = Field(default_factory=Trace)
+
+    @classmethod
+    def for_request(cls, request: TurnRequest) -> TurnState:
+        slots = dict(request.slots)
+        if request.customer_id and "customer_id" not in slots:
+            slots["customer_id"] = request.customer_id
+        return cls(request=request, slots=slots)
+
+    @property
+    def message(self) -> str:
+        assert self.request is not None
+        return self.request.message
+
+    @property
+    def question(self) -> str:
+        """The phrasing the evidence supports best so far (the customer's own words at first)."""
+        return self.evidence.question or (self.queries[0] if self.queries else self.message)
+
+    @property
+    def passages(self) -> list[Any]:
+        return self.retrieval.passages if self.retrieval is not None else []
+
+    @contextmanager
+    def step(self, name: str, **detail: Any) -> Iterator[dict[str, Any]]:
+        """Time a step and record it with the details the block adds to the yielded dict."""
+        started = time.perf_counter()
+        info = dict(detail)
+        try:
+            yield info
+        finally:
+            self.trace.steps.append(Step(name=name, detail=info, ms=round(
+                (time.perf_counter() - started) * 1000, 1)))
+
+    def skip(self, name: str, reason: str, **detail: Any) -> None:
+        """Record a step that did not run (and so made no model call), with the reason."""
+        self.trace.steps.append(Step(name=name, detail={"skipped": reason, **detail}))
+
+    def note(self, text: str) -> None:
+        self.trace.notes.append(text)
