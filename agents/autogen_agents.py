@@ -114,8 +114,16 @@ class _TurnAgent(BaseChatAgent):
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
         return (TextMessage, Decision.message_type())
 
+    def ready(self) -> bool:
+        """Whether the turn is at this agent's step (a selector may pick it out of turn)."""
+        return True
+
     async def on_messages(self, messages: Sequence[BaseChatMessage],
                           cancellation_token: CancellationToken) -> Response:
+        if not self.ready():
+            self.state.note(f"{self.name} was picked out of turn (route "
+                            f"{self.state.route!r}); it did nothing")
+            return Response(chat_message=TextMessage(content="not my turn", source=self.name))
         try:
             outcome = await self.act(cancellation_token)
         except Exception as exc:  # AutoGen re-raises it as text; the engine wants the object
@@ -215,6 +223,9 @@ class ContextAgent(_TurnAgent):
 
     name_ = "context"
 
+    def ready(self) -> bool:
+        return self.services.tool is None
+
     async def act(self, cancellation_token: CancellationToken) -> Decision:
         load_context(self.state, self.services.runtime)
         self.services.tool = bind_search_tool(self.state, self.services.runtime)
@@ -233,6 +244,9 @@ class ReformulatorAgent(_ModelRole):
     name_ = "reformulator"
     task = "reformulate"
     output = Reformulation
+
+    def ready(self) -> bool:
+        return self.state.route in (None, "retry", "ask_judge") and self.state.result is None
 
     async def act(self, cancellation_token: CancellationToken) -> str:
         if self.state.route == "ask_judge":  # the selector chose a new query over the judge
@@ -286,6 +300,9 @@ class JudgeAgent(_ModelRole):
     task = "judge"
     output = Judgement
 
+    def ready(self) -> bool:
+        return self.state.route == "ask_judge"
+
     async def act(self, cancellation_token: CancellationToken) -> Decision:
         judgement = await self.ask(cancellation_token)
         route = judge_route(self.state, judgement, self.services.runtime.settings)
@@ -297,8 +314,12 @@ class ResponderAgent(_ModelRole):
     task = "respond"
     output = DraftAnswer
 
+    def ready(self) -> bool:
+        return self.state.route == "answer" and self.state.result is None
+
     async def act(self, cancellation_token: CancellationToken) -> str:
-        with self.state.step("respond", attempt=self.services.attempts.get("respond", 0)):
+        attempt = self.services.attempts.get("respond", 0)
+        with self.state.step("respond" if attempt == 0 else "revise", attempt=attempt):
             self.state.draft = await self.ask(cancellation_token)
         self.services.attempts["respond"] = self.services.attempts.get("respond", 0) + 1
         return self.state.draft.answer if self.state.draft else "(no usable draft)"
@@ -309,11 +330,15 @@ class VerifierAgent(_TurnAgent):
 
     name_ = "verifier"
 
+    def ready(self) -> bool:
+        return self.state.route == "answer" and "respond" in self.services.attempts \
+            and self.state.result is None
+
     async def act(self, cancellation_token: CancellationToken) -> Decision:
         runtime, draft = self.services.runtime, self.state.draft
-        if draft is not None and self.services.attempts.get("respond", 0) < 2:
+        if draft is not None:
             ok, unsupported = support_check(self.state, runtime.scorer, draft.answer)
-            if not ok:
+            if not ok and self.services.attempts.get("respond", 0) < 2:
                 self.state.revision_note = (
                     "These sentences are not supported by the passages; use only their facts: "
                     + " | ".join(unsupported[:3]))
@@ -326,6 +351,9 @@ class ClosingAgent(_TurnAgent):
     """Ends the turn: the verified answer, or the refusal / hand-off message."""
 
     name_ = "closer"
+
+    def ready(self) -> bool:
+        return self.state.result is not None or self.state.route in ("refuse", "handoff")
 
     async def act(self, cancellation_token: CancellationToken) -> str:
         if self.state.result is None:

@@ -28,7 +28,7 @@ from autogen_core.models import (
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
 
-from agents.usage import UsageLedger, merge_into_current
+from agents.usage import UsageLedger, acting_as, current_role, merge_into_current
 
 
 def _role(message: LLMMessage) -> str:
@@ -46,10 +46,15 @@ def _text(message: LLMMessage) -> str:
 class BaseLLMChatClient(ChatCompletionClient):
     """Adapts a supportcrew LLM backend to AutoGen's model-client interface."""
 
-    def __init__(self, llm: Any) -> None:
+    def __init__(self, llm: Any, role: str = "") -> None:
         self._llm = llm
+        self._role = role
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._last = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    def for_role(self, role: str) -> BaseLLMChatClient:
+        """The same model, its calls attributed to ``role`` (e.g. a team's selector)."""
+        return BaseLLMChatClient(self._llm, role=role)
 
     @property
     def model_info(self) -> ModelInfo:
@@ -72,7 +77,7 @@ class BaseLLMChatClient(ChatCompletionClient):
     ) -> CreateResult:
         chat = [{"role": _role(m), "content": _text(m)} for m in messages]
         response_model = json_output if isinstance(json_output, type) else None
-        with UsageLedger.activate() as ledger:  # this call's own usage, also kept by the turn
+        with UsageLedger.activate() as ledger, acting_as(self._role or current_role()):
             if tools:
                 schemas = [{"type": "function", "function": dict(
                     t.schema if isinstance(t, Tool) else t)} for t in tools]

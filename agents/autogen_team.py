@@ -53,6 +53,7 @@ from agents.autogen_agents import (
     decision_of,
     run_sync,
 )
+from agents.autogen_client import BaseLLMChatClient
 from agents.crewai_engine import TurnFailed
 from tasks.state import TurnState
 
@@ -103,29 +104,29 @@ class EvidencePolicy:
         self.max_rounds = max_rounds
         self.expected: list[str] = ["context"]
 
-    def _dictated(self, messages: Sequence[Any]) -> str | None:
+    def select(self, messages: Sequence[Any]) -> str | None:
+        """The speaker evidence dictates; None (the model picks) only when it is undecided."""
         last = messages[-1] if messages else None
         source = getattr(last, "source", "user")
-        if source not in self.expected and source != "user":
+        if last is None or source == "user":
+            speaker = "context"
+        elif source not in self.expected:  # the model's pick (or AutoGen's fallback) was wrong
+            speaker = self.expected[0]
             self.state.note(f"selector: {source} spoke, expected one of {self.expected}; "
-                            "corrected to the evidence policy")
-        if source == "user" or last is None:
-            return "context"
-        if source in NEXT_AFTER:
-            return NEXT_AFTER[source]
-        decision = decision_of(last)
-        if decision is None:  # an agent spoke out of turn: resume from the last decision
-            decision = next((d for d in map(decision_of, reversed(messages)) if d), None)
-        return ROUTE_TO.get(decision.route) if decision else "closer"
-
-    def select(self, messages: Sequence[Any]) -> str | None:
-        speaker = self._dictated(messages)
-        if speaker == "judge":  # evidence is undecided: the model may choose
-            self.expected = self.candidates(messages)
+                            f"corrected to {speaker}")
+            self.expected = [speaker]
+            return speaker
+        else:
             if len(self.expected) > 1:
-                return None
-        self.expected = [speaker or "closer"]
-        return self.expected[0]
+                self.state.note(f"selector: the model picked {source} among {self.expected}")
+            decision = decision_of(last)
+            speaker = NEXT_AFTER.get(source) or (
+                ROUTE_TO.get(decision.route, "closer") if decision else "closer")
+        if speaker == "judge" and len(self.candidates(messages)) > 1:
+            self.expected = self.candidates(messages)
+            return None
+        self.expected = [speaker]
+        return speaker
 
     def candidates(self, messages: Sequence[Any]) -> list[str]:
         left = self.state.round_index < self.max_rounds
@@ -139,6 +140,8 @@ class AutoGenEngine:
         self.client = client
         self.specs = specs
         self.process = process
+        self.selector_client = client.for_role("selector") \
+            if isinstance(client, BaseLLMChatClient) else client
 
     def agents(self, services: TurnServices) -> dict[str, Any]:
         """The turn's agents; a subclass may add evidence agents to the retriever's step."""
@@ -163,7 +166,7 @@ class AutoGenEngine:
         if self.process == "hierarchical":
             policy = EvidencePolicy(services.state, services.runtime.settings.max_rounds)
             return SelectorGroupChat(
-                list(agents.values()), model_client=self.client,
+                list(agents.values()), model_client=self.selector_client,
                 selector_func=policy.select, candidate_func=policy.candidates,
                 termination_condition=SourceMatchTermination(["closer"]) | stop,
                 allow_repeated_speaker=True,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.crewai_events import flush_events, listen_to_crewai_llm_calls
 from agents.crews import RetrieveCrew
-from agents.usage import listen_to_crewai_llm_calls
 from tasks.state import TurnState
 
 
@@ -40,6 +40,8 @@ class CrewAIEngine:
         flow = SupportTurnFlow.for_turn(runtime, self)
         try:
             flow.kickoff(inputs=state.model_dump())
+            if not getattr(self.llm, "records_usage", False):
+                flush_events()  # a remote model's usage arrives through events
         except Exception as exc:
             raise TurnFailed(TurnState.model_validate(flow.state.model_dump()), exc) from exc
         return TurnState.model_validate(flow.state.model_dump())

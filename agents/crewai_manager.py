@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.crews import ManagedSupportCrew, release
+from agents.crewai_events import agents_at_work
+from agents.crews import CORE_AGENTS, ManagedSupportCrew, release
 from agents.turn_steps import is_outage, record_retrieval, role_inputs
 from agents.usage import acting_as
 from tasks.gates import answer_result, evidence_route, support_check
@@ -35,10 +36,11 @@ def _inputs(flow: Any) -> dict[str, str]:
     return inputs
 
 
-def _fallback(flow: Any, info: dict[str, Any], why: str) -> str:
+def _fallback(flow: Any, why: str) -> str:
     state = flow.state
-    info.update(accepted=False, why=why)
     state.note(f"manager: {why}; finishing the turn on the sequential path")
+    with state.step("manager_check") as info:
+        info.update(accepted=False, why=why)
     state.round_index, state.retrieval, state.route, state.queries = 0, None, None, []
     return "fallback"
 
@@ -46,36 +48,41 @@ def _fallback(flow: Any, info: dict[str, Any], why: str) -> str:
 def run_managed_turn(flow: Any, tool: Any) -> str:
     """Run the manager's crew and accept its answer only through the evidence gates."""
     state, runtime = flow.state, flow._runtime
-    worked: list[str] = []
-    instance = ManagedSupportCrew(flow._engine.llm, tools={"retriever": [tool]},
-                                  step_callback=worked.append)
+    instance = ManagedSupportCrew(flow._engine.llm, tools={"retriever": [tool]}, turn=state)
+    roles = {instance.agents_config[name]["role"]: name for name in CORE_AGENTS}
     before = len(tool.calls)
     with state.step("manage") as info:
         try:
-            with acting_as("manager"):
+            with acting_as("manager"), agents_at_work() as worked:
                 output = instance.crew().kickoff(inputs=_inputs(flow))
         except Exception as exc:
             if is_outage(exc):
                 raise
-            return _fallback(flow, info, f"failed ({type(exc).__name__}: {str(exc)[:160]})")
+            output, failure = None, f"failed ({type(exc).__name__}: {str(exc)[:160]})"
+        else:
+            failure = ""
         finally:
             release(instance)
-        info["delegated_to"] = list(dict.fromkeys(worked))
-        if len(tool.calls) == before:
-            return _fallback(flow, info, "the retriever coworker never searched")
-        record_retrieval(state, tool, before)
-        route = evidence_route(state, runtime.scorer, runtime.settings)
-        if route != "answer":
-            return _fallback(flow, info, f"the evidence gate routes to {route!r}, not 'answer'")
-        if "responder" not in worked:
-            return _fallback(flow, info, "the responder coworker never drafted the answer")
-        try:
-            draft = parse_output(output, DraftAnswer)
-        except RoleFailed as exc:
-            return _fallback(flow, info, f"no usable draft ({exc})")
-        ok, unsupported = support_check(state, runtime.scorer, draft.answer)
-        if not ok:
-            return _fallback(flow, info, f"{len(unsupported)} unsupported sentence(s) in the draft")
-        info["accepted"] = True
+        delegated = [roles[role] for role in dict.fromkeys(worked) if role in roles]
+        info.update(delegated_to=delegated, searches=len(tool.calls) - before)
+    if failure:
+        return _fallback(flow, failure)
+    if len(tool.calls) == before or "retriever" not in delegated:
+        return _fallback(flow, "the retriever coworker never searched")
+    record_retrieval(state, tool, before)
+    route = evidence_route(state, runtime.scorer, runtime.settings)
+    if route != "answer":
+        return _fallback(flow, f"the evidence gate routes to {route!r}, not 'answer'")
+    if "responder" not in delegated:
+        return _fallback(flow, "the responder coworker never drafted the answer")
+    try:
+        draft = parse_output(output, DraftAnswer)
+    except RoleFailed as exc:
+        return _fallback(flow, f"no usable draft ({exc})")
+    ok, unsupported = support_check(state, runtime.scorer, draft.answer)
+    if not ok:
+        return _fallback(flow, f"{len(unsupported)} unsupported sentence(s) in the draft")
+    with state.step("manager_check") as info:
+        info.update(accepted=True, why="searched, evidence sufficient, draft supported")
     state.result = answer_result(state, runtime.scorer, runtime.settings, draft)
     return "accepted"

@@ -117,6 +117,7 @@ def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: 
         "trace": {"llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
                   "completion_tokens": trace.completion_tokens,
                   "duration_ms": trace.duration_ms,
+                  "calls": [c.model_dump() for c in trace.calls],
                   "steps": [s.model_dump() for s in trace.steps], "notes": trace.notes},
         "expect_failures": failures,
     }

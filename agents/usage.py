@@ -70,6 +70,10 @@ def merge_into_current(ledger: UsageLedger) -> None:
         outer.calls.extend(ledger.calls)
 
 
+def current_role() -> str:
+    return _ROLE.get()
+
+
 @contextmanager
 def acting_as(role: str) -> Iterator[None]:
     """Attribute LLM calls made inside to ``role``."""
@@ -79,24 +83,3 @@ def acting_as(role: str) -> Iterator[None]:
     finally:
         _ROLE.reset(token)
 
-
-_LISTENING: list[bool] = []
-
-
-def listen_to_crewai_llm_calls() -> None:
-    """Record CrewAI's own LLM calls (remote providers report usage on events) in the ledger
-    of the turn that made them; backends that record themselves are skipped. Idempotent."""
-    if _LISTENING:
-        return
-    from crewai.events import crewai_event_bus
-    from crewai.events.types.llm_events import LLMCallCompletedEvent
-
-    def record(source: object, event: LLMCallCompletedEvent) -> None:
-        if getattr(source, "records_usage", False):
-            return
-        usage = event.usage or {}
-        record_call(int(usage.get("prompt_tokens") or 0),
-                    int(usage.get("completion_tokens") or 0), 0.0, "crewai")
-
-    crewai_event_bus.on(LLMCallCompletedEvent)(record)
-    _LISTENING.append(True)

@@ -168,8 +168,10 @@ def judge_route(state: TurnState, judgement: Judgement | None, settings: Setting
 def support_check(state: TurnState, scorer: EvidenceScorer, answer: str
                   ) -> tuple[bool, list[str]]:
     """The responder's guardrail: (every sentence supported, the unsupported sentences)."""
-    support = scorer.support(answer, [p.text for p in state.passages])
-    unsupported = [s.sentence for s in support if not s.supported]
+    with state.step("support_check") as info:
+        support = scorer.support(answer, [p.text for p in state.passages])
+        unsupported = [s.sentence for s in support if not s.supported]
+        info.update(sentences=len(support), unsupported=len(unsupported))
     return bool(support) and not unsupported, unsupported
 
 

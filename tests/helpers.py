@@ -68,3 +68,102 @@ def with_api_keys(settings: Any, *keys: Any) -> Any:
     """Settings whose pilot accepts exactly ``keys``."""
     return settings.model_copy(update={"pilot": settings.pilot.model_copy(
         update={"api_keys": list(keys)})})
+
+
+def _line_after(prompt: str, label: str) -> str:
+    for line in prompt.splitlines():
+        if label in line:
+            return line.split(label, 1)[1].strip().strip('"')
+    return ""
+
+
+def _first_passage_sentence(prompt: str) -> tuple[str, int]:
+    """The first sentence of the first numbered passage in a prompt, and its number."""
+    import re
+
+    found = re.search(r"\[(\d+)\] [^:\n]*: (.+)", prompt)
+    if not found:
+        return "", 0
+    sentence = re.split(r"(?<=[.!?])\s", found.group(2).strip())[0]
+    return sentence, int(found.group(1))
+
+
+def prompt_driven_llm() -> Any:
+    """A test double whose every reply is computed from the prompt it is sent.
+
+    The retriever searches the words of its task, the judge says 'sufficient' only when the
+    question's content words appear in the passages shown, the responder copies the first
+    passage's first sentence, the reformulator joins the last customer message to the new
+    one. So an engine that renders a role's inputs differently gets different outputs.
+    """
+    from tests.scripted_llm import ScriptedLLM
+
+    def search(prompt: str) -> dict:
+        queries = _line_after(prompt, "search tool for:") or "help"
+        return {"name": "search_knowledge_base", "arguments": {"queries": [queries[:200]]}}
+
+    def judge(prompt: str) -> dict:
+        question = _line_after(prompt, "Customer question:").lower()
+        passages = prompt.split("Passages:", 1)[-1].lower()
+        words = [w.strip("?.,") for w in question.split() if len(w) > 4]
+        hits = sum(w in passages for w in words)
+        verdict = "sufficient" if words and hits * 2 >= len(words) else "insufficient"
+        return {"verdict": verdict, "reason": f"{hits} of {len(words)} words"}
+
+    def respond(prompt: str) -> dict:
+        sentence, number = _first_passage_sentence(prompt)
+        return {"answer": sentence, "passage_ids": [number] if number else []}
+
+    def reformulate(prompt: str) -> dict:
+        latest = _line_after(prompt, "Latest message:")
+        earlier = [line.split("Customer:", 1)[1].strip() for line in prompt.splitlines()
+                   if line.strip().startswith("Customer:")]
+        return {"standalone_query": " ".join([*earlier[-1:], latest])[:300], "expansions": []}
+
+    return ScriptedLLM(model="scripted").script(tools=[search], Judgement=[judge],
+                                                DraftAnswer=[respond],
+                                                Reformulation=[reformulate])
+
+
+TASK_COWORKERS = [("Rewrite the latest message", "Query reformulator"),
+                  ("Search the knowledge base", "Knowledge base retriever"),
+                  ("Do these passages answer", "Evidence judge"),
+                  ("Answer in one to three", "Support responder")]
+
+
+def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None) -> Any:
+    """A test double for a CrewAI hierarchical crew: the manager delegates each task to a
+    coworker (the right one, or ``delegate[task role] -> other role``), then passes the
+    coworker's answer on; coworkers answer in their role's JSON shape."""
+    import json
+
+    from tests.scripted_llm import ScriptedLLM
+
+    llm = ScriptedLLM(model="scripted")
+    wrong = delegate or {}
+
+    def tools(prompt: str) -> Any:
+        names = [t.get("function", t).get("name", "") for t in llm.last_tools]
+        if "search_knowledge_base" in names:
+            return {"name": "search_knowledge_base", "arguments": {"queries": ["refund time"]}}
+        messages = llm.last_messages
+        if isinstance(messages, list) and messages[-1].get("role") == "tool":
+            return str(messages[-1]["content"])  # the coworker's work is the task's answer
+        task = prompt.split("Current Task")[-1]
+        role = next(r for marker, r in TASK_COWORKERS if marker in task)
+        delegate_tool = next(n for n in names if "elegate" in n)
+        return {"name": delegate_tool, "arguments": {"task": task[-600:], "context": "see task",
+                                                     "coworker": wrong.get(role, role)}}
+
+    def text(prompt: str) -> str:
+        if "You are Query reformulator" in prompt:
+            return json.dumps({"standalone_query": "refund time"})
+        if "You are Evidence judge" in prompt:
+            return json.dumps({"verdict": "sufficient", "reason": "it says"})
+        if "You are Support responder" in prompt:
+            return json.dumps({"answer": draft, "passage_ids": [1]})
+        return "I have nothing to add."
+
+    return llm.script(tools=[tools], text=[text],
+                      Reformulation=[{"standalone_query": "refund time"}],
+                      DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])

@@ -25,6 +25,8 @@ class ScriptedLLM(BaseLLM):
     records_usage: bool = True
     _replies: dict[str, list[Reply]] = PrivateAttr(default_factory=dict)
     _seen: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+    last_messages: Any = None
+    last_tools: list[Any] = []
 
     def script(self, **replies: list[Reply]) -> ScriptedLLM:
         for name, items in replies.items():
@@ -46,6 +48,7 @@ class ScriptedLLM(BaseLLM):
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
              available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
              response_model: Any = None) -> Any:
+        self.last_messages, self.last_tools = messages, list(tools or [])
         prompt = messages if isinstance(messages, str) else "\n".join(
             str(m.get("content", "")) for m in messages)
         name = "tools" if tools else (response_model.__name__ if response_model else "text")
