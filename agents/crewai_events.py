@@ -6,6 +6,8 @@ context variable set for a turn tells a handler which turn an event belongs to.
 - ``listen_to_crewai_llm_calls``: remote providers report token usage on
   ``LLMCallCompletedEvent``; it goes into the turn's usage ledger (our own backends record
   their calls themselves and are skipped).
+- every CrewAI agent's LLM call is attributed to that agent (its ``agents.yaml`` key), also
+  inside a hierarchical crew where the manager delegates (a ``before_llm_call`` hook);
 - ``agents_at_work``: the roles of the agents that completed work (including coworkers a
   manager delegated to), for checking a hierarchical crew's delegation.
 
@@ -22,8 +24,11 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
-from agents.usage import record_call
+from agents.usage import attribute_calls_to, record_call
 
 FLUSH_TIMEOUT_S = 5.0
 _WORKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
@@ -37,6 +42,7 @@ def _listen() -> None:
     from crewai.events import crewai_event_bus
     from crewai.events.types.agent_events import AgentExecutionCompletedEvent
     from crewai.events.types.llm_events import LLMCallCompletedEvent
+    from crewai.hooks import register_before_llm_call_hook
 
     def record_usage(source: object, event: LLMCallCompletedEvent) -> None:
         if getattr(source, "records_usage", False):
@@ -50,9 +56,32 @@ def _listen() -> None:
         if worked is not None:
             worked.append(str(event.agent.role))
 
+    def attribute(context: Any) -> None:
+        role = getattr(getattr(context, "agent", None), "role", None)
+        if role:
+            attribute_calls_to(role_keys().get(role, role))
+
     crewai_event_bus.on(LLMCallCompletedEvent)(record_usage)
     crewai_event_bus.on(AgentExecutionCompletedEvent)(record_agent)
+    register_before_llm_call_hook(attribute)
     _LISTENING.append(True)
+
+
+def role_keys() -> dict[str, str]:
+    """``agents.yaml`` role text -> agent key ("Evidence judge" -> "judge")."""
+    import agents.roles
+
+    return _role_keys(agents.roles.CONFIG_DIR)
+
+
+@lru_cache(maxsize=4)
+def _role_keys(config_dir: Path) -> dict[str, str]:
+    from agents.crews import MANAGER_ROLE
+    from agents.roles import load_role_specs
+
+    keys = {spec["role"]: key for key, spec in load_role_specs(config_dir).agents.items()
+            if isinstance(spec, dict) and "role" in spec}
+    return {**keys, MANAGER_ROLE: "manager"}
 
 
 def listen_to_crewai_llm_calls() -> None:

@@ -34,13 +34,17 @@ from crewai import Agent, Crew, Process, Task
 from crewai.project import CrewBase, agent, crew, task
 from crewai.project.utils import cache as _memo_cache
 
+from agents.roles import CONFIG_DIR
 from tasks.schemas import DraftAnswer, Judgement, Reformulation
 
+MANAGER_ROLE = "Support manager"
 MANAGER_MAX_ITER = 3
 MANAGER_MAX_RPM = 30
 CORE_AGENTS = ("reformulator", "retriever", "judge", "responder")
-AGENTS_CONFIG = "../config/agents.yaml"
-TASKS_CONFIG = "../config/tasks.yaml"
+# absolute, so a crew subclassed in another package still reads our YAML (CrewAI resolves
+# relative paths against the module that defines the class)
+AGENTS_CONFIG = str(CONFIG_DIR / "agents.yaml")
+TASKS_CONFIG = str(CONFIG_DIR / "tasks.yaml")
 
 
 class SupportAgents:
@@ -165,7 +169,7 @@ class ManagedSupportCrew(SupportAgents):
     """``process: hierarchical``: a manager owns the whole turn and delegates each task."""
 
     def manager(self) -> Agent:
-        return Agent(role="Support manager",
+        return Agent(role=MANAGER_ROLE,
                      goal="Delegate each task to the one coworker whose role fits it.",
                      backstory="You run a customer-support crew and never do the work yourself.",
                      llm=self.llm, allow_delegation=True, max_iter=MANAGER_MAX_ITER,

@@ -37,6 +37,7 @@ class RoleSpecs:
         return f"{text.strip()}\n\nExpected output: {self.tasks[task]['expected_output']}"
 
 
-def load_role_specs(config_dir: Path = CONFIG_DIR) -> RoleSpecs:
+def load_role_specs(config_dir: Path | None = None) -> RoleSpecs:
+    config_dir = config_dir or CONFIG_DIR
     return RoleSpecs(agents=read_yaml_mapping(config_dir / "agents.yaml"),
                      tasks=read_yaml_mapping(config_dir / "tasks.yaml"))

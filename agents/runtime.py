@@ -77,7 +77,7 @@ def check_agents(agents_config: dict[str, Any]) -> None:
 
 
 def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | None = None,
-                 config_dir: Path | None = None, retrieve_crew: Any = None) -> Any:
+                 retrieve_crew: Any = None) -> Any:
     """The engine that runs a turn: CrewAI's Flow, or AutoGen's GraphFlow / Selector.
 
     The role specs (``config/agents.yaml``, ``config/tasks.yaml``) are checked here, so a bad
@@ -89,7 +89,7 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
         raise ValueError(f"engine {name!r}: choose crewai or autogen")
     if process not in PROCESSES:
         raise ValueError(f"process {process!r}: choose sequential or hierarchical")
-    specs = load_role_specs(config_dir) if config_dir else load_role_specs()
+    specs = load_role_specs()
     check_agents(specs.agents)
     check_task_placeholders(specs.tasks)
     if name == "autogen":

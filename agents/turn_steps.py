@@ -68,8 +68,9 @@ def role_inputs(task: str, state: TurnState) -> dict[str, str]:
         return {"history": render_history(state), "entities": render_entities(state),
                 "message": state.message,
                 "rewrite_hint": f"Hint: {state.hint}" if state.hint else ""}
-    if task == "retrieve":
-        return {"queries": "; ".join(dict.fromkeys([state.message, *state.queries]))}
+    if task == "retrieve":  # also what agents added to the retrieval step are given
+        return {"queries": "; ".join(dict.fromkeys([state.message, *state.queries])),
+                "question": state.question, "message": state.message}
     if task in ("judge", "respond"):
         inputs = {"question": state.question, "passages": render_passages(state.passages)}
         if task == "respond":
@@ -80,7 +81,7 @@ def role_inputs(task: str, state: TurnState) -> dict[str, str]:
 
 TASK_INPUTS = {
     "reformulate": {"history", "entities", "message", "rewrite_hint"},
-    "retrieve": {"queries"},
+    "retrieve": {"queries", "question", "message"},
     "judge": {"question", "passages"},
     "respond": {"question", "passages", "revision"},
 }

@@ -74,6 +74,11 @@ def current_role() -> str:
     return _ROLE.get()
 
 
+def attribute_calls_to(role: str) -> None:
+    """From now on in this context, LLM calls count for ``role`` (until ``acting_as`` ends)."""
+    _ROLE.set(role)
+
+
 @contextmanager
 def acting_as(role: str) -> Iterator[None]:
     """Attribute LLM calls made inside to ``role``."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from crewai.llms.base_llm import BaseLLM
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from agents.local_llm import run_or_return_tool_call
 from agents.usage import record_call
@@ -26,7 +26,7 @@ class ScriptedLLM(BaseLLM):
     _replies: dict[str, list[Reply]] = PrivateAttr(default_factory=dict)
     _seen: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     last_messages: Any = None
-    last_tools: list[Any] = []
+    last_tools: list[Any] = Field(default_factory=list)
 
     def script(self, **replies: list[Reply]) -> ScriptedLLM:
         for name, items in replies.items():

@@ -122,7 +122,7 @@ def test_the_judge_runs_only_when_evidence_is_undecided_and_then_decides(
     assert [s.detail["model"] for s in steps(result, "judge_gate")] == [model] * rounds
     assert roles(result).count("judge") == rounds
     if rounds > 1:  # the judge's hint reaches the next rewrite
-        prompt = [p for name, p in llm.seen if name == "Reformulation"][0]
+        prompt = next(p for name, p in llm.seen if name == "Reformulation")
         assert "Hint: fees" in prompt
 
 
