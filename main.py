@@ -199,7 +199,7 @@ def kickoff(
     script: Annotated[Path, typer.Argument(help="Conversations YAML (see examples/kickoff/).")],
     output: Annotated[Path | None, typer.Option(help="Write one JSON line per turn here.")
                       ] = None,
-    engine: Annotated[str | None, typer.Option(help="crewai (autogen: coming).")] = None,
+    engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
     llm: Annotated[str | None, typer.Option(help="local, or a provider such as "
                                                  "openai/gpt-4o-mini")] = None,

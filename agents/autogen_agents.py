@@ -44,6 +44,7 @@ from tasks.gates import (
     answer_result,
     closing_result,
     evidence_route,
+    intake_route,
     judge_route,
     merge_rewrite,
     plan_rewrite,
@@ -229,6 +230,8 @@ class ContextAgent(_TurnAgent):
     async def act(self, cancellation_token: CancellationToken) -> Decision:
         load_context(self.state, self.services.runtime)
         self.services.tool = bind_search_tool(self.state, self.services.runtime)
+        if intake_route(self.state) == "handoff":
+            return Decision(route="handoff", reason="the customer asked for a person")
         return _plan(self.state)
 
 
@@ -276,11 +279,12 @@ class RetrieverAgent(_ModelRole):
         tool.bind_round(self.state.queries, self.state.advisory)
         before = len(tool.calls)
 
-        await self.ask(cancellation_token, tools=[CrewToolAdapter(tool)])
-        extra = []
-        for helper in self.extra:
-            extra.extend(await helper.evidence(cancellation_token))
-        record_retrieval(self.state, tool, before, extra_passages=extra)
+        with self.state.step("retrieve", round=self.state.round_index) as info:
+            await self.ask(cancellation_token, tools=[CrewToolAdapter(tool)])
+            extra = []
+            for helper in self.extra:
+                extra.extend(await helper.evidence(cancellation_token))
+            record_retrieval(self.state, tool, before, info, extra_passages=extra)
         return f"{len(self.state.passages)} passages"
 
 

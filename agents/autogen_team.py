@@ -7,6 +7,7 @@ emit typed ``StructuredMessage[Decision]`` messages and the edges follow their `
 graph LR
   context -- rewrite --> reformulator --> retriever
   context -- as_is --> retriever --> evidence_gate
+  context -- handoff --> closer
   evidence_gate -- retry --> reformulator
   evidence_gate -- ask_judge --> judge
   evidence_gate -- answer --> responder
@@ -81,6 +82,7 @@ def build_graph(agents: dict[str, Any]) -> Any:
     any_of = {"activation_condition": "any"}
     builder.add_edge(agents["context"], agents["reformulator"], condition=_on("rewrite"), **any_of)
     builder.add_edge(agents["context"], agents["retriever"], condition=_on("as_is"), **any_of)
+    builder.add_edge(agents["context"], agents["closer"], condition=_on("handoff"), **any_of)
     builder.add_edge(agents["reformulator"], agents["retriever"], **any_of)
     builder.add_edge(agents["retriever"], agents["evidence_gate"])
     for gate in ("evidence_gate", "judge"):

@@ -47,6 +47,7 @@ from tasks.gates import (
     answer_result,
     closing_result,
     evidence_route,
+    intake_route,
     judge_route,
     merge_rewrite,
     plan_rewrite,
@@ -100,6 +101,8 @@ class SupportTurnFlow(Flow[TurnState]):
 
     @router(context)
     def choose_process(self) -> str:
+        if intake_route(self.state) == "handoff":
+            return "handoff"
         return "manage" if self._engine.process == "hierarchical" else "sequential"
 
     @router("manage")
@@ -129,18 +132,19 @@ class SupportTurnFlow(Flow[TurnState]):
         before, error, extra = len(self._tool.calls), "", []
         instance = self._engine.retrieve_crew(self._engine.llm, turn=self.state,
                                               tools={"retriever": [self._tool]})
-        try:
-            crew = instance.crew()
-            with acting_as("retriever"):
-                crew.kickoff(inputs=role_inputs("retrieve", self.state))
-            extra = evidence_found(crew.agents)
-        except Exception as exc:
-            if is_outage(exc):
-                raise
-            error = f"{type(exc).__name__}: {str(exc)[:120]}"
-        finally:
-            release(instance)
-        record_retrieval(self.state, self._tool, before, error, extra)
+        with self.state.step("retrieve", round=self.state.round_index) as info:
+            try:
+                crew = instance.crew()
+                with acting_as("retriever"):
+                    crew.kickoff(inputs=role_inputs("retrieve", self.state))
+                extra = evidence_found(crew.agents)
+            except Exception as exc:
+                if is_outage(exc):
+                    raise
+                error = f"{type(exc).__name__}: {str(exc)[:120]}"
+            finally:
+                release(instance)
+            record_retrieval(self.state, self._tool, before, info, error, extra)
         return evidence_route(self.state, self._runtime.scorer, self._runtime.settings)
 
     @router("ask_judge")

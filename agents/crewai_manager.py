@@ -69,7 +69,8 @@ def run_managed_turn(flow: Any, tool: Any) -> str:
         return _fallback(flow, failure)
     if len(tool.calls) == before or "retriever" not in delegated:
         return _fallback(flow, "the retriever coworker never searched")
-    record_retrieval(state, tool, before)
+    with state.step("retrieve", round=0, by="the manager's retriever coworker") as info:
+        record_retrieval(state, tool, before, info)
     route = evidence_route(state, runtime.scorer, runtime.settings)
     if route != "answer":
         return _fallback(flow, f"the evidence gate routes to {route!r}, not 'answer'")

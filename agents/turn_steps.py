@@ -10,7 +10,9 @@ Usage::
     load_context(state, runtime)                  # history, entities, memories; turn stored
     inputs = role_inputs("judge", state)          # {"question": ..., "passages": ...}
     tool = bind_search_tool(state, runtime)
-    record_retrieval(state, tool, calls_before)   # the agent's search, or a direct one
+    with state.step("retrieve") as info:
+        ...                                       # the retriever agent searches
+        record_retrieval(state, tool, calls_before, info)   # its search, or a direct one
 """
 
 from __future__ import annotations
@@ -95,37 +97,38 @@ def bind_search_tool(state: TurnState, runtime: Any) -> KnowledgeBaseSearchTool:
 
 
 def record_retrieval(state: TurnState, tool: KnowledgeBaseSearchTool, calls_before: int,
-                     agent_error: str = "", extra_passages: list[Any] | None = None) -> None:
-    """Keep the retriever agent's search; when it did not search, search directly."""
-    with state.step("retrieve", round=state.round_index) as info:
+                     info: dict[str, Any], agent_error: str = "",
+                     extra_passages: list[Any] | None = None) -> None:
+    """Keep the retriever agent's search (into the open ``retrieve`` step's ``info``); when
+    it did not search, search directly."""
+    made = tool.calls[calls_before:]
+    if made:
+        info["searched_by"] = "retriever agent"
+    else:
+        info["searched_by"] = "the turn (the retriever agent made no search" + (
+            f": {agent_error})" if agent_error else ")")
+        try:
+            tool.search()
+        except outage_errors() as exc:
+            raise RetrievalUnavailable(f"knowledge base: {exc}") from exc
         made = tool.calls[calls_before:]
-        if made:
-            info["searched_by"] = "retriever agent"
-        else:
-            info["searched_by"] = "the turn (the retriever agent made no search" + (
-                f": {agent_error})" if agent_error else ")")
-            try:
-                tool.search()
-            except outage_errors() as exc:
-                raise RetrievalUnavailable(f"knowledge base: {exc}") from exc
-            made = tool.calls[calls_before:]
-        output = made[-1]
-        if len(made) > 1:  # several searches: keep the passages of all, best first
-            seen: dict[str, Any] = {}
-            for call in made:
-                for passage in call.passages:
-                    if passage.chunk_id not in seen or passage.score > seen[passage.chunk_id].score:
-                        seen[passage.chunk_id] = passage
-            ranked = sorted(seen.values(), key=lambda p: -p.score)
-            output = output.model_copy(update={"passages": [
-                p.model_copy(update={"pid": i}) for i, p in enumerate(ranked, start=1)],
-                "queries": list(dict.fromkeys(q for c in made for q in c.queries))})
-        if extra_passages:
-            start = len(output.passages) + 1
-            output = output.model_copy(update={"passages": [*output.passages, *(
-                p.model_copy(update={"pid": start + i}) for i, p in enumerate(extra_passages))]})
-        state.retrieval = output
-        info.update(queries=output.queries, filters=output.filters,
-                    ignored_filters=output.ignored_filters, entities=output.entities,
-                    ids=[p.chunk_id for p in output.passages],
-                    via={p.chunk_id: p.via for p in output.passages})
+    output = made[-1]
+    if len(made) > 1:  # several searches: keep the passages of all, best first
+        seen: dict[str, Any] = {}
+        for call in made:
+            for passage in call.passages:
+                if passage.chunk_id not in seen or passage.score > seen[passage.chunk_id].score:
+                    seen[passage.chunk_id] = passage
+        ranked = sorted(seen.values(), key=lambda p: -p.score)
+        output = output.model_copy(update={"passages": [
+            p.model_copy(update={"pid": i}) for i, p in enumerate(ranked, start=1)],
+            "queries": list(dict.fromkeys(q for c in made for q in c.queries))})
+    if extra_passages:
+        start = len(output.passages) + 1
+        output = output.model_copy(update={"passages": [*output.passages, *(
+            p.model_copy(update={"pid": start + i}) for i, p in enumerate(extra_passages))]})
+    state.retrieval = output
+    info.update(queries=output.queries, filters=output.filters,
+                ignored_filters=output.ignored_filters, entities=output.entities,
+                ids=[p.chunk_id for p in output.passages],
+                via={p.chunk_id: p.via for p in output.passages})

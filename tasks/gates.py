@@ -3,6 +3,7 @@
 Agents propose, evidence decides (DESIGN.md principle 1). The CrewAI ``Flow``'s ``@router``
 methods and the AutoGen ``GraphFlow``'s gate agents call these and follow what they return:
 
+    intake_route    a customer who asks for a person is handed off before any model call
     plan_rewrite    does the message need the reformulator at all?
     merge_rewrite   the model's rewrite is added to the customer's words, never replaces them
     evidence_route  answer | retry | refuse | handoff | ask_judge (judge only when undecided)
@@ -56,6 +57,16 @@ def render_entities(state: TurnState) -> str:
     lines += [f"- earlier: {m['summary'][:120]} -> {m['resolution'][:160]}"
               for m in state.memories]
     return "\n".join(lines) or "(none)"
+
+
+def intake_route(state: TurnState) -> Route | None:
+    """Before any model call: a customer who asks for a person is handed off at once."""
+    if not wants_human(state.message):
+        return None
+    with state.step("intake") as info:
+        state.verdict, state.route = "needs_human", "handoff"
+        info.update(route="handoff", decided_by="the customer asked for a person")
+    return "handoff"
 
 
 def plan_rewrite(state: TurnState) -> bool:
@@ -124,9 +135,7 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
         info.update(evidence=state.evidence.call, coverage=state.evidence.coverage,
                     relevance=[round(r, 3) for r in state.evidence.relevance],
                     question=state.evidence.question)
-        if wants_human(state.message):
-            route, state.verdict, why = "handoff", "needs_human", "the customer asked for a person"
-        elif state.evidence.call == "sufficient":
+        if state.evidence.call == "sufficient":
             route, state.verdict, why = "answer", "sufficient", "evidence is sufficient"
         elif state.evidence.call == "insufficient":
             state.verdict = "insufficient"

@@ -148,7 +148,8 @@ def test_asking_for_a_person_hands_off(make_runtime, settings, engine):
     result = ask(make_runtime(llm, engine), "My invoice is wrong again, let me talk to a human")
     assert result.verdict == "handoff" and result.handoff
     assert result.answer == settings.messages.handoff
-    assert "responder" not in roles(result)
+    assert result.trace.llm_calls == 0 and not steps(result, "retrieve")  # nothing to search
+    assert steps(result, "intake")[0].detail["route"] == "handoff"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
