@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.crewai_events import agents_at_work
-from agents.crews import CORE_AGENTS, ManagedSupportCrew, release
+from agents.crews import CORE_AGENTS, ManagedSupportCrew, ManagerOffTrack, release
 from agents.turn_steps import is_outage, record_retrieval, role_inputs
 from agents.usage import acting_as
 from tasks.gates import answer_result, evidence_route, support_check
@@ -55,7 +55,9 @@ def run_managed_turn(flow: Any, tool: Any) -> str:
         try:
             with acting_as("manager"), agents_at_work() as worked:
                 output = instance.crew().kickoff(inputs=_inputs(flow))
-        except Exception as exc:
+        except ManagerOffTrack as exc:
+            output, failure = None, str(exc)
+        except Exception as exc:  # the manager's failure is traced, never fatal
             if is_outage(exc):
                 raise
             output, failure = None, f"failed ({type(exc).__name__}: {str(exc)[:160]})"

@@ -47,6 +47,10 @@ AGENTS_CONFIG = str(CONFIG_DIR / "agents.yaml")
 TASKS_CONFIG = str(CONFIG_DIR / "tasks.yaml")
 
 
+class ManagerOffTrack(RuntimeError):
+    """The manager's crew went where no answer can come from; the flow falls back."""
+
+
 class SupportAgents:
     """The four role agents of ``config/agents.yaml``, shared by every support crew.
 
@@ -94,7 +98,9 @@ class SupportAgents:
         return self.role_agent("responder")
 
     def role_task(self, name: str, agent_: Agent | None, **extra: Any) -> Task:
-        return Task(config=self.tasks_config[name], agent=agent_, **extra)
+        with warnings.catch_warnings():  # callbacks only block CrewAI checkpointing
+            warnings.simplefilter("ignore", UserWarning)
+            return Task(config=self.tasks_config[name], agent=agent_, **extra)
 
 
 @CrewBase
@@ -181,11 +187,17 @@ class ManagedSupportCrew(SupportAgents):
 
     @task
     def retrieve(self) -> Task:
-        return self.role_task("retrieve", None)
+        return self.role_task("retrieve", None, callback=self.require_a_search)
 
     @task
     def judge_task(self) -> Task:
         return self.role_task("judge", None, output_pydantic=Judgement)
+
+    def require_a_search(self, _output: Any) -> None:
+        """Stop the manager's turn as soon as its retrieval task ends without a search:
+        nothing after it could pass the evidence gate, so its model calls would be wasted."""
+        if not any(tool.calls for tool in self.tools.get("retriever", [])):
+            raise ManagerOffTrack("the retriever coworker never searched")
 
     @task
     def respond(self) -> Task:
