@@ -38,7 +38,7 @@ from agents.roles import CONFIG_DIR
 from tasks.schemas import DraftAnswer, Judgement, Reformulation
 
 MANAGER_ROLE = "Support manager"
-MANAGER_MAX_ITER = 3
+MANAGER_MAX_ITER = 2
 MANAGER_MAX_RPM = 30
 CORE_AGENTS = ("reformulator", "retriever", "judge", "responder")
 # absolute, so a crew subclassed in another package still reads our YAML (CrewAI resolves
