@@ -155,6 +155,8 @@ def ingest(
     for path, reason in report.skipped:
         errors.print(f"[yellow]skipped[/] {reason if path in reason else f'{path}: {reason}'}",
                      highlight=False)
+    for warning in report.warnings:
+        errors.print(f"[yellow]warning[/] {warning}", highlight=False)
 
 
 @app.command()

@@ -102,6 +102,12 @@ class SupportAgents:
             warnings.simplefilter("ignore", UserWarning)
             return Task(config=self.tasks_config[name], agent=agent_, **extra)
 
+    @crew
+    def crew(self) -> Crew:
+        """The crew's own tasks, in order, each by its agent (overridden where that differs)."""
+        return Crew(agents=self.agents, tasks=self.tasks, process=Process.sequential,
+                    verbose=False)
+
 
 @CrewBase
 class ReformulateCrew(SupportAgents):
@@ -110,11 +116,6 @@ class ReformulateCrew(SupportAgents):
     @task
     def reformulate(self) -> Task:
         return self.role_task("reformulate", self.reformulator(), output_pydantic=Reformulation)
-
-    @crew
-    def crew(self) -> Crew:
-        return Crew(agents=self.agents, tasks=self.tasks, process=Process.sequential,
-                    verbose=False)
 
 
 @CrewBase
@@ -149,11 +150,6 @@ class JudgeCrew(SupportAgents):
     def judge_task(self) -> Task:
         return self.role_task("judge", self.judge(), output_pydantic=Judgement)
 
-    @crew
-    def crew(self) -> Crew:
-        return Crew(agents=self.agents, tasks=self.tasks, process=Process.sequential,
-                    verbose=False)
-
 
 @CrewBase
 class RespondCrew(SupportAgents):
@@ -163,11 +159,6 @@ class RespondCrew(SupportAgents):
     def respond(self) -> Task:
         return self.role_task("respond", self.responder(), output_pydantic=DraftAnswer,
                               guardrail=self.guardrail, guardrail_max_retries=1)
-
-    @crew
-    def crew(self) -> Crew:
-        return Crew(agents=self.agents, tasks=self.tasks, process=Process.sequential,
-                    verbose=False)
 
 
 @CrewBase

@@ -157,13 +157,15 @@ class LocalLlamaLLM(BaseLLM):
                                   "max_tokens": max_tokens or self.max_tokens, "seed": self.seed}
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
-        started = time.perf_counter()
-        with self._lock:
+        asked = time.perf_counter()
+        with self._lock:  # one llama.cpp context: calls of concurrent turns wait their turn
+            started = time.perf_counter()
             fitted = _fit(messages, llama, self.n_ctx, kwargs["max_tokens"])
             response = llama.create_chat_completion(messages=fitted, **kwargs)
+            done = time.perf_counter()
         usage = response.get("usage") or {}
         record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                    (time.perf_counter() - started) * 1000, purpose)
+                    (done - started) * 1000, purpose, wait_ms=(started - asked) * 1000)
         return str(response["choices"][0]["message"].get("content") or "").strip()
 
     def call(

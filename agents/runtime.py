@@ -137,6 +137,8 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     except Exception:
         local.close()
         raise
+    memory = MemoryStore(kb.store, kb.encoders)
+    memory.ensure()  # collections are made at start, never by a request
     return TurnRuntime(settings=settings, retriever=retriever, engine=chosen,
-                       scorer=EvidenceScorer(kb.encoders, settings.evidence),
-                       memory=MemoryStore(kb.store, kb.encoders), kb=kb)
+                       scorer=EvidenceScorer(kb.encoders, settings.evidence), memory=memory,
+                       kb=kb)

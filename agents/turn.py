@@ -48,8 +48,8 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime) -> TurnResult:
             result = _failure(exc, state, request, runtime)
     trace = state.trace
     trace.calls = [LlmCallTrace(role=c.role, prompt_tokens=c.prompt_tokens,
-                                completion_tokens=c.completion_tokens, ms=round(c.ms, 1))
-                   for c in ledger.calls]
+                                completion_tokens=c.completion_tokens, ms=round(c.ms, 1),
+                                wait_ms=round(c.wait_ms, 1)) for c in ledger.calls]
     trace.llm_calls = len(ledger.calls)
     trace.prompt_tokens = ledger.prompt_tokens
     trace.completion_tokens = ledger.completion_tokens

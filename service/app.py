@@ -12,6 +12,9 @@ Usage::
 
 
 import asyncio
+import hashlib
+import json
+import logging
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -24,18 +27,29 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agents.turn import run_turn
 from config.settings import Settings
 from service.auth import AuthError, Caller, authenticate
+from service.limits import RequestLimits
 from service.pilot_store import PilotStore
 from service.search_api import SearchRequest, to_response
-from storage.memory import Scope
+from storage.memory import Scope, ScopeError, check_id
+from storage.store import StoreError
 from tasks.schemas import TurnRequest, TurnResult
 
 STATIC = Path(__file__).resolve().parent / "static"
+log = logging.getLogger(__name__)
+# the page holds an API key: only its own script and styles run, links cannot be framed
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+                               "connect-src 'self'; img-src 'self'; form-action 'self'; "
+                               "base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 class ApiError(Exception):
@@ -53,6 +67,17 @@ class NewSession(BaseModel):
     customer_id: str | None = Field(default=None, min_length=1, max_length=200)
     slots: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("customer_id")
+    @classmethod
+    def _memory_accepts_it(cls, value: str | None) -> str | None:
+        """The same rules the memory scope applies, so a session never outlives its id."""
+        if value is not None:
+            try:
+                check_id("customer_id", value)
+            except ScopeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
 
 class NewMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -69,6 +94,28 @@ class Feedback(BaseModel):
 class Handoff(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: str = Field(default="requested by the customer", max_length=500)
+
+
+def _field(error: dict[str, Any]) -> str:
+    """Which part of the request is wrong; a JSON syntax error is the body's, not an offset."""
+    if error.get("type") == "json_invalid":
+        return "body"
+    return ".".join(str(p) for p in error["loc"][1:]) or "body"
+
+
+def customer_trace(result: TurnResult) -> dict[str, Any]:
+    """What a key that is not a trusted backend sees of a turn's trace: the steps' names and
+    times and the model's cost; no filters, entities, queries, passage ids or notes."""
+    trace = result.trace
+    return {"steps": [{"name": s.name, "ms": s.ms} for s in trace.steps],
+            "llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
+            "completion_tokens": trace.completion_tokens, "duration_ms": trace.duration_ms}
+
+
+def owner_of(caller: Caller) -> str:
+    """Who a session belongs to: keys with the same tenant, enforced slots and trust."""
+    return hashlib.sha256(json.dumps([caller.tenant, sorted(caller.slots.items()),
+                                      caller.trust_customer_id]).encode()).hexdigest()
 
 
 def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastAPI:
@@ -94,27 +141,26 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(error_body(exc.code, exc.message, **exc.extra), status_code=exc.status)
 
+    @app.exception_handler(StoreError)
+    async def _store_down(_request: Request, exc: StoreError) -> JSONResponse:
+        log.error("store unavailable: %s", exc)
+        return JSONResponse(error_body("unavailable", settings.messages.connection_problem),
+                            status_code=503)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [{"field": ".".join(str(p) for p in e["loc"][1:]) or "body", "problem": e["msg"]}
-                   for e in exc.errors()]
+        details = [{"field": _field(e), "problem": e["msg"]} for e in exc.errors()]
         return JSONResponse(error_body("invalid_request", "the request is not valid",
                                        details=details), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(error_body("http_error", str(exc.detail)), status_code=exc.status_code)
+        code = "too_large" if exc.status_code == 413 else "http_error"
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 
-    @app.middleware("http")
-    async def _limit_body(request: Request, call_next: Any) -> Any:
-        if request.method in ("POST", "PUT", "PATCH"):
-            length = request.headers.get("content-length")
-            size = int(length) if length and length.isdigit() else len(await request.body())
-            if size > settings.pilot.max_request_bytes:
-                return JSONResponse(error_body(
-                    "too_large", f"request body is {size} bytes; the limit is "
-                    f"{settings.pilot.max_request_bytes}"), status_code=413)
-        return await call_next(request)
+    app.add_middleware(RequestLimits, max_bytes=settings.pilot.max_request_bytes,
+                       check_key=lambda headers: authenticate(headers, settings.pilot.api_keys),
+                       error_body=error_body)
 
     def caller(request: Request) -> Caller:
         try:
@@ -126,13 +172,14 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
 
     def owned_session(caller: Caller, session_id: str) -> dict[str, Any]:
         header = state["pilot"].session(caller.tenant, session_id)
-        if header is None:
+        owner = header and (header.get("owner") or header.get("key"))
+        if header is None or owner not in (owner_of(caller), caller.key_name):
             raise ApiError(404, "unknown_session", f"no session {session_id!r} for this key")
         return header
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
+        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -144,9 +191,10 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         current = state["runtime"]
         try:
             kb = current.knowledge_base()
+            await run_in_threadpool(kb.store.check)  # reachable, and (embedded) still locked
             checks["qdrant"] = "ok" if await run_in_threadpool(kb.exists) else "empty"
-        except Exception as exc:
-            checks["qdrant"] = f"down: {type(exc).__name__}"
+        except Exception as exc:  # readiness reports any failure, it never raises
+            checks["qdrant"] = f"down: {type(exc).__name__}: {str(exc)[:120]}"
         checks["model"] = "ok" if current is not None and current.engine is not None else "down"
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
@@ -166,7 +214,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         session_id = uuid.uuid4().hex
         customer = body.customer_id or f"anon-{session_id}"
         header = await run_in_threadpool(state["pilot"].create_session, who.tenant, session_id,
-                                         customer, who.key_name, dict(body.slots))
+                                         customer, owner_of(who), dict(body.slots))
         return {"session_id": session_id, "customer_id": customer, "slots": header["slots"]}
 
     @app.post("/v1/sessions/{session_id}/messages")
@@ -185,6 +233,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         async with locks[f"{who.tenant}/{session_id}"]:
             result = await run_in_threadpool(run_turn, request, state["runtime"])
         payload = result.model_dump(mode="json")
+        if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
+            payload["trace"] = customer_trace(result)
         if result.verdict == "error":
             return JSONResponse({**error_body("unavailable", settings.messages.connection_problem),
                                  "result": payload}, status_code=503)

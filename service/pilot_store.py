@@ -39,10 +39,12 @@ class PilotStore:
         vector = self.encoders.dense.encode([text or "session"])[0].dense
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=payload)
 
-    def create_session(self, tenant: str, session_id: str, customer_id: str, key_name: str,
+    def create_session(self, tenant: str, session_id: str, customer_id: str, owner: str,
                        slots: dict[str, str]) -> dict[str, Any]:
+        """``owner`` identifies the keys that may use the session (same tenant, enforced slots
+        and trust); any other key gets 404."""
         header = {"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
-                  "key": key_name, "slots": slots, "created": time.time(), "handoff": False}
+                  "owner": owner, "slots": slots, "created": time.time(), "handoff": False}
         self.store.upsert(SESSIONS, [self._point(f"{tenant}/{session_id}", "session", header)])
         return header
 

@@ -21,12 +21,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import frontmatter
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl")
+
+
+SAFE_URL_SCHEMES = ("http", "https")
 
 
 class DocumentError(ValueError):
@@ -61,6 +65,10 @@ class FrontMatter(BaseModel):
     def _tiers_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [value]
+        if isinstance(value, list) and not value:
+            # Qdrant's is-empty matches [], so the document would be open to every tier
+            raise ValueError("an empty list would open the document to every tier; name the "
+                             "tiers, or leave tiers out to mean every tier")
         return value
 
 
@@ -72,6 +80,7 @@ class Document:
     url: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def content_hash(self) -> str:
@@ -98,8 +107,12 @@ def _make_document(text: str, meta: FrontMatter, default_id: str, default_title:
     source_id = fields.pop("id", None) or default_id
     title = fields.pop("title", None) or default_title
     url = fields.pop("url", None)
+    warnings = []
+    if url is not None and urlsplit(url.strip()).scheme.lower() not in SAFE_URL_SCHEMES:
+        warnings.append(f"{origin}: url {url[:80]!r} dropped: only http(s) links are kept")
+        url = None
     return Document(source_id=source_id, title=title, text=text, url=url, metadata=fields,
-                    origin=origin)
+                    origin=origin, warnings=warnings)
 
 
 def _read_text(path: Path) -> str:

@@ -12,6 +12,7 @@ Usage::
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
@@ -88,18 +89,35 @@ class EdgeStore:
                 f"the embedded Qdrant store at {self.path} is open in another process; "
                 "stop it first, or point qdrant.url at a Qdrant server to share data"
             ) from None
+        self._lock_inode = os.fstat(self._lock_file.fileno()).st_ino
         self._shards: dict[str, qe.EdgeShard] = {}
         self._guard = threading.RLock()
+
+    def check(self) -> None:
+        """Raise StoreError unless the directory this store locked is still the one on disk.
+
+        Removed or replaced under a running process, writes would land in deleted files (lost)
+        or in a new, unlocked directory; every operation checks first and fails loudly.
+        """
+        try:
+            on_disk = os.stat(self.path / ".lock").st_ino
+        except OSError:
+            on_disk = None
+        if self._lock_file.closed or on_disk != self._lock_inode:
+            raise StoreError(f"the embedded Qdrant store at {self.path} was removed or replaced "
+                             "while open; restart the process")
 
     # -- collections ---------------------------------------------------------------------
     def _dir(self, name: str) -> Path:
         return self.path / name
 
     def has_collection(self, name: str) -> bool:
+        self.check()
         directory = self._dir(name)
         return name in self._shards or (directory.is_dir() and any(directory.iterdir()))
 
     def _shard(self, name: str) -> qe.EdgeShard:
+        self.check()
         with self._guard:
             shard = self._shards.get(name)
             if shard is None:
@@ -125,6 +143,7 @@ class EdgeStore:
         sparse = (
             {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
         )
+        self.check()
         with self._guard:
             shard = qe.EdgeShard.create(
                 str(self._dir(name)), qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
@@ -202,9 +221,15 @@ class EdgeStore:
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
     def close(self) -> None:
+        try:
+            self.check()
+            removed = False
+        except StoreError:
+            removed = True  # nothing left to flush into; every write since was refused
         with self._guard:
             for shard in self._shards.values():
-                shard.flush()
+                if not removed:
+                    shard.flush()
                 shard.close()
             self._shards.clear()
             if not self._lock_file.closed:

@@ -35,6 +35,7 @@ class IngestReport:
     replaced: int = 0
     pruned: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(
         default_factory=lambda: {"read+chunk": 0.0, "encode": 0.0, "write": 0.0}
@@ -47,7 +48,9 @@ def _documents(
     for path, root in files:
         report.files += 1
         try:
-            yield from read_file(path, root)
+            for document in read_file(path, root):
+                report.warnings.extend(document.warnings)
+                yield document
         except DocumentError as exc:
             report.skipped.append((str(path), str(exc)))
 

@@ -37,6 +37,19 @@ class ScopeError(ValueError):
     """A customer id or tenant is missing or malformed."""
 
 
+def check_id(name: str, value: object, required: bool = True) -> str:
+    """A customer id or tenant as memory accepts it; ScopeError says what is wrong."""
+    if not isinstance(value, str):
+        raise ScopeError(f"{name} must be text, got {type(value).__name__}")
+    if len(value) > _MAX_ID or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ScopeError(f"{name} {value[:40]!r} is too long or has control characters")
+    if required and not value.strip():
+        raise ScopeError(f"{name} is required for memory")
+    if value != value.strip():
+        raise ScopeError(f"{name} {value[:40]!r} has leading or trailing spaces")
+    return value
+
+
 @dataclass(frozen=True)
 class Scope:
     """Whose records: one customer, optionally inside one tenant."""
@@ -45,13 +58,8 @@ class Scope:
     tenant: str = ""
 
     def __post_init__(self) -> None:
-        for name, value in (("customer_id", self.customer_id), ("tenant", self.tenant)):
-            if not isinstance(value, str):
-                raise ScopeError(f"{name} must be text, got {type(value).__name__}")
-            if len(value) > _MAX_ID or any(ord(c) < 32 for c in value):
-                raise ScopeError(f"{name} {value[:40]!r} is too long or has control characters")
-        if not self.customer_id.strip():
-            raise ScopeError("customer_id is required for memory")
+        check_id("tenant", self.tenant, required=False)
+        check_id("customer_id", self.customer_id)
 
     def condition(self) -> Condition:
         return AllOf((Match("customer_id", (self.customer_id,)), Match("tenant", (self.tenant,))))

@@ -181,6 +181,10 @@ class QdrantRetriever:
             linked = sorted({*query_entities(" ".join(texts), vocabulary),
                              *(e.lower() for e in entities if e.lower() in vocabulary)})
             entity_hits = kb.entity_chunks(linked, plan.condition, top_k)
+            # only entities of chunks this caller may see: the vocabulary spans every chunk,
+            # and an entity named only in a hidden document must not be confirmed
+            visible = {e for h in entity_hits for e in h.payload.get("entities") or []}
+            linked = [e for e in linked if e in visible]
             if entity_hits:
                 searched = {h.id for h in hits}
                 hits = fuse_rankings([hits, entity_hits], settings.retrieval.rrf_k)

@@ -88,6 +88,10 @@ class ServerStore:
         self._client = client
         self.url = url
 
+    def check(self) -> None:
+        """Raise StoreError when the server cannot be reached (the readiness check)."""
+        self.ping()
+
     def ping(self) -> None:
         """Raise StoreError when the server cannot be reached."""
         try:

@@ -114,6 +114,7 @@ class LlmCallTrace(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     ms: float
+    wait_ms: float = 0.0
 
 
 class Trace(BaseModel):

@@ -39,6 +39,17 @@ function addMessage(role, text) {
   return item;
 }
 
+// Only http(s) links become clickable; anything else (javascript:, data:, ...) is shown as text.
+function safeUrl(value) {
+  if (typeof value !== "string" || !value) return null;
+  try {
+    const url = new URL(value, window.location.href);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
 function addCitations(item, citations) {
   if (!citations.length) return;
   const list = document.createElement("ol");
@@ -46,8 +57,9 @@ function addCitations(item, citations) {
   list.setAttribute("aria-label", "Sources");
   for (const c of citations) {
     const entry = document.createElement("li");
-    const link = document.createElement(c.url ? "a" : "span");
-    if (c.url) { link.href = c.url; link.target = "_blank"; link.rel = "noopener"; }
+    const url = safeUrl(c.url);
+    const link = document.createElement(url ? "a" : "span");
+    if (url) { link.href = url; link.target = "_blank"; link.rel = "noopener noreferrer"; }
     link.textContent = c.title || c.source_id;
     entry.append(link);
     list.append(entry);

@@ -78,3 +78,43 @@ def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
         error.wait_for(state="visible", timeout=20_000)
         assert "cannot be reached" in error.inner_text()
         browser.close()
+
+
+def test_a_javascript_link_in_a_citation_is_never_clickable(server):
+    """Even if a service sent one (ingest already drops them), the page renders text only."""
+    import json
+
+    from playwright.sync_api import sync_playwright
+
+    url, _running, _runtime = server
+    hostile = {"session_id": "s", "turn_index": 0, "answer": "See the article.",
+               "verdict": "answered", "handoff": False, "trace": {},
+               "citations": [
+                   {"source_id": "a", "chunk_id": "a#0", "title": "Hostile",
+                    "url": "javascript:window.pwned=1", "snippet": "", "score": 1},
+                   {"source_id": "b", "chunk_id": "b#0", "title": "Also hostile",
+                    "url": " JaVaScRiPt:window.pwned=2", "snippet": "", "score": 1},
+                   {"source_id": "c", "chunk_id": "c#0", "title": "Fine",
+                    "url": "https://help.example.com/c", "snippet": "", "score": 1}]}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"])
+        page = browser.new_page()
+        response = page.goto(url)
+        policy = response.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "default-src 'none'" in policy
+        page.route("**/v1/sessions/*/messages", lambda route: route.fulfill(
+            status=200, content_type="application/json", body=json.dumps(hostile)))
+        page.get_by_label("Access key").fill("web-key")
+        page.get_by_role("button", name="Start").click()
+        page.get_by_label("Your question").fill("Where is the guide?")
+        page.get_by_role("button", name="Send").click()
+        answer = page.locator("li.assistant").first
+        answer.wait_for(timeout=30_000)
+        links = answer.locator("ol.citations a")
+        assert links.count() == 1
+        assert links.first.get_attribute("href") == "https://help.example.com/c"
+        answer.get_by_text("Hostile", exact=True).click()
+        answer.get_by_text("Also hostile", exact=True).click()
+        assert page.evaluate("window.pwned") is None
+        browser.close()

@@ -116,3 +116,26 @@ def test_discover_walks_folders_for_supported_files(tmp_path):
     found = discover([tmp_path / "kb"])
     assert [f.name for f, _ in found] == ["a.md", "b.txt"]
     assert all(root == tmp_path / "kb" for _, root in found)
+
+
+def test_an_empty_tier_list_is_refused_naming_the_file(tmp_path):
+    path = write(tmp_path / "sso" / "setup.md", "---\ntiers: []\n---\nSSO steps.\n")
+    with pytest.raises(DocumentError, match=r"setup\.md: bad front matter: tiers: .*every tier"):
+        one(path, tmp_path)
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", " JavaScript:alert(1)",
+                                 "data:text/html,<script>x</script>", "vbscript:msgbox",
+                                 "/relative/link", "ftp://files.example.com/a"])
+def test_only_http_links_are_kept_and_the_rest_reported(tmp_path, url):
+    path = write(tmp_path / "a.md", f"---\nurl: '{url}'\n---\nHello there.\n")
+    doc = one(path, tmp_path)
+    assert doc.url is None
+    assert len(doc.warnings) == 1 and "only http(s) links are kept" in doc.warnings[0]
+    assert str(path.resolve()) in doc.warnings[0]
+
+
+@pytest.mark.parametrize("url", ["https://help.example.com/a", "HTTP://help.example.com/b"])
+def test_http_links_are_kept(tmp_path, url):
+    doc = one(write(tmp_path / "a.md", f"---\nurl: {url}\n---\nHello there.\n"), tmp_path)
+    assert doc.url == url and doc.warnings == []

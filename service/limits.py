@@ -1,0 +1,67 @@
+"""Request limits applied before a route reads anything: an ASGI middleware.
+
+``/v1/`` requests are authenticated from their headers first (401 before any body byte is
+read), then the body is capped: a ``Content-Length`` over the limit is refused at once, and a
+body without one (chunked) is counted as it arrives and refused at ``limit + 1`` bytes, so a
+huge upload never sits in memory.
+
+Usage::
+
+    app.add_middleware(RequestLimits, max_bytes=100_000, check_key=lambda headers: ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+
+from service.auth import AuthError
+
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+def too_large_message(max_bytes: int) -> str:
+    return f"request body is over the limit of {max_bytes} bytes"
+
+
+class RequestLimits:
+    def __init__(self, app: Any, max_bytes: int, check_key: Callable[[Mapping[str, str]], Any],
+                 error_body: Callable[..., dict[str, Any]]) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.check_key = check_key
+        self.error_body = error_body
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if scope["path"].startswith("/v1/"):
+            try:
+                self.check_key(headers)
+            except AuthError as exc:
+                await JSONResponse(self.error_body("unauthorized", str(exc)),
+                                   status_code=401)(scope, receive, send)
+                return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.max_bytes:
+            await JSONResponse(self.error_body("too_large", too_large_message(self.max_bytes)),
+                               status_code=413)(scope, receive, send)
+            return
+        received = 0
+
+        async def counted() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise HTTPException(413, too_large_message(self.max_bytes))
+            return message
+
+        await self.app(scope, counted, send)
