@@ -4,6 +4,7 @@ hidden entities never confirmed, and a removed data directory giving JSON 503s."
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import time
@@ -140,10 +141,8 @@ def raw_post(port: int, path: str, headers: dict[str, str], chunks: int, chunk: 
     reply = b""
     try:
         for _ in range(chunks):
-            try:
+            with contextlib.suppress(BlockingIOError):
                 reply += sock.recv(65536)
-            except BlockingIOError:
-                pass
             if reply:
                 break
             try:
