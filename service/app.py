@@ -147,6 +147,12 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         return JSONResponse(error_body("unavailable", settings.messages.connection_problem),
                             status_code=503)
 
+    @app.exception_handler(Exception)
+    async def _bug(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("request failed on a bug", exc_info=exc)
+        return JSONResponse(error_body("internal", "something went wrong on our side"),
+                            status_code=500)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         details = [{"field": _field(e), "problem": e["msg"]} for e in exc.errors()]

@@ -194,3 +194,15 @@ def test_a_removed_data_directory_gives_json_503s_and_nothing_is_recreated(pilot
             assert response.headers["content-type"].startswith("application/json")
             assert response.json()["error"]["code"] == "unavailable"
         assert not data.exists(), "nothing was re-created in a new, unlocked directory"
+
+
+def test_a_bug_is_a_json_500_with_nothing_of_it_shown(pilot, monkeypatch):
+    app, _ = pilot
+    with TestClient(app, raise_server_exceptions=False) as client:
+        session = backend_session(client)
+        monkeypatch.setattr("service.pilot_store.PilotStore.feedback",
+                            lambda *_a, **_k: 1 / 0)
+        response = client.get(f"/v1/sessions/{session}", headers=auth("backend"))
+    assert response.status_code == 500
+    assert response.json() == {"error": {"code": "internal",
+                                         "message": "something went wrong on our side"}}
