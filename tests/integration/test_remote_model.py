@@ -1,0 +1,107 @@
+"""A remote, tool-calling model (any OpenAI-compatible endpoint): the retriever agent calls the
+search tool natively, on both engines, and the usage the endpoint reports lands in the trace.
+
+The endpoint is a small OpenAI-compatible test double on loopback that answers from what each
+request contains: with the search tool offered it calls it, with a schema it fills it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import pytest
+
+from agents.llm_factory import build_llm
+from agents.runtime import TurnRuntime, build_engine
+from agents.turn import run_turn
+from config.settings import LlmSettings
+from storage.retrieval import QdrantRetriever
+from tasks.evidence import EvidenceScorer
+from tasks.schemas import TurnRequest
+from tests.helpers import REFUND, free_port
+
+pytestmark = pytest.mark.integration
+
+
+def reply_for(body: dict[str, Any]) -> dict[str, Any]:
+    messages = body.get("messages", [])
+    text = " ".join(str(m.get("content") or "") for m in messages)
+    tools = [t["function"]["name"] for t in body.get("tools") or []]
+    if "search_knowledge_base" in tools and messages[-1].get("role") != "tool":
+        call = {"id": "call_1", "type": "function", "function": {
+            "name": "search_knowledge_base",
+            "arguments": json.dumps({"queries": ["refund processing time"]})}}
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if "Do these passages answer" in text:
+        content = {"verdict": "sufficient", "reason": "it says", "rewrite_hint": ""}
+    elif "Answer in one to three sentences" in text:
+        content = {"answer": REFUND, "passage_ids": [1], "handoff": False}
+    elif "Rewrite the latest message" in text:
+        content = {"standalone_query": "refund time", "expansions": []}
+    else:
+        content = {"note": "nothing asked"}
+    return {"role": "assistant", "content": json.dumps(content)}
+
+
+class OpenAICompatible(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def do_GET(self) -> None:  # /v1/models: the reachability check at start
+        self._send({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        OpenAICompatible.seen.append(body)
+        message = reply_for(body)
+        self._send({"id": "cmpl-1", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "test-model"),
+                    "choices": [{"index": 0, "message": message,
+                                 "finish_reason": "tool_calls" if message.get("tool_calls")
+                                 else "stop"}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10,
+                              "total_tokens": 110}})
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), OpenAICompatible)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    OpenAICompatible.seen = []
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+@pytest.mark.parametrize("engine", ["crewai", "autogen"])
+def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, example_kb, engine):
+    remote = LlmSettings(provider="openai/test-model", base_url=endpoint)
+    llm = build_llm(remote)
+    runtime = TurnRuntime(settings, QdrantRetriever(kb=example_kb),
+                          build_engine(engine, llm, "sequential", remote),
+                          EvidenceScorer(example_kb.encoders, settings.evidence))
+    result = run_turn(TurnRequest(session_id="r", customer_id="c-1",
+                                  message="How long does a refund take?",
+                                  slots={"tier": "basic", "access_level": "customer"}), runtime)
+    assert result.verdict == "answered" and result.answer == REFUND, result.trace.notes
+    [retrieve] = [s for s in result.trace.steps if s.name == "retrieve"]
+    assert retrieve.detail["searched_by"] == "retriever agent"
+    assert "refund processing time" in retrieve.detail["queries"]
+    offered = [b for b in OpenAICompatible.seen if b.get("tools")]
+    assert offered and offered[0]["tools"][0]["function"]["name"] == "search_knowledge_base"
+    assert result.trace.llm_calls == len(OpenAICompatible.seen) == 2  # retriever, responder
+    assert result.trace.prompt_tokens == 200 and result.trace.completion_tokens == 20
+    assert [c.role for c in result.trace.calls] == ["retriever", "responder"]
