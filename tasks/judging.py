@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
 from config.settings import EvidenceSettings
 from tasks.evidence import EvidenceScorer
-from tasks.schemas import Judgement, JudgeVerdict, Passage
+from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 
 _HUMAN = re.compile(
     r"\b(talk|speak|chat)\s+(to|with)\s+(a|an|some|your)?\s*(human|person|agent|representative|"
@@ -22,7 +21,6 @@ _HUMAN = re.compile(
     re.IGNORECASE,
 )
 
-EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["answered", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
+EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
 
 
 class HistoryTurn(BaseModel):

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from tasks.schemas import (
     DraftAnswer,
+    EvidenceCall,
     HistoryTurn,
     Judgement,
     JudgeVerdict,
@@ -33,7 +34,6 @@ from tasks.schemas import (
 )
 
 Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
-EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
 
 
 class EvidenceView(BaseModel):

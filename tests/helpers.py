@@ -167,3 +167,15 @@ def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None
     return llm.script(tools=[tools], text=[text],
                       Reformulation=[{"standalone_query": "refund time"}],
                       DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])
+
+
+def send_json(handler: Any, payload: dict[str, Any], status: int = 200) -> None:
+    """Answer a ``BaseHTTPRequestHandler`` request with JSON (the test servers' replies)."""
+    import json
+
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -10,7 +10,7 @@ from typing import ClassVar
 import pytest
 
 from storage.custom_service import CustomServiceError, CustomServiceRetriever
-from tests.helpers import free_port, running_server, scripted_runtime, with_api_keys
+from tests.helpers import free_port, running_server, scripted_runtime, send_json, with_api_keys
 
 pytestmark = pytest.mark.integration
 
@@ -36,12 +36,7 @@ class MinimalSearch(BaseHTTPRequestHandler):
              "highlight": {"body": []}, "result_metadata": {"score": 0.4}}]}
         if MinimalSearch.mode == "wrong-schema":
             payload = {"hits": []}
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, payload)
 
     def log_message(self, *args: object) -> None:
         return

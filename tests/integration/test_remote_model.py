@@ -20,7 +20,7 @@ from config.settings import LlmSettings
 from storage.retrieval import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import TurnRequest
-from tests.helpers import REFUND, free_port
+from tests.helpers import REFUND, free_port, send_json
 
 pytestmark = pytest.mark.integration
 
@@ -49,27 +49,19 @@ class OpenAICompatible(BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
 
     def do_GET(self) -> None:  # /v1/models: the reachability check at start
-        self._send({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+        send_json(self, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         OpenAICompatible.seen.append(body)
         message = reply_for(body)
-        self._send({"id": "cmpl-1", "object": "chat.completion", "created": 0,
+        send_json(self, {"id": "cmpl-1", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "test-model"),
                     "choices": [{"index": 0, "message": message,
                                  "finish_reason": "tool_calls" if message.get("tool_calls")
                                  else "stop"}],
                     "usage": {"prompt_tokens": 100, "completion_tokens": 10,
                               "total_tokens": 110}})
-
-    def _send(self, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def log_message(self, *args: object) -> None:
         return
