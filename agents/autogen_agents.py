@@ -48,6 +48,7 @@ from tasks.gates import (
     judge_route,
     merge_rewrite,
     plan_rewrite,
+    revision_request,
     support_check,
 )
 from tasks.role_output import RoleFailed, parse_output
@@ -343,9 +344,7 @@ class VerifierAgent(_TurnAgent):
         if draft is not None:
             ok, unsupported = support_check(self.state, runtime.scorer, draft.answer)
             if not ok and self.services.attempts.get("respond", 0) < 2:
-                self.state.revision_note = (
-                    "These sentences are not supported by the passages; use only their facts: "
-                    + " | ".join(unsupported[:3]))
+                self.state.revision_note = revision_request(unsupported)
                 return Decision(route="revise", reason=f"{len(unsupported)} unsupported")
         self.state.result = answer_result(self.state, runtime.scorer, runtime.settings, draft)
         return Decision(route="done", reason=self.state.result.verdict)

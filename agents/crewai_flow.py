@@ -51,6 +51,7 @@ from tasks.gates import (
     judge_route,
     merge_rewrite,
     plan_rewrite,
+    revision_request,
     support_check,
 )
 from tasks.role_output import RoleFailed, parse_output
@@ -162,8 +163,7 @@ class SupportTurnFlow(Flow[TurnState]):
             ok, unsupported = support_check(self.state, self._runtime.scorer, draft.answer)
             if ok:
                 return True, output
-            return False, ("These sentences are not supported by the passages; use only "
-                           "their facts: " + " | ".join(unsupported[:3]))
+            return False, revision_request(unsupported)
 
         with self.state.step("respond") as info:
             draft = self._role(RespondCrew, "responder", "respond", DraftAnswer,

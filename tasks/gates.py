@@ -184,6 +184,12 @@ def support_check(state: TurnState, scorer: EvidenceScorer, answer: str
     return bool(support) and not unsupported, unsupported
 
 
+def revision_request(unsupported: list[str]) -> str:
+    """What a responder is told when its draft goes back: the sentences to fix."""
+    return ("These sentences are not supported by the passages; use only their facts: "
+            + " | ".join(unsupported[:3]))
+
+
 def _citation(passage: Passage, snippet: str) -> Citation:
     return Citation(source_id=passage.source_id, chunk_id=passage.chunk_id, title=passage.title,
                     url=passage.url, snippet=snippet[:300], score=round(passage.score, 4))
