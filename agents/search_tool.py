@@ -47,6 +47,7 @@ class KnowledgeBaseSearchTool(BaseTool):
     _entities: list[str] = PrivateAttr(default_factory=list)
     _queries: list[str] = PrivateAttr(default_factory=list)
     _advisory: dict[str, str] = PrivateAttr(default_factory=dict)
+    _unknown: list[str] = PrivateAttr(default_factory=list)
     calls: list[RetrievalOutput] = Field(default_factory=list, exclude=True)
 
     @classmethod
@@ -61,9 +62,12 @@ class KnowledgeBaseSearchTool(BaseTool):
         return tool
 
     def bind_round(self, queries: list[str], advisory: dict[str, str] | None = None) -> None:
-        """The reformulated queries and advisory filters of this round."""
+        """The reformulated queries and advisory filters of this round; an advisory value no
+        document has is dropped (and reported in the output's ``ignored_filters``)."""
         self._queries = list(queries)
-        self._advisory = dict(advisory or {})
+        self._advisory, self._unknown = dict(advisory or {}), []
+        if self._advisory and hasattr(self._retriever, "known_advisory"):
+            self._advisory, self._unknown = self._retriever.known_advisory(self._advisory)
 
     def search(self, queries: list[str] | None = None, top_k: int | None = None
                ) -> RetrievalOutput:
@@ -83,7 +87,8 @@ class KnowledgeBaseSearchTool(BaseTool):
         output = RetrievalOutput(queries=texts, passages=passages,
                                  entities=found.metadata.get("entities", []),
                                  filters=found.metadata["filters"],
-                                 ignored_filters=found.metadata["ignored_filters"])
+                                 ignored_filters=[*found.metadata["ignored_filters"],
+                                                  *self._unknown])
         self.calls.append(output)
         return output
 

@@ -83,7 +83,7 @@ class KnowledgeBase:
         self.store = store
         self.collection = settings.qdrant.collection
         self._encoders = encoders
-        self._vocabulary: frozenset[str] | None = None
+        self._field_values: dict[str, frozenset[str]] = {}
 
     @classmethod
     def open(cls, settings: Settings, data_dir: Path) -> KnowledgeBase:
@@ -147,7 +147,7 @@ class KnowledgeBase:
     def write(self, points: Sequence[PointData], replaced_hashes: dict[str, str]) -> None:
         """Upsert new chunks first, then drop what is left of each replaced version."""
         self.store.upsert(self.collection, points)
-        self._vocabulary = None
+        self._field_values = {}
         for source_id, old_hash in replaced_hashes.items():
             self.remove(source_id, old_hash)
 
@@ -156,7 +156,7 @@ class KnowledgeBase:
         if content_hash is not None:
             parts.append(Match("content_hash", (content_hash,)))
         self.store.delete(self.collection, AllOf(tuple(parts)))
-        self._vocabulary = None
+        self._field_values = {}
 
     # -- reading ---------------------------------------------------------------------------
     def plan(self, query: str, pipeline: str, limit: int) -> Stage:
@@ -189,13 +189,19 @@ class KnowledgeBase:
 
     def vocabulary(self) -> frozenset[str]:
         """Every entity any chunk mentions (cached until the next write)."""
-        if self._vocabulary is None:
-            terms: set[str] = set()
+        return self.field_values("entities")
+
+    def field_values(self, field_name: str) -> frozenset[str]:
+        """Every value a payload field holds in the collection (cached until the next write)."""
+        if field_name not in self._field_values:
+            values: set[str] = set()
             if self.exists():
-                for record in self.store.scroll(self.collection, fields=("entities",)):
-                    terms.update(record.payload.get("entities") or [])
-            self._vocabulary = frozenset(terms)
-        return self._vocabulary
+                for record in self.store.scroll(self.collection, fields=(field_name,)):
+                    found = record.payload.get(field_name)
+                    values.update(found if isinstance(found, list) else
+                                  [] if found is None else [str(found)])
+            self._field_values[field_name] = frozenset(values)
+        return self._field_values[field_name]
 
     def entity_chunks(self, entities: Sequence[str], where: Condition | None, limit: int
                       ) -> list[Hit]:

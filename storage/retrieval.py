@@ -147,6 +147,21 @@ class QdrantRetriever:
             slots["customer_id"] = sender
         return self.search_queries([query], slots, threshold=threshold, strict=False)
 
+    def known_advisory(self, advisory: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """Advisory filters whose value some document has, and the rest described (a model may
+        propose a product or language no document carries; that would only hide documents)."""
+        kb = self._kb()
+        kept: dict[str, Any] = {}
+        dropped: list[str] = []
+        for name, value in advisory.items():
+            rule = kb.settings.slots.get(name)
+            if rule is not None and rule.mode == "advisory" and isinstance(value, str) \
+                    and value not in kb.field_values(rule.field):
+                dropped.append(f"{name}={value[:40]!r}: no document has this {rule.field}")
+            else:
+                kept[name] = value
+        return kept, dropped
+
     def search_queries(
         self,
         queries: Sequence[str],

@@ -285,3 +285,27 @@ def test_the_users_turn_is_stored_even_when_retrieval_fails(make_runtime, tmp_pa
     [turn] = runtime.memory.session_turns(Scope("c-1"), "t")
     assert turn["user"] == "How long does a refund take?" and turn["status"] == "pending"
     store.close()
+
+
+def test_advisory_filters_no_document_has_are_dropped_and_reported(example_kb):
+    tool = KnowledgeBaseSearchTool.for_turn(QdrantRetriever(kb=example_kb), BASIC,
+                                            "How long does a refund take?")
+    tool.bind_round([], {"product": "The customer's question: ", "language": "en"})
+    output = tool.search()
+    assert any(f.startswith("product=") and "no document has this product" in f
+               for f in output.ignored_filters), output.ignored_filters
+    assert "product" not in output.filters and output.filters.get("language")
+    assert "billing/refunds.md" in [p.source_id for p in output.passages]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_junk_filter_from_the_reformulator_does_not_empty_the_search(make_runtime, engine):
+    llm = ScriptedLLM(model="scripted").script(
+        tools=[SEARCH], DraftAnswer=[{"answer": REFUND}],
+        Reformulation=[{"standalone_query": "refund annual plan", "advisory_filters": {
+            "product": "The customer's question:"}}])
+    history = [HistoryTurn(user="How long does a refund take?", answer=REFUND)]
+    result = ask(make_runtime(llm, engine), "And for annual plans?", history=history)
+    retrieve = steps(result, "retrieve")[0].detail
+    assert any(f.startswith("product=") for f in retrieve["ignored_filters"])
+    assert result.verdict == "answered" and result.citations
