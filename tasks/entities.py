@@ -57,6 +57,10 @@ _REFERS = {
     "order": re.compile(r"\b(my|the|that|this)\s+order\b", re.IGNORECASE),
     "invoice": re.compile(r"\b(my|the|that|this)\s+invoice\b", re.IGNORECASE),
     "refund": re.compile(r"\b(my|the|that|this)\s+refund\b", re.IGNORECASE),
+    "error_code": re.compile(r"\b(the|that|this|same)\s+(error|code|error\s+code|"
+                             r"error\s+message)\b", re.IGNORECASE),
+    "plan": re.compile(r"\b(my|the|that|this|our)\s+(plan|tier|subscription)\b",
+                       re.IGNORECASE),
 }
 
 

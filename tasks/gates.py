@@ -22,20 +22,14 @@ Usage::
 
 from __future__ import annotations
 
-import re
-
 from config.settings import Settings
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer
+from tasks.followups import named, resolve_follow_up
 from tasks.judging import assess, decide, wants_human
 from tasks.schemas import Citation, DraftAnswer, Judgement, Passage, Reformulation, TurnResult
 from tasks.state import EvidenceView, Route, TurnState
 
-_DEPENDENT = re.compile(
-    r"\b(it|its|that|this|those|these|they|them|there|same|one|ones)\b"
-    r"|^(and|but|what about|how about)\b",
-    re.IGNORECASE,
-)
 PROMPT_PASSAGES = 3
 PROMPT_CHARS = 450
 _CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
@@ -70,15 +64,20 @@ def intake_route(state: TurnState) -> Route | None:
 
 
 def plan_rewrite(state: TurnState) -> bool:
-    """Decide whether the reformulator has anything to do; the reason goes to the trace."""
+    """Decide whether the reformulator has anything to do; the reason goes to the trace.
+
+    What a follow-up refers to is resolved here first, without a model (``follow_up``).
+    """
     state.pointed_at = referenced(state.message, state.entities)
+    follow_up = resolve_follow_up(state.message, state.history, state.entities)
+    state.follow_up = [follow_up.query, follow_up.source] if follow_up else []
     if state.round_index > 0:
         need, reason = True, f"round {state.round_index}: the evidence asked for another query"
     elif state.pointed_at:
         need, reason = True, "the message points at a remembered " + state.pointed_at[0]["type"]
     elif not state.history:
         need, reason = False, "no history: the message stands alone"
-    elif _DEPENDENT.search(state.message.strip()) or len(state.message.split()) <= 4:
+    elif follow_up is not None:
         need, reason = True, "the message refers back to the conversation"
     else:
         need, reason = False, "the message stands alone"
@@ -95,9 +94,11 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
     missing = [e for e in state.pointed_at
                if not any(e["value"].lower() in q.lower() for q in queries)]
     if missing:  # entity memory names what the customer points at
-        named = ", ".join(f"{e['type']} {e['value']}" for e in missing)
-        queries.insert(0, f"{state.message} ({named})")
-        detail["from_entity_memory"] = named
+        queries.insert(0, f"{state.message} ({named(missing)})")
+        detail["from_entity_memory"] = named(missing)
+    if state.follow_up and state.follow_up[0] not in queries:  # resolved without the model
+        queries.insert(0, state.follow_up[0])
+        detail["follow_up_from"] = state.follow_up[1]
     for remembered in state.memories:  # the earlier case about the same entity
         if any(e["value"] in remembered["summary"] for e in state.pointed_at):
             queries.append(remembered["summary"])

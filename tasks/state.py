@@ -62,6 +62,7 @@ class TurnState(BaseModel):
     needs_rewrite: bool = False
     rewrite_reason: str = ""
     pointed_at: list[dict[str, Any]] = Field(default_factory=list)
+    follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]
     queries: list[str] = Field(default_factory=list)
     advisory: dict[str, str] = Field(default_factory=dict)
     hint: str = ""

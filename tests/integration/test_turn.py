@@ -309,3 +309,19 @@ def test_a_junk_filter_from_the_reformulator_does_not_empty_the_search(make_runt
     retrieve = steps(result, "retrieve")[0].detail
     assert any(f.startswith("product=") for f in retrieve["ignored_filters"])
     assert result.verdict == "answered" and result.citations
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_follow_up_is_resolved_even_when_the_models_rewrite_is_junk(make_runtime, engine):
+    llm = ScriptedLLM(model="scripted").script(
+        tools=[SEARCH], DraftAnswer=["-"],
+        Reformulation=[{"standalone_query": "The reformulator's output: a standalone query"}])
+    history = [HistoryTurn(user="My card payment failed with error PAY-102", answer="...")]
+    result = ask(make_runtime(llm, engine), "What does that error code mean?", history=history)
+    reformulate = steps(result, "reformulate")[0].detail
+    assert reformulate["follow_up_from"] == "error code PAY-102"
+    assert "What does that error code mean? (error code PAY-102)" in \
+        steps(result, "retrieve")[0].detail["queries"]
+    assert result.verdict == "answered"
+    assert result.citations[0].source_id == "billing/failed-payments.md"
+    assert "PAY-102" in result.answer

@@ -1,0 +1,78 @@
+"""Follow-ups resolved without a model: what "it", "that error code" or "what should I do?"
+refer to, from the conversation and entity memory.
+
+A typed reference ("that error code", "my order") resolves to the most recent entity of that
+type, from this conversation's messages first, then from the customer's entity memory. A
+message that leans on the previous one ("how do I fix it?", "and for annual plans?") gets the
+previous question's subject terms. The result is *added* to the customer's words as one more
+query; the model's rewrite, when there is one, is another addition.
+
+Usage::
+
+    follow_up = resolve_follow_up("How do I fix it?", history, entities)
+    follow_up.query    # "How do I fix it? payment failed error PAY-102"
+    follow_up.source   # "the previous question" (or the entity it names)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tasks.entities import extract, referenced
+from tasks.evidence import content_words
+from tasks.schemas import HistoryTurn
+
+_LEANS_BACK = re.compile(
+    r"\b(it|its|that|this|those|these|they|them|there|same)\b"
+    r"|^(and|but|so|also|what about|how about)\b"
+    r"|\bwhat (should|do|can) i do\b|\bhow (do|can) i (fix|solve|change) (it|that|this)\b",
+    re.IGNORECASE)
+SUBJECT_TERMS = 8
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    query: str
+    source: str
+
+
+def conversation_entities(history: list[HistoryTurn], memory: list[dict[str, Any]]
+                          ) -> list[dict[str, Any]]:
+    """Entities most recent first: this conversation's messages, then entity memory."""
+    said = [{"type": e.type, "value": e.value}
+            for turn in reversed(history) for e in reversed(extract(turn.user))]
+    return said + [e for e in memory if (e["type"], e["value"]) not in
+                   {(s["type"], s["value"]) for s in said}]
+
+
+def subject_terms(text: str) -> list[str]:
+    """The content words of a message in order, entity values kept as written."""
+    values = [e.value for e in extract(text)]
+    keep = content_words(text)
+    words = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9\-]*", text)
+             if w.lower() in keep and w not in values]
+    return list(dict.fromkeys([*values, *words]))[:SUBJECT_TERMS]
+
+
+def named(entities: list[dict[str, Any]]) -> str:
+    """'order ORD-55812, error code PAY-102'."""
+    return ", ".join(f"{e['type'].replace('_', ' ')} {e['value']}" for e in entities)
+
+
+def leans_back(message: str) -> bool:
+    return bool(_LEANS_BACK.search(message.strip())) or len(message.split()) <= 4
+
+
+def resolve_follow_up(message: str, history: list[HistoryTurn],
+                      entities: list[dict[str, Any]]) -> FollowUp | None:
+    """One more query for a message that refers back, or None when it stands alone."""
+    pointed = referenced(message, conversation_entities(history, entities))
+    if pointed:
+        return FollowUp(f"{message} ({named(pointed)})", named(pointed))
+    if history and leans_back(message):
+        terms = [t for t in subject_terms(history[-1].user) if t.lower() not in message.lower()]
+        if terms:
+            return FollowUp(f"{message} {' '.join(terms)}", "the previous question")
+    return None

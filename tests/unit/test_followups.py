@@ -1,0 +1,43 @@
+"""Follow-ups resolved without a model, from the conversation and entity memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.followups import resolve_follow_up
+from tasks.schemas import HistoryTurn
+
+PAYMENT = [HistoryTurn(user="My card payment failed with PAY-102", answer="...")]
+REFUND = [HistoryTurn(user="How long does a refund take?", answer="5 to 7 business days")]
+
+
+@pytest.mark.parametrize(("message", "history", "memory", "query", "source"), [
+    ("What does that error code mean?", PAYMENT, [],
+     "What does that error code mean? (error code PAY-102)", "error code PAY-102"),
+    ("Where is my order?", [], [{"type": "order", "value": "ORD-55812"}],
+     "Where is my order? (order ORD-55812)", "order ORD-55812"),
+    ("How do I fix it?", PAYMENT, [],
+     "How do I fix it? PAY-102 card payment failed", "the previous question"),
+    ("And for annual plans?", REFUND, [],
+     "And for annual plans? long refund take", "the previous question"),
+    ("what should I do?", PAYMENT, [],
+     "what should I do? PAY-102 card payment failed", "the previous question"),
+])
+def test_references_resolve_to_what_they_point_at(message, history, memory, query, source):
+    found = resolve_follow_up(message, history, memory)
+    assert found is not None and (found.query, found.source) == (query, source)
+
+
+def test_the_conversation_wins_over_older_memory():
+    memory = [{"type": "error_code", "value": "SSO-104"}]
+    found = resolve_follow_up("Is that error code serious?", PAYMENT, memory)
+    assert found is not None and "PAY-102" in found.query and "SSO-104" not in found.query
+
+
+@pytest.mark.parametrize(("message", "history"), [
+    ("How do I export my data as CSV files?", REFUND),  # stands alone
+    ("How do I fix it?", []),                           # nothing to refer to
+    ("Where is my order from last week?", PAYMENT),     # no order known
+])
+def test_standalone_or_unresolvable_messages_get_nothing(message, history):
+    assert resolve_follow_up(message, history, []) is None
