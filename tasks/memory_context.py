@@ -26,12 +26,6 @@ class MemoryContext:
     memories: list[dict[str, Any]] = field(default_factory=list)
     turn_index: int = 0
 
-    def entities_text(self) -> str:
-        lines = [f"- {e['type']}: {e['value']}" for e in self.entities[:8]]
-        lines += [f"- earlier: {m['summary'][:120]} -> {m['resolution'][:160]}"
-                  for m in self.memories]
-        return "\n".join(lines) or "(none)"
-
 
 def scope_of(request: TurnRequest) -> Scope | None:
     if not request.customer_id:
