@@ -55,7 +55,7 @@ from agents.autogen_agents import (
     run_sync,
 )
 from agents.autogen_client import BaseLLMChatClient
-from agents.crewai_engine import TurnFailed
+from agents.turn_steps import TurnFailed
 from tasks.state import TurnState
 
 MAX_MESSAGES = 40

@@ -12,16 +12,8 @@ from typing import Any
 
 from agents.crewai_events import flush_events, listen_to_crewai_llm_calls
 from agents.crews import RetrieveCrew
+from agents.turn_steps import TurnFailed
 from tasks.state import TurnState
-
-
-class TurnFailed(RuntimeError):
-    """A turn stopped on an exception; ``state`` holds what it had done (its trace)."""
-
-    def __init__(self, state: TurnState, cause: BaseException) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
-        self.state = state
-        self.cause = cause
 
 
 class CrewAIEngine:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.crewai_events import agents_at_work
-from agents.crews import CORE_AGENTS, ManagedSupportCrew, ManagerOffTrack, release
+from agents.crews import ManagedSupportCrew, ManagerOffTrack, release
+from agents.roles import ROLES
 from agents.turn_steps import is_outage, record_retrieval, role_inputs
 from agents.usage import acting_as
 from tasks.gates import answer_result, evidence_route, support_check
@@ -49,7 +50,7 @@ def run_managed_turn(flow: Any, tool: Any) -> str:
     """Run the manager's crew and accept its answer only through the evidence gates."""
     state, runtime = flow.state, flow._runtime
     instance = ManagedSupportCrew(flow._engine.llm, tools={"retriever": [tool]}, turn=state)
-    roles = {instance.agents_config[name]["role"]: name for name in CORE_AGENTS}
+    roles = {instance.agents_config[name]["role"]: name for name in ROLES}
     before = len(tool.calls)
     with state.step("manage") as info:
         try:

@@ -34,13 +34,12 @@ from crewai import Agent, Crew, Process, Task
 from crewai.project import CrewBase, agent, crew, task
 from crewai.project.utils import cache as _memo_cache
 
-from agents.roles import CONFIG_DIR
+from agents.roles import CONFIG_DIR, ROLES
 from tasks.schemas import DraftAnswer, Judgement, Reformulation
 
 MANAGER_ROLE = "Support manager"
 MANAGER_MAX_ITER = 2
 MANAGER_MAX_RPM = 30
-CORE_AGENTS = ("reformulator", "retriever", "judge", "responder")
 # absolute, so a crew subclassed in another package still reads our YAML (CrewAI resolves
 # relative paths against the module that defines the class)
 AGENTS_CONFIG = str(CONFIG_DIR / "agents.yaml")
@@ -138,7 +137,7 @@ class RetrieveCrew(SupportAgents):
     @classmethod
     def evidence_agents(cls) -> list[str]:
         """Agents a subclass adds to the retrieval step, by method name."""
-        return [n for n in dir(cls) if n not in CORE_AGENTS
+        return [n for n in dir(cls) if n not in ROLES
                 and getattr(getattr(cls, n, None), "is_agent", False)]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agents.roles import ROLES, TASKS
 from config.settings import ConfigError, LlmSettings, Settings
 from storage.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
@@ -45,15 +46,22 @@ class TurnRuntime:
             self.kb.close()
 
 
+def check_choice(engine: str, process: str) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r}: choose crewai or autogen")
+    if process not in PROCESSES:
+        raise ValueError(f"process {process!r}: choose sequential or hierarchical")
+
+
 def check_task_placeholders(tasks_config: dict[str, Any]) -> None:
     """Every ``{placeholder}`` of a task description must be an input the turn provides."""
-    from agents.turn_steps import EXTRA_TASK_INPUTS, TASK_INPUTS
+    from agents.turn_steps import task_inputs
 
     for name, spec in tasks_config.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("description"), str) \
                 or not isinstance(spec.get("expected_output"), str):
             raise ConfigError(f"tasks.yaml: {name} needs text description and expected_output")
-        known = TASK_INPUTS.get(name, EXTRA_TASK_INPUTS)
+        known = task_inputs(name)
         try:
             used = {field for _, field, _, _ in string.Formatter().parse(spec["description"])
                     if field is not None}
@@ -63,13 +71,13 @@ def check_task_placeholders(tasks_config: dict[str, Any]) -> None:
         if unknown:
             raise ConfigError(f"tasks.yaml: {name}.description uses unknown placeholder(s) "
                               f"{unknown}; this task gets {sorted(known)}")
-    missing = [t for t in ("reformulate", "retrieve", "judge", "respond") if t not in tasks_config]
+    missing = [t for t in TASKS if t not in tasks_config]
     if missing:
         raise ConfigError(f"tasks.yaml: missing task(s) {missing}")
 
 
 def check_agents(agents_config: dict[str, Any]) -> None:
-    for name in ("reformulator", "retriever", "judge", "responder"):
+    for name in ROLES:
         spec = agents_config.get(name)
         if not isinstance(spec, dict) or not all(
                 isinstance(spec.get(k), str) for k in ("role", "goal", "backstory")):
@@ -85,10 +93,7 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
     """
     from agents.roles import load_role_specs
 
-    if name not in ENGINES:
-        raise ValueError(f"engine {name!r}: choose crewai or autogen")
-    if process not in PROCESSES:
-        raise ValueError(f"process {process!r}: choose sequential or hierarchical")
+    check_choice(name, process)
     specs = load_role_specs()
     check_agents(specs.agents)
     check_task_placeholders(specs.tasks)
@@ -112,10 +117,7 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
 
     engine_name = engine or settings.engine
     process_name = process or settings.process
-    if engine_name not in ENGINES:
-        raise ValueError(f"engine {engine_name!r}: choose crewai or autogen")
-    if process_name not in PROCESSES:
-        raise ValueError(f"process {process_name!r}: choose sequential or hierarchical")
+    check_choice(engine_name, process_name)  # before anything is opened
     local = QdrantRetriever(settings=settings, data_dir=data_dir)
     local.connect(settings)
     kb = local.kb

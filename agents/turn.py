@@ -20,9 +20,8 @@ from __future__ import annotations
 import logging
 import time
 
-from agents.crewai_engine import TurnFailed
 from agents.runtime import TurnRuntime
-from agents.turn_steps import is_outage, outage_errors
+from agents.turn_steps import TurnFailed, is_outage, outage_errors
 from agents.usage import UsageLedger
 from tasks.memory_context import save_result
 from tasks.schemas import LlmCallTrace, TurnRequest, TurnResult

@@ -24,6 +24,7 @@ from storage.store import StoreError
 from tasks.gates import render_entities, render_history, render_passages
 from tasks.memory_context import load_context as load_memory
 from tasks.memory_context import save_pending
+from tasks.schemas import TurnRequest
 from tasks.state import TurnState
 
 
@@ -40,6 +41,15 @@ def outage_errors() -> tuple[type[BaseException], ...]:
 
     return (StoreError, CustomServiceError, OSError, httpx.HTTPError,
             ResponseHandlingException, UnexpectedResponse)
+
+
+class TurnFailed(RuntimeError):
+    """A turn stopped on an exception; ``state`` holds what it had done (its trace)."""
+
+    def __init__(self, state: TurnState, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.state = state
+        self.cause = cause
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -81,13 +91,10 @@ def role_inputs(task: str, state: TurnState) -> dict[str, str]:
     return {"question": state.question, "message": state.message}
 
 
-TASK_INPUTS = {
-    "reformulate": {"history", "entities", "message", "rewrite_hint"},
-    "retrieve": {"queries", "question", "message"},
-    "judge": {"question", "passages"},
-    "respond": {"question", "passages", "revision"},
-}
-EXTRA_TASK_INPUTS = {"question", "message"}
+def task_inputs(task: str) -> set[str]:
+    """The placeholders a task's description may use: the inputs ``role_inputs`` gives it."""
+    blank = TurnState.for_request(TurnRequest(session_id="-", message="-"))
+    return set(role_inputs(task, blank))
 
 
 def bind_search_tool(state: TurnState, runtime: Any) -> KnowledgeBaseSearchTool:
