@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -404,6 +405,73 @@ def eval_retrieval(
         table.add_row(stage, *(f"{row[k]:.3f}" for k in ("nDCG@10", "Recall@100", "MRR@10")),
                       f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}")
     console.print(table)
+
+
+@eval_app.command("answers")
+@friendly_errors
+def eval_answers(
+    dataset: Annotated[Path, typer.Option(help="A pack (kb/, questions.jsonl) or a BEIR-like "
+                                               "folder (corpus.jsonl, queries.jsonl, qrels/).")],
+    split: Annotated[str, typer.Option(help="qrels split, for a BEIR-like folder.")] = "test",
+    engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
+    process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write the report as JSON here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Ask each question of a labelled set as a new conversation; score answers and refusals."""
+    from agents.answer_eval import evaluate_answers
+    from agents.runtime import build_runtime
+    from storage.answer_sets import load_answer_set
+    from storage.ingest import ingest_paths
+    from storage.knowledge_base import KnowledgeBase
+
+    answer_set = load_answer_set(dataset, split)
+    settings = answer_set_settings(state.settings, answer_set.name)
+    kb = KnowledgeBase.open(settings, state.data_dir)
+    try:
+        ingest_paths(kb, [answer_set.kb], prune=True)
+    finally:
+        kb.close()
+    runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
+    try:
+        with console.status(f"asking {len(answer_set.questions[:limit])} questions…"):
+            report = evaluate_answers(runtime, answer_set, limit)
+    finally:
+        runtime.close()
+    payload = {"dataset": answer_set.name, "engine": runtime.engine.name,
+               "process": runtime.engine.process, "summary": report.summary,
+               "calibration": report.calibration, "rows": report.rows}
+    if output:
+        output.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    if as_json:
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        return
+    summary = report.summary
+    table = Table(title=f"{answer_set.name}: {summary['questions']} questions "
+                        f"({runtime.engine.name}, {runtime.engine.process})")
+    for column in ("answered right", "wrong-source answers", "refused right", "precision",
+                   "evidence recall", "LLM calls", "p50 s", "p95 s"):
+        table.add_column(column, justify="right")
+    table.add_row(*(str(summary[k]) for k in (
+        "answered_right", "wrong_source_answers", "refused_right", "precision", "evidence_recall",
+        "llm_calls", "p50_s", "p95_s")))
+    console.print(table)
+    curve = Table(title="calibration of the answerability gate")
+    for column in ("probability", "questions", "share answerable"):
+        curve.add_column(column, justify="right")
+    for band in report.calibration:
+        curve.add_row(band["probability"], str(band["questions"]), str(band["answerable"]))
+    console.print(curve)
+
+
+def answer_set_settings(settings: Any, name: str) -> Any:
+    """Each answer set in its own collection (and, embedded, its own store under the data dir)."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:40] or "set"
+    update: dict[str, Any] = {"collection": f"answers-{slug}"}
+    if not settings.qdrant.url:
+        update["path"] = state.data_dir / "eval" / slug / "qdrant"
+    return settings.model_copy(update={"qdrant": settings.qdrant.model_copy(update=update)})
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from agents.autogen_client import BaseLLMChatClient
 from agents.evidence_tools import EvidenceTool
 from agents.search_tool import KnowledgeBaseSearchTool
 from agents.turn_steps import (
+    EVIDENCE_PATH,
     bind_search_tool,
     is_outage,
     load_context,
@@ -40,6 +41,7 @@ from agents.turn_steps import (
     role_inputs,
 )
 from agents.usage import acting_as, record_call
+from config.settings import ROLE_NAMES
 from tasks.gates import (
     answer_result,
     closing_result,
@@ -47,6 +49,7 @@ from tasks.gates import (
     intake_route,
     judge_route,
     merge_rewrite,
+    model_role,
     plan_rewrite,
     revision_request,
     support_check,
@@ -157,9 +160,17 @@ class _ModelRole(_TurnAgent):
             output_content_type=None if tools else self.output, tools=tools,
             reflect_on_tool_use=False)
 
+    @property
+    def uses_model(self) -> bool:
+        """Whether this role takes the model's path (``roles:``); tool agents always do."""
+        return self.task not in ROLE_NAMES or model_role(self.services.runtime.settings, self.task)
+
     async def ask(self, cancellation_token: CancellationToken, tools: list[Any] | None = None
                   ) -> Any:
-        """The role's typed output (or the tool summary), None when unusable (traced)."""
+        """The role's typed output (or the tool summary), None when unusable (traced) or when
+        the role takes the evidence path."""
+        if not self.uses_model:
+            return None
         prompt = self.services.specs.describe(self.task, role_inputs(self.task, self.state))
         try:
             with acting_as(self.name):
@@ -260,6 +271,8 @@ class ReformulatorAgent(_ModelRole):
             self.state.skip("reformulate", self.state.rewrite_reason, round=self.state.round_index)
             return "no rewrite needed"
         with self.state.step("reformulate", round=self.state.round_index) as info:
+            if not self.uses_model:
+                info["decided_by"] = EVIDENCE_PATH.format(role=self.task)
             info.update(merge_rewrite(self.state, await self.ask(cancellation_token)))
         return "; ".join(self.state.queries) or "no rewrite"
 
@@ -285,7 +298,9 @@ class RetrieverAgent(_ModelRole):
             extra = []
             for helper in self.extra:
                 extra.extend(await helper.evidence(cancellation_token))
-            record_retrieval(self.state, tool, before, info, extra_passages=extra)
+            record_retrieval(self.state, tool, before, info,
+                             "" if self.uses_model else EVIDENCE_PATH.format(role=self.task),
+                             extra_passages=extra)
         return f"{len(self.state.passages)} passages"
 
 
@@ -324,7 +339,9 @@ class ResponderAgent(_ModelRole):
 
     async def act(self, cancellation_token: CancellationToken) -> str:
         attempt = self.services.attempts.get("respond", 0)
-        with self.state.step("respond" if attempt == 0 else "revise", attempt=attempt):
+        with self.state.step("respond" if attempt == 0 else "revise", attempt=attempt) as info:
+            if not self.uses_model:
+                info["decided_by"] = EVIDENCE_PATH.format(role=self.task)
             self.state.draft = await self.ask(cancellation_token)
         self.services.attempts["respond"] = self.services.attempts.get("respond", 0) + 1
         return self.state.draft.answer if self.state.draft else "(no usable draft)"

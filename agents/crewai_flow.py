@@ -36,6 +36,7 @@ from agents.crews import (
 )
 from agents.evidence_tools import evidence_found
 from agents.turn_steps import (
+    EVIDENCE_PATH,
     bind_search_tool,
     is_outage,
     load_context,
@@ -50,6 +51,7 @@ from tasks.gates import (
     intake_route,
     judge_route,
     merge_rewrite,
+    model_role,
     plan_rewrite,
     revision_request,
     support_check,
@@ -121,16 +123,28 @@ class SupportTurnFlow(Flow[TurnState]):
         self.state.queries, self.state.advisory = [], {}
         return "as_is"
 
+    def _uses_model(self, role: str) -> bool:
+        return model_role(self._runtime.settings, role)
+
     @listen("rewrite")
     def reformulate(self) -> None:
         with self.state.step("reformulate", round=self.state.round_index) as info:
-            rewrite = self._role(ReformulateCrew, "reformulator", "reformulate", Reformulation)
+            rewrite = None
+            if self._uses_model("reformulate"):
+                rewrite = self._role(ReformulateCrew, "reformulator", "reformulate", Reformulation)
+            else:
+                info["decided_by"] = EVIDENCE_PATH.format(role="reformulate")
             info.update(merge_rewrite(self.state, rewrite))
 
     @router(or_(reformulate, "as_is"))
     def retrieve(self) -> str:
         self._tool.bind_round(self.state.queries, self.state.advisory)
         before, error, extra = len(self._tool.calls), "", []
+        if not self._uses_model("retrieve"):
+            with self.state.step("retrieve", round=self.state.round_index) as info:
+                record_retrieval(self.state, self._tool, before, info,
+                                 EVIDENCE_PATH.format(role="retrieve"))
+            return evidence_route(self.state, self._runtime.scorer, self._runtime.settings)
         instance = self._engine.retrieve_crew(self._engine.llm, turn=self.state,
                                               tools={"retriever": [self._tool]})
         with self.state.step("retrieve", round=self.state.round_index) as info:
@@ -166,9 +180,13 @@ class SupportTurnFlow(Flow[TurnState]):
             return False, revision_request(unsupported)
 
         with self.state.step("respond") as info:
-            draft = self._role(RespondCrew, "responder", "respond", DraftAnswer,
-                               guardrail=guardrail)
-            info["draft"] = "kept by the guardrail" if draft else "none usable"
+            draft = None
+            if self._uses_model("respond"):
+                draft = self._role(RespondCrew, "responder", "respond", DraftAnswer,
+                                   guardrail=guardrail)
+                info["draft"] = "kept by the guardrail" if draft else "none usable"
+            else:
+                info["decided_by"] = EVIDENCE_PATH.format(role="respond")
         self.state.draft = draft
         self.state.result = answer_result(self.state, self._runtime.scorer,
                                           self._runtime.settings, draft)

@@ -142,5 +142,7 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     memory = MemoryStore(kb.store, kb.encoders)
     memory.ensure()  # collections are made at start, never by a request
     return TurnRuntime(settings=settings, retriever=retriever, engine=chosen,
-                       scorer=EvidenceScorer(kb.encoders, settings.evidence), memory=memory,
+                       scorer=EvidenceScorer(kb.encoders, settings.evidence,
+                                             kb.term_statistics if retriever is local else None),
+                       memory=memory,
                        kb=kb)

@@ -78,12 +78,7 @@ class KnowledgeBaseSearchTool(BaseTool):
                 texts.append(text.strip())
         found = self._retriever.search_queries(texts, self._slots, self._advisory, top_k=top_k,
                                                strict=False, entities=self._entities)
-        passages = [
-            Passage(pid=i, source_id=r.metadata["source_id"], chunk_id=r.metadata["chunk_id"],
-                    title=r.metadata.get("title", ""), url=r.metadata.get("url"), text=r.text,
-                    score=r.score, via=r.metadata.get("via", "search"))
-            for i, r in enumerate(found.results, start=1)
-        ]
+        passages = Passage.numbered(found.results)
         output = RetrievalOutput(queries=texts, passages=passages,
                                  entities=found.metadata.get("entities", []),
                                  filters=found.metadata["filters"],

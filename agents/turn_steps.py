@@ -27,6 +27,8 @@ from tasks.memory_context import save_pending
 from tasks.schemas import TurnRequest
 from tasks.state import TurnState
 
+EVIDENCE_PATH = "roles.{role}: evidence path, no model call"
+
 
 class RetrievalUnavailable(RuntimeError):
     """The knowledge base or the memory store could not be reached for this turn."""

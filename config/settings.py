@@ -13,6 +13,7 @@ Any wrong key or value raises :class:`ConfigError` with one line per problem, na
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
+FITTED_ANSWERABILITY = Path(__file__).with_name("answerability.yaml")
 
 Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
 PIPELINES: tuple[str, ...] = ("bm25", "dense", "hybrid", "dense+late", "hybrid+late")
@@ -127,20 +129,58 @@ def _default_slots() -> dict[str, SlotRule]:
     }
 
 
-class EvidenceSettings(_Strict):
-    """Thresholds of the evidence checks (calibrated on examples/kb: bench/calibrate_evidence.py).
+class AnswerabilityModel(_Strict):
+    """A logistic model over the answerability features (tasks/answerability.py).
 
-    ``coverage`` is the share of the query's BM25 terms found in the retrieved passages;
-    ``relevance`` the best passage's late-interaction score (MaxSim mean over query pieces).
+    ``probability = sigmoid(bias + sum(weight * (feature - mean) / scale))``. At or above
+    ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
+    evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
+    ``bench/train_answerability.py`` into config/answerability.yaml.
     """
 
-    sufficient_coverage: float = Field(0.75, ge=0, le=1)
-    sufficient_relevance: float = Field(0.45, ge=0, le=1)
-    insufficient_coverage: float = Field(0.5, ge=0, le=1)
-    insufficient_relevance: float = Field(0.45, ge=0, le=1)
+    features: list[str] = Field(min_length=1)
+    mean: list[float]
+    scale: list[float]
+    weights: list[float]
+    bias: float
+    answer_at: float = Field(0.5, ge=0, le=1)
+    refuse_below: float = Field(0.5, ge=0, le=1)
+    fitted_on: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AnswerabilityModel:
+        sizes = {len(self.features), len(self.mean), len(self.scale), len(self.weights)}
+        if len(sizes) != 1:
+            raise ValueError("features, mean, scale and weights must have the same length")
+        if any(s <= 0 for s in self.scale):
+            raise ValueError("every scale must be positive")
+        if self.refuse_below > self.answer_at:
+            raise ValueError("refuse_below must not exceed answer_at")
+        return self
+
+    def probability(self, features: dict[str, float]) -> float:
+        """The probability that the passages answer, from a reading's features."""
+        z = self.bias + sum(w * (features[name] - m) / s for name, m, s, w in
+                            zip(self.features, self.mean, self.scale, self.weights, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def fitted_answerability() -> AnswerabilityModel:
+    """The shipped model (config/answerability.yaml)."""
+    return AnswerabilityModel.model_validate(yaml.safe_load(FITTED_ANSWERABILITY.read_text()))
+
+
+class EvidenceSettings(_Strict):
+    """The evidence checks: the answerability gate and the support check of answer sentences.
+
+    ``support_*``: an answer sentence needs this late-interaction score (MaxSim mean over its
+    word pieces) and this share of its content words in the passage it leans on.
+    """
+
+    answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
     support_semantic: float = Field(0.8, ge=0, le=1)
     support_lexical: float = Field(0.6, ge=0, le=1)
-    extract_sentences: int = Field(2, ge=1, le=5)
+    answer_words: int = Field(60, ge=10, le=400)
 
 
 class LlmSettings(_Strict):
@@ -151,6 +191,31 @@ class LlmSettings(_Strict):
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int = 7
+
+
+RoleChoice = Literal["model", "evidence", "auto"]
+ROLE_NAMES = ("reformulate", "retrieve", "judge", "respond")
+
+
+class RoleSettings(_Strict):
+    """Which path each role takes: the model's, or the evidence path that needs no model.
+
+    ``evidence`` paths: reformulate = the deterministic follow-up rewrite; retrieve = the turn
+    searches the customer's words and the rewrite itself; judge = the answerability gate's
+    probability alone; respond = the extractive answer. ``auto`` takes the evidence path with
+    the local model (bench/roles.py: it is as correct for a fraction of the time) and the
+    model path with any other provider.
+    """
+
+    reformulate: RoleChoice = "auto"
+    retrieve: RoleChoice = "auto"
+    judge: RoleChoice = "auto"
+    respond: RoleChoice = "auto"
+
+    def uses_model(self, role: str, provider: str) -> bool:
+        """Whether ``role`` calls the model with this LLM provider."""
+        choice = getattr(self, role)
+        return choice == "model" or (choice == "auto" and provider != "local")
 
 
 class ApiKey(_Strict):
@@ -201,6 +266,7 @@ class Settings(BaseSettings):
     engine: Literal["crewai", "autogen"] = "crewai"
     process: Literal["sequential", "hierarchical"] = "sequential"
     max_rounds: int = Field(2, ge=0, le=5)
+    roles: RoleSettings = RoleSettings()
     messages: Messages = Messages()
     pilot: PilotSettings = PilotSettings()
     telemetry: bool = False

@@ -39,7 +39,8 @@ class DatasetError(ValueError):
     """The dataset folder is not in BEIR layout; the message says what is missing."""
 
 
-def load_beir(directory: Path, split: str = "test") -> BeirDataset:
+def load_beir(directory: Path, split: str = "test", keep_unjudged: bool = False) -> BeirDataset:
+    """Corpus, queries and qrels; queries without judgements are dropped unless kept."""
     corpus, queries_file = directory / "corpus.jsonl", directory / "queries.jsonl"
     qrels_file = directory / "qrels" / f"{split}.tsv"
     for needed in (corpus, queries_file, qrels_file):
@@ -54,7 +55,7 @@ def load_beir(directory: Path, split: str = "test") -> BeirDataset:
         for line in handle:
             if line.strip():
                 row = json.loads(line)
-                if row["_id"] in qrels:
+                if keep_unjudged or row["_id"] in qrels:
                     queries[row["_id"]] = row["text"]
     return BeirDataset(directory.name, corpus, queries, qrels)
 

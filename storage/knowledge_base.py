@@ -10,8 +10,11 @@ Usage::
 
 from __future__ import annotations
 
+import math
 import uuid
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +78,18 @@ def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
     return payload
 
 
+@dataclass(frozen=True)
+class TermStats:
+    """Chunk count and per-term chunk frequency of a collection (BM25 term ids)."""
+
+    chunks: int
+    frequency: dict[int, int]
+
+    def idf(self, term: int) -> float:
+        """Inverse document frequency; a term no chunk has gets the highest weight."""
+        return math.log((self.chunks + 1) / (self.frequency.get(term, 0) + 0.5))
+
+
 class KnowledgeBase:
     """Chunks of documents with dense, BM25 and token vectors, in one collection."""
 
@@ -84,6 +99,7 @@ class KnowledgeBase:
         self.collection = settings.qdrant.collection
         self._encoders = encoders
         self._field_values: dict[str, frozenset[str]] = {}
+        self._term_stats: TermStats | None = None
 
     @classmethod
     def open(cls, settings: Settings, data_dir: Path) -> KnowledgeBase:
@@ -147,7 +163,7 @@ class KnowledgeBase:
     def write(self, points: Sequence[PointData], replaced_hashes: dict[str, str]) -> None:
         """Upsert new chunks first, then drop what is left of each replaced version."""
         self.store.upsert(self.collection, points)
-        self._field_values = {}
+        self._forget_statistics()
         for source_id, old_hash in replaced_hashes.items():
             self.remove(source_id, old_hash)
 
@@ -156,7 +172,11 @@ class KnowledgeBase:
         if content_hash is not None:
             parts.append(Match("content_hash", (content_hash,)))
         self.store.delete(self.collection, AllOf(tuple(parts)))
+        self._forget_statistics()
+
+    def _forget_statistics(self) -> None:
         self._field_values = {}
+        self._term_stats = None
 
     # -- reading ---------------------------------------------------------------------------
     def plan(self, query: str, pipeline: str, limit: int) -> Stage:
@@ -202,6 +222,24 @@ class KnowledgeBase:
                                   [] if found is None else [str(found)])
             self._field_values[field_name] = frozenset(values)
         return self._field_values[field_name]
+
+    def term_statistics(self) -> TermStats:
+        """In how many chunks each BM25 term occurs (cached until the next write).
+
+        Read once per process from the stored chunk texts; the evidence gates weigh a
+        question's rare terms with it.
+        """
+        if self._term_stats is None:
+            frequency: Counter[int] = Counter()
+            chunks = 0
+            if self.exists():
+                texts = [str(r.payload.get("text") or "")
+                         for r in self.store.scroll(self.collection, fields=("text",))]
+                chunks = len(texts)
+                for vector in self.encoders.bm25.encode_documents(texts):
+                    frequency.update(set(vector.indices))
+            self._term_stats = TermStats(chunks, dict(frequency))
+        return self._term_stats
 
     def entity_chunks(self, entities: Sequence[str], where: Condition | None, limit: int
                       ) -> list[Hit]:

@@ -1,4 +1,4 @@
-"""Evidence checks that decide over the model: passage relevance, sentence support, extraction.
+"""Evidence checks that decide over the model: passage relevance and sentence support.
 
 Scores use the MiniLM token vectors (late interaction, MaxSim averaged over the query's word
 pieces) and plain lexical overlap of content words. Thresholds live in config (``evidence:``)
@@ -6,36 +6,37 @@ and were calibrated on the example knowledge base (``bench/calibrate_evidence.py
 
 Usage::
 
-    scorer = EvidenceScorer(encoders, settings.evidence)   # support thresholds from config
+    scorer = EvidenceScorer(encoders, settings.evidence, kb.term_statistics)
     scores = scorer.relevance("refund time?", [p.text for p in passages])
     support = scorer.support("Refunds take 5 days.", passages)      # per sentence
-    answer, used = scorer.extract("refund time?", passages)
+
+Whether the passages answer at all, and what to quote, is tasks/answerability.py.
 """
 
 from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from config.settings import EvidenceSettings
 from storage.embeddings import Encoders
+from storage.knowledge_base import TermStats
 from storage.model_files import BM25_ASSETS
+from tasks.facts import missing_facts
+from tasks.passage_text import split_units
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9\-]*")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 TOKEN_CACHE_SIZE = 4096
 _STOP = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
 
 
 def sentences(text: str) -> list[str]:
-    """Sentences and list items of ``text``, markdown headings dropped."""
-    parts = [p.strip(" -*\t") for p in _SENTENCE.split(text)]
-    return [p for p in parts if len(p) > 2 and not p.startswith("#")]
+    """Sentences, list items, table rows and headings of ``text``, emphasis removed."""
+    return [u.text for u in split_units(text)]
 
 
 def content_words(text: str) -> set[str]:
@@ -54,15 +55,19 @@ class SentenceSupport:
 class EvidenceScorer:
     """Late-interaction and lexical evidence over the passages of one turn."""
 
-    def __init__(self, encoders: Encoders, thresholds: EvidenceSettings | None = None) -> None:
+    def __init__(self, encoders: Encoders, thresholds: EvidenceSettings | None = None,
+                 term_stats: Callable[[], TermStats] | None = None) -> None:
         thresholds = thresholds or EvidenceSettings()
         self.encoders = encoders
+        # the knowledge base's term statistics weigh rare question terms; without a knowledge
+        # base (a custom retriever) every term weighs the same
+        self.term_stats = term_stats or (lambda: TermStats(0, {}))
         self.min_semantic = thresholds.support_semantic
         self.min_lexical = thresholds.support_lexical
         # a turn scores the same passage sentences for relevance, support and extraction
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
-    def _tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Word-piece vectors per text ([CLS]/[SEP] carry no evidence), encoded once each."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         for text, encoding in zip(missing, self.encoders.dense.encode(missing), strict=True):
@@ -86,11 +91,11 @@ class EvidenceScorer:
         """MaxSim of the query against each passage's sentences (a passage may exceed 256 tokens)."""
         if not passages:
             return []
-        query_tokens = self._tokens([query])[0]
+        query_tokens = self.token_vectors([query])[0]
         scores = []
         for passage in passages:
             parts = sentences(passage) or [passage]
-            doc_tokens = np.concatenate(self._tokens(parts))
+            doc_tokens = np.concatenate(self.token_vectors(parts))
             scores.append(self.maxsim(query_tokens, doc_tokens))
         return scores
 
@@ -99,10 +104,10 @@ class EvidenceScorer:
         answer_sentences = sentences(answer)
         if not answer_sentences or not passages:
             return [SentenceSupport(s, None, 0.0, 0.0, False) for s in answer_sentences]
-        passage_tokens = [np.concatenate(self._tokens(sentences(p) or [p])) for p in passages]
+        passage_tokens = [np.concatenate(self.token_vectors(sentences(p) or [p])) for p in passages]
         passage_words = [content_words(p) for p in passages]
         results = []
-        for sentence, tokens in zip(answer_sentences, self._tokens(answer_sentences), strict=True):
+        for sentence, tokens in zip(answer_sentences, self.token_vectors(answer_sentences), strict=True):
             words = content_words(sentence)
             best = (None, 0.0, 0.0)
             for index, (doc_tokens, doc_words) in enumerate(zip(passage_tokens, passage_words,
@@ -112,24 +117,9 @@ class EvidenceScorer:
                 if semantic + lexical > best[1] + best[2]:
                     best = (index, semantic, lexical)
             index, semantic, lexical = best
-            # every number the sentence states must stand in the passage it leans on
-            numbers_ok = index is not None and set(_NUMBER.findall(sentence)) <= set(
-                _NUMBER.findall(passages[index]))
+            # every number, name, code, path and URL must stand in the passage it leans on
+            facts_ok = index is not None and not missing_facts(sentence, passages[index])
             supported = (semantic >= self.min_semantic and lexical >= self.min_lexical
-                         and numbers_ok)
+                         and facts_ok)
             results.append(SentenceSupport(sentence, index, semantic, lexical, supported))
         return results
-
-    def extract(self, query: str, passages: Sequence[str], max_sentences: int = 2,
-                from_top: int = 2) -> list[tuple[str, int]]:
-        """The sentences of the top passages closest to the query, as (sentence, passage index)."""
-        query_tokens = self._tokens([query])[0]
-        candidates: list[tuple[float, int, int, str]] = []
-        for index, passage in enumerate(passages[:from_top]):
-            parts = sentences(passage)
-            if not parts:
-                continue
-            for order, (part, tokens) in enumerate(zip(parts, self._tokens(parts), strict=True)):
-                candidates.append((self.maxsim(query_tokens, tokens), index, order, part))
-        best = sorted(candidates, reverse=True)[:max_sentences]
-        return [(part, index) for _, index, _, part in sorted(best, key=lambda c: (c[1], c[2]))]

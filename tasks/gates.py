@@ -7,6 +7,7 @@ methods and the AutoGen ``GraphFlow``'s gate agents call these and follow what t
     plan_rewrite    does the message need the reformulator at all?
     merge_rewrite   the model's rewrite is added to the customer's words, never replaces them
     evidence_route  answer | retry | refuse | handoff | ask_judge (judge only when undecided)
+    model_role      whether a role takes the model's path (``roles:``) or the evidence path
     judge_route     the judge's verdict, where evidence left it undecided
     support_check   the responder's guardrail: which draft sentences the passages do not support
     answer_result   a verified draft, or the extractive answer; refuse_result / handoff_result
@@ -23,6 +24,7 @@ Usage::
 from __future__ import annotations
 
 from config.settings import Settings
+from tasks.answerability import quote, read
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer
 from tasks.followups import named, resolve_follow_up
@@ -116,16 +118,26 @@ def strongest_evidence(scorer: EvidenceScorer, settings: Settings, questions: li
     best: EvidenceView | None = None
     for text in dict.fromkeys(q for q in questions if q and q.strip()):
         found = assess(scorer, text, passages, settings.evidence)
-        view = EvidenceView(call=found.call, relevance=found.relevance,
-                            coverage=found.coverage, question=text)
-        if best is None or (_CALL_RANK[view.call], view.best) > (_CALL_RANK[best.call], best.best):
+        view = EvidenceView(call=found.call, relevance=found.relevance, coverage=found.coverage,
+                            probability=found.probability,
+                            features=found.reading.features if found.reading else {},
+                            question=text)
+        if best is None or (_CALL_RANK[view.call], view.probability) > (_CALL_RANK[best.call],
+                                                                         best.probability):
             best = view
     assert best is not None
     return best
 
 
+def model_role(settings: Settings, role: str) -> bool:
+    """Whether ``role`` takes the model's path in this configuration (``roles:``)."""
+    return settings.roles.uses_model(role, settings.llm.provider)
+
+
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
-    return "retry" if state.round_index < settings.max_rounds else final
+    """Another round only when a model could phrase or search differently; else ``final``."""
+    rephrasing = model_role(settings, "reformulate") or model_role(settings, "retrieve")
+    return "retry" if rephrasing and state.round_index < settings.max_rounds else final
 
 
 def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings) -> Route:
@@ -133,7 +145,8 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
     with state.step("evidence_gate", round=state.round_index) as info:
         state.evidence = strongest_evidence(scorer, settings, [*state.queries[:1], state.message],
                                             state.passages)
-        info.update(evidence=state.evidence.call, coverage=state.evidence.coverage,
+        info.update(evidence=state.evidence.call, answerable=state.evidence.probability,
+                    features=state.evidence.features,
                     relevance=[round(r, 3) for r in state.evidence.relevance],
                     question=state.evidence.question)
         if state.evidence.call == "sufficient":
@@ -142,8 +155,15 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
             state.verdict = "insufficient"
             route = _next_round_or(state, settings, "refuse")
             why = "evidence is insufficient" + ("" if state.passages else ": no passages")
-        else:
+        elif model_role(settings, "judge"):
             route, why = "ask_judge", "evidence is undecided: the judge decides"
+        else:
+            model = settings.evidence.answerability
+            middle = (model.answer_at + model.refuse_below) / 2
+            answer = state.evidence.probability >= middle
+            state.verdict = "sufficient" if answer else "insufficient"
+            route = "answer" if answer else _next_round_or(state, settings, "refuse")
+            why = f"evidence is undecided; roles.judge is evidence: probability vs {middle:.3f}"
         info.update(route=route, decided_by=why)
     state.route = route
     if route == "retry":
@@ -160,6 +180,8 @@ def judge_route(state: TurnState, judgement: Judgement | None, settings: Setting
         state.verdict = verdict
         if verdict == "sufficient":
             route: Route = "answer"
+            # the model's word alone never answers: its draft must pass the support check
+            state.draft_required = state.evidence.call != "sufficient"
         elif verdict == "needs_human":
             route = "handoff"
         elif verdict == "out_of_scope":
@@ -221,20 +243,16 @@ def _verified(state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
 
 def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
                ) -> tuple[str, list[Citation]]:
+    """The contiguous sentences of the passage that answers, quoted with one citation."""
     passages = state.passages
-    relevance = state.evidence.relevance or [0.0] * len(passages)
-    ranked = [passages[i] for i in sorted(range(len(passages)), key=lambda i: -relevance[i])]
-    picked = scorer.extract(state.question, [p.text for p in ranked],
-                            settings.evidence.extract_sentences)
-    citations: list[Citation] = []
-    parts = []
-    for sentence, index in picked:
-        passage = ranked[index]
-        if passage.chunk_id not in [c.chunk_id for c in citations]:
-            citations.append(_citation(passage, sentence))
-        number = [c.chunk_id for c in citations].index(passage.chunk_id) + 1
-        parts.append(f"{sentence} [{number}]")
-    return " ".join(parts), citations
+    question = state.evidence.question or state.question
+    reading = read(scorer, question, [p.text for p in passages], state.evidence.relevance or None)
+    picked = quote(reading, question, settings.evidence.answer_words)
+    if not picked:
+        return "", []
+    passage = passages[picked[0][1]]
+    text = " ".join(sentence for sentence, _ in picked)
+    return f"{text} [1]", [_citation(passage, text)]
 
 
 def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
@@ -243,6 +261,10 @@ def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
     with state.step("verify") as info:
         kept = _verified(state, scorer, draft) if draft is not None and draft.answer.strip() \
             else None
+        if kept is None and state.draft_required:
+            info.update(kept_draft=False, cited=[])
+            state.note("evidence was undecided and no model draft passed the support check")
+            return refuse_result(state, settings)
         answer, citations = kept or _extracted(state, scorer, settings)
         info.update(kept_draft=kept is not None, cited=[c.chunk_id for c in citations])
     if not citations:

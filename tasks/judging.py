@@ -1,8 +1,12 @@
 """The judge's verdict: evidence first, the model's opinion where evidence is undecided.
 
+The evidence call comes from the answerability gate (tasks/answerability.py): the fitted model's
+probability that the passages answer the question, against its operating points.
+
 Usage::
 
     evidence = assess(scorer, question, passages, settings.evidence)
+    evidence.call, evidence.probability        # "sufficient", 0.93
     verdict, note = decide(evidence.call, judgement, message)
 """
 
@@ -12,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from config.settings import EvidenceSettings
+from tasks.answerability import Reading, read
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 
@@ -28,6 +33,8 @@ class Evidence:
     call: EvidenceCall
     relevance: list[float]
     coverage: float
+    probability: float = 0.0
+    reading: Reading | None = None
 
     @property
     def best(self) -> float:
@@ -41,24 +48,17 @@ def wants_human(message: str) -> bool:
 
 def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
            thresholds: EvidenceSettings) -> Evidence:
-    """Late-interaction relevance of each passage and the query-term coverage of all of them."""
+    """The answerability gate's call on the passages for this phrasing of the question."""
     if not passages:
         return Evidence("insufficient", [], 0.0)
-    relevance = scorer.relevance(question, [p.text for p in passages])
-    bm25 = scorer.encoders.bm25
-    query_terms = set(bm25.encode_query(question).indices)
-    passage_terms: set[int] = set()
-    for vector in bm25.encode_documents([p.text for p in passages]):
-        passage_terms |= set(vector.indices)
-    coverage = len(query_terms & passage_terms) / len(query_terms) if query_terms else 0.0
-    best = max(relevance)
-    if coverage >= thresholds.sufficient_coverage and best >= thresholds.sufficient_relevance:
-        call: EvidenceCall = "sufficient"
-    elif coverage < thresholds.insufficient_coverage or best < thresholds.insufficient_relevance:
-        call = "insufficient"
-    else:
-        call = "undecided"
-    return Evidence(call, relevance, round(coverage, 3))
+    texts = [p.text for p in passages]
+    relevance = scorer.relevance(question, texts)
+    reading = read(scorer, question, texts, relevance)
+    model = thresholds.answerability
+    probability = model.probability(reading.features)
+    call: EvidenceCall = "sufficient" if probability >= model.answer_at else \
+        "insufficient" if probability < model.refuse_below else "undecided"
+    return Evidence(call, relevance, reading.features["coverage"], round(probability, 4), reading)
 
 
 def decide(evidence_call: EvidenceCall, judgement: Judgement | None, message: str

@@ -10,6 +10,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -66,6 +67,14 @@ class Passage(BaseModel):
     text: str
     score: float
     via: str = "search"
+
+    @classmethod
+    def numbered(cls, results: Sequence[Any]) -> list[Passage]:
+        """Passages from a retriever's results (``text``, ``score``, ``metadata``), from 1."""
+        return [cls(pid=i, source_id=r.metadata["source_id"], chunk_id=r.metadata["chunk_id"],
+                    title=r.metadata.get("title", ""), url=r.metadata.get("url"), text=r.text,
+                    score=r.score, via=r.metadata.get("via", "search"))
+                for i, r in enumerate(results, start=1)]
 
 
 class RetrievalOutput(BaseModel):

@@ -42,6 +42,8 @@ class EvidenceView(BaseModel):
     call: EvidenceCall = "insufficient"
     relevance: list[float] = Field(default_factory=list)
     coverage: float = 0.0
+    probability: float = 0.0
+    features: dict[str, float] = Field(default_factory=dict)
     question: str = ""
 
     @property
@@ -71,6 +73,8 @@ class TurnState(BaseModel):
     route: Route | None = None
     verdict: JudgeVerdict = "insufficient"
     judgement: Judgement | None = None
+    # the judge model answered undecided evidence: only a verified draft may answer then
+    draft_required: bool = False
     draft: DraftAnswer | None = None
     revision_note: str = ""
     result: TurnResult | None = None

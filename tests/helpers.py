@@ -61,7 +61,7 @@ def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
     memory = MemoryStore(memory_store, kb.encoders) if memory_store is not None else None
     return TurnRuntime(settings, QdrantRetriever(kb=kb),
                        build_engine(engine, llm, process),
-                       EvidenceScorer(kb.encoders, settings.evidence), memory)
+                       EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics), memory)
 
 
 def with_api_keys(settings: Any, *keys: Any) -> Any:

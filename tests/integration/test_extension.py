@@ -97,7 +97,8 @@ def autogen_with_orders(config_dir: Path, llm, settings, example_kb) -> TurnRunt
 
     return TurnRuntime(settings, QdrantRetriever(kb=example_kb),
                        OrdersEngine(BaseLLMChatClient(llm), load_role_specs()),
-                       EvidenceScorer(example_kb.encoders, settings.evidence))
+                       EvidenceScorer(example_kb.encoders, settings.evidence,
+                                                          example_kb.term_statistics))
 
 
 BUILDERS = {"crewai": crewai_with_orders, "autogen": autogen_with_orders}

@@ -1,0 +1,55 @@
+"""What every bench script shares: the repository on ``sys.path``, where results go, and a
+knowledge base opened for an answer set.
+
+Usage (first import of a bench script)::
+
+    from _common import ROOT, RESULTS, open_answer_set
+    opened = open_answer_set(ROOT / "examples" / "answer-sets" / "near-miss", data_dir)
+    passages = opened.search("How many owners can a workspace have?")
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from config.settings import Settings, load_settings  # noqa: E402
+from storage.answer_sets import AnswerSet, load_answer_set  # noqa: E402
+from storage.ingest import ingest_paths  # noqa: E402
+from storage.knowledge_base import KnowledgeBase  # noqa: E402
+from storage.retrieval import QdrantRetriever  # noqa: E402
+from tasks.evidence import EvidenceScorer  # noqa: E402
+from tasks.schemas import Passage  # noqa: E402
+
+
+@dataclass
+class OpenedSet:
+    answer_set: AnswerSet
+    settings: Settings
+    kb: KnowledgeBase
+    retriever: QdrantRetriever
+    scorer: EvidenceScorer
+
+    def search(self, question: str, top_k: int | None = None) -> list[Passage]:
+        found = self.retriever.search_queries([question], self.answer_set.slots, top_k=top_k)
+        return Passage.numbered(found.results)
+
+    def close(self) -> None:
+        self.kb.close()
+
+
+def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None = None
+                    ) -> OpenedSet:
+    """The answer set's knowledge base ingested (idempotently) into ``data_dir``."""
+    settings = settings or load_settings()
+    answer_set = load_answer_set(directory)
+    kb = KnowledgeBase.open(settings, data_dir)
+    ingest_paths(kb, [answer_set.kb], prune=True)
+    scorer = EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics)
+    return OpenedSet(answer_set, settings, kb, QdrantRetriever(kb=kb), scorer)

@@ -1,0 +1,153 @@
+"""Does a passage answer the question? Question-focused evidence, read the way an agent would.
+
+Topic overlap is not an answer: a page about stolen plates shares words with "what if my vehicle
+is recovered?" without saying anything about it. The reader looks for *one place* that answers:
+a window of two adjacent units (sentences, list items, an FAQ question and its answer) of one
+passage that holds the question's rare terms (IDF-weighted, BM25 terms of the knowledge base)
+and reads close to it (MaxSim of MiniLM token vectors). Its features feed a logistic model fitted
+on the dev data (``bench/train_answerability.py``); the model's probability decides.
+
+The same reading picks what an extractive answer quotes: the best-focused quotable units of the
+passage that answers, contiguous, after the FAQ question that introduces them.
+
+Usage::
+
+    reading = read(scorer, "How long does a refund take?", [p.text for p in passages])
+    reading.features["window_coverage"]          # 0.92
+    settings.evidence.answerability.probability(reading.features)   # 0.97
+    quote(reading, [p.text for p in passages])   # [(sentence, passage index), ...]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tasks.evidence import EvidenceScorer
+from tasks.facts import codes
+from tasks.passage_text import Unit, split_units
+
+FEATURES = ("window_coverage", "window_similarity", "passage_relevance", "coverage",
+            "missing_rare", "margin")
+READ_PASSAGES = 3
+WINDOW = 2
+ANSWER_WORDS = 60
+FOLLOW_SHARE = 0.5     # a following unit joins when its focus is at least this share of the best
+SHORT_ANSWER = 25      # ... or when the answer so far is shorter than this many words
+RANK_WEIGHT = 0.5      # the passage's own relevance counts this much in choosing the answering one
+
+
+@dataclass
+class Reading:
+    """Features of the question against the passages, and where the answer would be."""
+
+    features: dict[str, float]
+    passage_index: int | None = None
+    units: list[Unit] = field(default_factory=list)
+    focus: list[float] = field(default_factory=list)
+    best_unit: int = 0
+
+
+def _weights(scorer: EvidenceScorer, question: str) -> dict[int, float]:
+    stats = scorer.term_stats()
+    return {t: stats.idf(t) for t in set(scorer.encoders.bm25.encode_query(question).indices)}
+
+
+def _coverage(weights: dict[int, float], terms: set[int]) -> float:
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
+
+
+def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: dict[int, float],
+                   units: list[Unit]) -> tuple[list[float], float, float, float]:
+    """Per-unit focus, and the best window's (score, coverage, similarity)."""
+    texts = [u.text for u in units]
+    tokens = scorer.token_vectors(texts)
+    terms = [set(v.indices) for v in scorer.encoders.bm25.encode_documents(texts)]
+    focus = [_coverage(weights, t) + scorer.maxsim(query_tokens, v)
+             for t, v in zip(terms, tokens, strict=True)]
+    best = (0.0, 0.0, 0.0)
+    for start in range(max(1, len(units) - WINDOW + 1)):
+        end = min(len(units), start + WINDOW)
+        coverage = _coverage(weights, set().union(*terms[start:end]))
+        similarity = scorer.maxsim(query_tokens, np.concatenate(tokens[start:end]))
+        if coverage + similarity > best[0]:
+            best = (coverage + similarity, coverage, similarity)
+    return focus, *best
+
+
+def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
+         relevance: Sequence[float] | None = None) -> Reading:
+    """The question-focused reading of the top passages (in the order given)."""
+    features = dict.fromkeys(FEATURES, 0.0)
+    if not passages or not question.strip():
+        return Reading(features)
+    relevance = list(relevance) if relevance is not None else scorer.relevance(question, passages)
+    weights = _weights(scorer, question)
+    query_tokens = scorer.token_vectors([question])[0]
+    seen: set[int] = set()
+    reading = Reading(features)
+    best_window = -1.0
+    for index, text in enumerate(passages):
+        units = split_units(text)
+        terms = scorer.encoders.bm25.encode_documents([text])[0].indices
+        seen |= set(terms)
+        if index >= READ_PASSAGES or not units:
+            continue
+        focus, score, coverage, similarity = _passage_focus(scorer, query_tokens, weights, units)
+        # a lower-ranked passage must read clearly better to be the one that answers
+        ranked_score = score + RANK_WEIGHT * relevance[index]
+        if ranked_score > best_window:
+            best_window = ranked_score
+            features.update(window_coverage=coverage, window_similarity=similarity)
+            reading.passage_index, reading.units, reading.focus = index, units, focus
+            reading.best_unit = int(np.argmax(focus))
+    ranked = [*sorted(relevance, reverse=True), 0.0]
+    missing = [w for t, w in weights.items() if t not in seen]
+    stats = scorer.term_stats()
+    rarest = stats.idf(-1) or 1.0  # the weight of a term no chunk holds
+    features.update(passage_relevance=ranked[0], margin=ranked[0] - ranked[1],
+                    coverage=_coverage(dict.fromkeys(weights, 1.0), seen),
+                    missing_rare=max(missing, default=0.0) / rarest)
+    reading.features = {k: round(float(v), 4) for k, v in features.items()}
+    return reading
+
+
+def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS
+          ) -> list[tuple[str, int]]:
+    """Contiguous quotable units of the answering passage, as (text, passage index).
+
+    Starts at the best-focused unit (or, when that is a heading or an FAQ question, at the
+    first quotable unit after it), keeps a list's lead-in with its items, and goes on while the
+    next unit is still about the question and the answer stays short. When the question names
+    a code (``PAY-101``), a unit about another code ends the quote.
+    """
+    if reading.passage_index is None:
+        return []
+    units, focus = reading.units, reading.focus
+    start = reading.best_unit
+    if not units[start].quotable:
+        after = [i for i in range(start + 1, len(units)) if units[i].quotable]
+        before = [i for i in range(start) if units[i].quotable]
+        if not after and not before:
+            return []
+        start = after[0] if after else max(before, key=lambda i: focus[i])
+    picked = [start]
+    words = len(units[start].text.split())
+    asked = codes(question)
+    for index in range(start + 1, len(units)):
+        unit = units[index]
+        if not unit.quotable:
+            break
+        lead_in = units[picked[-1]].text.endswith(":") or (
+            unit.kind == "item" and units[picked[-1]].kind == "item" and len(picked) > 1)
+        about = focus[index] >= FOLLOW_SHARE * focus[start] or words < SHORT_ANSWER
+        other_code = asked and bool(codes(unit.text) - asked)
+        if other_code or not (lead_in or about) or words + len(unit.text.split()) > max_words:
+            break
+        picked.append(index)
+        words += len(unit.text.split())
+    return [(units[i].text, reading.passage_index) for i in picked]
+

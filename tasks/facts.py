@@ -1,0 +1,70 @@
+"""The checkable facts of an answer sentence: what a draft must not change.
+
+Numbers, URLs, error and reference codes, UI paths (``Settings → Billing``, ``Admin > Security``)
+and proper nouns (product, plan, provider and place names: capitalised words that do not start
+the sentence, and CamelCase or all-capitals words anywhere) must stand in the passage the
+sentence leans on. A sentence that changes one of them is unsupported, however close it reads.
+
+Usage::
+
+    facts("Add Okta under Admin > Security, see https://status.example.com.")
+    # {'Okta', 'Admin > Security', 'https://status.example.com'}
+    missing_facts("Use Okta or PingFederate.", "Connect Okta, Azure AD or OneLogin.")
+    # ['PingFederate']
+"""
+
+from __future__ import annotations
+
+import re
+
+_URL = re.compile(r"https?://[^\s)>\]]+")
+_PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
+_CODE = re.compile(r"\b[A-Z]{1,6}[-_]?\d[\w-]*\b")
+_ANY_CASE_CODE = re.compile(r"\b[A-Za-z]{1,6}[-_]\d[\w-]*\b")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+_ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")
+_NOT_NAMES = frozenset({"I", "I'm", "I've", "I'll", "I'd", "OK", "Yes", "No"})
+
+
+def _normal(text: str) -> str:
+    return " ".join(_ARROWS.sub(" > ", text.replace("**", "").replace("`", "")).split()).lower()
+
+
+def _names(sentence: str) -> set[str]:
+    words = list(_WORD.finditer(sentence))
+    found = set()
+    for position, match in enumerate(words):
+        word = match.group().rstrip("'’-")
+        if word in _NOT_NAMES or len(word) < 2:
+            continue
+        inner_caps = any(c.isupper() for c in word[1:])
+        starts = position == 0 or sentence[:match.start()].rstrip().endswith((".", ":", "!", "?",
+                                                                             "(", '"', "-"))
+        if inner_caps or (word[0].isupper() and not starts):
+            found.add(word)
+    return found
+
+
+def facts(sentence: str) -> set[str]:
+    """Numbers, URLs, codes, UI paths and proper nouns the sentence states."""
+    urls = {u.rstrip(".,;:") for u in _URL.findall(sentence)}
+    rest = _URL.sub(" ", sentence)
+    # a path's first segment may start with the sentence's verb ("Open Settings > ...")
+    paths = set()
+    for path in _PATH.findall(rest):
+        first, *others = _ARROWS.split(path.strip())
+        paths.add(" > ".join([first.split()[-1], *others]))
+    found = urls | paths | set(_CODE.findall(rest)) | set(_NUMBER.findall(rest))
+    return found | _names(_PATH.sub(" ", rest))
+
+
+def codes(text: str) -> set[str]:
+    """Error and reference codes named in ``text`` (``PAY-101``, ``E-429``, ``SSO-104``)."""
+    return {c.upper() for c in _ANY_CASE_CODE.findall(text)}
+
+
+def missing_facts(sentence: str, passage: str) -> list[str]:
+    """The facts of ``sentence`` that ``passage`` does not contain (case-insensitive)."""
+    text = _normal(passage)
+    return sorted(f for f in facts(sentence) if _normal(f) not in text)
