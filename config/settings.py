@@ -162,7 +162,7 @@ class AnswerabilityModel(_Strict):
         """The probability that the passages answer, from a reading's features."""
         z = self.bias + sum(w * (features[name] - m) / s for name, m, s, w in
                             zip(self.features, self.mean, self.scale, self.weights, strict=True))
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def fitted_answerability() -> AnswerabilityModel:

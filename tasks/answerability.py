@@ -80,7 +80,7 @@ def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: di
 
 def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
          relevance: Sequence[float] | None = None) -> Reading:
-    """The question-focused reading of the top passages (in the order given)."""
+    """The question-focused reading of the passages closest to the question."""
     features = dict.fromkeys(FEATURES, 0.0)
     if not passages or not question.strip():
         return Reading(features)
@@ -88,13 +88,14 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
     weights = _weights(scorer, question)
     query_tokens = scorer.token_vectors([question])[0]
     seen: set[int] = set()
+    for vector in scorer.encoders.bm25.encode_documents(list(passages)):
+        seen |= set(vector.indices)
     reading = Reading(features)
     best_window = -1.0
-    for index, text in enumerate(passages):
-        units = split_units(text)
-        terms = scorer.encoders.bm25.encode_documents([text])[0].indices
-        seen |= set(terms)
-        if index >= READ_PASSAGES or not units:
+    closest = sorted(range(len(passages)), key=lambda i: -relevance[i])[:READ_PASSAGES]
+    for index in closest:
+        units = split_units(passages[index])
+        if not units:
             continue
         focus, score, coverage, similarity = _passage_focus(scorer, query_tokens, weights, units)
         # a lower-ranked passage must read clearly better to be the one that answers

@@ -29,6 +29,7 @@ from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer
 from tasks.followups import named, resolve_follow_up
 from tasks.judging import assess, decide, wants_human
+from tasks.passage_text import split_sentences
 from tasks.schemas import Citation, DraftAnswer, Judgement, Passage, Reformulation, TurnResult
 from tasks.state import EvidenceView, Route, TurnState
 
@@ -134,6 +135,20 @@ def model_role(settings: Settings, role: str) -> bool:
     return settings.roles.uses_model(role, settings.llm.provider)
 
 
+def grounded_phrasings(state: TurnState) -> list[str]:
+    """What the passages must answer: the customer's words, and the same words with what a
+    follow-up or a remembered entity refers to. A model's rewrite helps the search but is
+    never what the gate judges (a rewrite can drift to another question). A message that wraps
+    one question in context ("My order X was charged twice. How long does a refund take?")
+    is also judged by that question alone."""
+    resolved = [state.follow_up[0]] if state.follow_up else []
+    parts = split_sentences(" ".join(state.message.split()))
+    asked = [p for p in parts if p.endswith("?")]
+    questions = asked if len(asked) == 1 and len(parts) > 1 else []
+    return [state.message, *resolved, *(q for q in state.queries if q.startswith(state.message)),
+            *questions]
+
+
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
     """Another round only when a model could phrase or search differently; else ``final``."""
     rephrasing = model_role(settings, "reformulate") or model_role(settings, "retrieve")
@@ -143,7 +158,7 @@ def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
 def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings) -> Route:
     """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
     with state.step("evidence_gate", round=state.round_index) as info:
-        state.evidence = strongest_evidence(scorer, settings, [*state.queries[:1], state.message],
+        state.evidence = strongest_evidence(scorer, settings, grounded_phrasings(state),
                                             state.passages)
         info.update(evidence=state.evidence.call, answerable=state.evidence.probability,
                     features=state.evidence.features,

@@ -70,7 +70,7 @@ def _line_units(line: str) -> list[Unit]:
     body = clean(line[item.end():] if item else line)
     if not body:
         return []
-    parts = [p.strip() for p in _SENTENCE_END.split(body) if len(p.strip()) > 2]
+    parts = split_sentences(body)
     if not item and len(parts) == 1 and body[-1] not in ".!?:;" \
             and len(body.split()) <= HEADING_MAX_WORDS:
         return [Unit(body, "heading")]
@@ -78,6 +78,11 @@ def _line_units(line: str) -> list[Unit]:
         return [Unit(part, "question") for part in parts]
     return [Unit(part, "item" if item and index == 0 else "sentence")
             for index, part in enumerate(parts)]
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of one line of text."""
+    return [p.strip() for p in _SENTENCE_END.split(text) if len(p.strip()) > 2]
 
 
 def split_units(text: str) -> list[Unit]:

@@ -50,9 +50,19 @@ def answering_llm(**more: Any) -> Any:
     return ScriptedLLM(model="scripted").script(**replies)
 
 
+def model_roles(settings: Any, choice: str = "model") -> Any:
+    """``settings`` with every role on ``choice`` (model: the test double is asked)."""
+    roles = settings.roles.model_copy(update=dict.fromkeys(
+        ("reformulate", "retrieve", "judge", "respond"), choice))
+    return settings.model_copy(update={"roles": roles})
+
+
 def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
-                     engine: str = "crewai", process: str = "sequential") -> Any:
-    """A TurnRuntime over a real knowledge base, with ``llm`` (a test double) in the roles."""
+                     engine: str = "crewai", process: str = "sequential",
+                     roles: str = "model") -> Any:
+    """A TurnRuntime over a real knowledge base, with ``llm`` (a test double) in the roles
+    (every role on the model path unless ``roles`` says otherwise)."""
+    settings = model_roles(settings, roles)
     from agents.runtime import TurnRuntime, build_engine
     from storage.memory import MemoryStore
     from storage.retrieval import QdrantRetriever

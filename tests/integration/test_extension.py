@@ -20,7 +20,7 @@ from agents.runtime import TurnRuntime
 from storage.retrieval import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tests.conftest import REPO
-from tests.helpers import scripted_runtime
+from tests.helpers import model_roles, scripted_runtime
 from tests.integration.test_turn import BASIC, ask, roles, steps
 from tests.scripted_llm import ScriptedLLM
 
@@ -95,10 +95,10 @@ def autogen_with_orders(config_dir: Path, llm, settings, example_kb) -> TurnRunt
             return [ToolEvidenceAgent(services, "order_desk",
                                       OrderStatusTool(turn=services.state))]
 
-    return TurnRuntime(settings, QdrantRetriever(kb=example_kb),
+    return TurnRuntime(model_roles(settings), QdrantRetriever(kb=example_kb),
                        OrdersEngine(BaseLLMChatClient(llm), load_role_specs()),
                        EvidenceScorer(example_kb.encoders, settings.evidence,
-                                                          example_kb.term_statistics))
+                                      example_kb.term_statistics))
 
 
 BUILDERS = {"crewai": crewai_with_orders, "autogen": autogen_with_orders}

@@ -82,10 +82,12 @@ def endpoint(monkeypatch):
 def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, example_kb, engine):
     remote = LlmSettings(provider="openai/test-model", base_url=endpoint)
     llm = build_llm(remote)
-    runtime = TurnRuntime(settings, QdrantRetriever(kb=example_kb),
+    # provider openai/...: roles on auto take the model path
+    runtime = TurnRuntime(settings.model_copy(update={"llm": remote}),
+                          QdrantRetriever(kb=example_kb),
                           build_engine(engine, llm, "sequential", remote),
                           EvidenceScorer(example_kb.encoders, settings.evidence,
-                                                          example_kb.term_statistics))
+                                         example_kb.term_statistics))
     result = run_turn(TurnRequest(session_id="r", customer_id="c-1",
                                   message="How long does a refund take?",
                                   slots={"tier": "basic", "access_level": "customer"}), runtime)

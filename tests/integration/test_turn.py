@@ -32,10 +32,11 @@ def make_runtime(settings, example_kb):
 
 
 def undecided(settings):
-    """Thresholds under which the evidence gate can never decide alone."""
+    """Operating points under which the answerability gate can never decide alone."""
+    gate = settings.evidence.answerability.model_copy(update={"answer_at": 1.0,
+                                                               "refuse_below": 0.0})
     return settings.model_copy(update={"evidence": settings.evidence.model_copy(update={
-        "sufficient_relevance": 1.01, "insufficient_relevance": 0.0,
-        "insufficient_coverage": 0.0})})
+        "answerability": gate})})
 
 
 def ask(runtime, message, slots=BASIC, history=(), customer="c-1", session="t"):

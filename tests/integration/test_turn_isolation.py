@@ -16,7 +16,7 @@ from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
 QUESTIONS = {"c-a": "How long does a refund take?",
-             "c-b": "How do I export my data as CSV?",
+             "c-b": "How do I export all my files?",
              "c-c": "Do you offer a student discount?"}
 
 
