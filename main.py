@@ -450,12 +450,15 @@ def eval_answers(
     summary = report.summary
     table = Table(title=f"{answer_set.name}: {summary['questions']} questions "
                         f"({runtime.engine.name}, {runtime.engine.process})")
-    for column in ("answered right", "wrong-source answers", "refused right", "precision",
-                   "evidence recall", "LLM calls", "p50 s", "p95 s"):
-        table.add_column(column, justify="right")
-    table.add_row(*(str(summary[k]) for k in (
-        "answered_right", "wrong_source_answers", "refused_right", "precision", "evidence_recall",
-        "llm_calls", "p50_s", "p95_s")))
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for label, key in (("answered right (cited source answers)", "answered_right"),
+                       ("answers citing a wrong source", "wrong_source_answers"),
+                       ("refused right", "refused_right"), ("precision of answers", "precision"),
+                       ("gold-evidence token recall", "evidence_recall"),
+                       ("LLM calls per turn", "llm_calls"), ("p50 seconds", "p50_s"),
+                       ("p95 seconds", "p95_s")):
+        table.add_row(label, str(summary[key]))
     console.print(table)
     curve = Table(title="calibration of the answerability gate")
     for column in ("probability", "questions", "share answerable"):

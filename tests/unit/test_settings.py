@@ -57,6 +57,14 @@ def test_bad_env_value_is_named(monkeypatch):
         ("slots: {access_level: {field: access, mode: enforced, match: at_most}}\n",
          "needs a non-empty 'levels'"),
         ("qdrant: {collection: 'bad name!'}\n", "qdrant.collection"),
+        ("roles: {judge: sometimes}\n", "roles.judge"),
+        ("roles: {summarise: model}\n", "roles.summarise"),
+        ("evidence: {answerability: {features: [a, b], mean: [0], scale: [1], weights: [1], "
+         "bias: 0}}\n", "same length"),
+        ("evidence: {answerability: {features: [a], mean: [0], scale: [0], weights: [1], "
+         "bias: 0}}\n", "scale must be positive"),
+        ("evidence: {answerability: {features: [a], mean: [0], scale: [1], weights: [1], "
+         "bias: 0, answer_at: 0.3, refuse_below: 0.6}}\n", "refuse_below must not exceed"),
     ],
 )
 def test_malformed_files_give_one_clear_error(tmp_path, text, expected):
@@ -71,3 +79,19 @@ def test_missing_file_is_reported(tmp_path):
 
 def test_empty_file_means_defaults(tmp_path):
     assert load_settings(write(tmp_path, "")).retrieval.top_k == 5
+
+
+def test_roles_take_the_evidence_path_with_the_local_model_only_on_auto():
+    roles = load_settings().roles
+    assert not roles.uses_model("respond", "local")
+    assert roles.uses_model("respond", "openai/gpt-4o-mini")
+    forced = roles.model_copy(update={"judge": "model", "respond": "evidence"})
+    assert forced.uses_model("judge", "local")
+    assert not forced.uses_model("respond", "openai/gpt-4o-mini")
+
+
+def test_the_shipped_answerability_model_orders_its_probabilities():
+    model = load_settings().evidence.answerability
+    weak = dict.fromkeys(model.features, 0.0)
+    strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0}
+    assert model.probability(strong) > model.answer_at > model.probability(weak)

@@ -1,0 +1,95 @@
+"""The answerability gate on the example knowledge base, through both engines.
+
+With every role on its evidence path (the shipped default with the local model) a turn makes no
+model call: the test double records every call, and none may happen.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from main import app
+from tests.conftest import REPO
+from tests.helpers import scripted_runtime
+from tests.integration.test_turn import ask, undecided
+from tests.scripted_llm import ScriptedLLM
+
+pytestmark = pytest.mark.integration
+ENTERPRISE = {"tier": "enterprise", "access_level": "customer"}
+ENGINES = ["crewai", "autogen"]
+
+
+def evidence_runtime(settings, example_kb, engine):
+    llm = ScriptedLLM(model="scripted")
+    return scripted_runtime(settings, example_kb, llm, engine=engine, roles="evidence"), llm
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_near_miss_is_refused_and_its_neighbour_answered_without_a_model_call(
+        settings, example_kb, engine):
+    runtime, llm = evidence_runtime(settings, example_kb, engine)
+    near_miss = ask(runtime, "What does error PAY-309 mean?", slots=ENTERPRISE)
+    assert near_miss.verdict == "idk" and not near_miss.citations
+    answered = ask(runtime, "How many owners can a workspace have?", slots=ENTERPRISE)
+    assert answered.verdict == "answered"
+    assert [c.source_id for c in answered.citations] == ["accounts/team-members.md"]
+    assert "up to 5 owners" in answered.answer
+    assert llm.seen == [] and answered.trace.llm_calls == 0
+    [gate] = [s for s in answered.trace.steps if s.name == "evidence_gate"]
+    assert gate.detail["answerable"] >= settings.evidence.answerability.answer_at
+    assert set(gate.detail["features"]) >= set(settings.evidence.answerability.features)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_problem_statement_is_answered_with_the_sentences_about_that_code(
+        settings, example_kb, engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "my card payment failed with PAY-101", slots=ENTERPRISE)
+    assert result.verdict == "answered"
+    assert [c.source_id for c in result.citations] == ["billing/failed-payments.md"]
+    assert "declined by the bank" in result.answer
+    assert "PAY-102" not in result.answer and "PAY-205" not in result.answer
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_extractive_answer_reads_like_an_answer(settings, example_kb, engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "Which identity providers can I use for single sign-on?",
+                 slots=ENTERPRISE)
+    assert [c.source_id for c in result.citations] == ["sso/saml-setup.md"]
+    assert "Okta, Microsoft Entra ID, Google Workspace" in result.answer
+    assert "**" not in result.answer and "#" not in result.answer
+    assert len(result.answer.split()) <= settings.evidence.answer_words + 5
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_judges_sufficient_never_answers_undecided_evidence_alone(settings, example_kb,
+                                                                      engine):
+    changed = {"answer": "SAML SSO works with Okta and PingFederate.", "passage_ids": [1]}
+    llm = ScriptedLLM(model="scripted").script(
+        Judgement=[{"verdict": "sufficient", "reason": "looks fine"}], DraftAnswer=[changed])
+    runtime = scripted_runtime(undecided(settings), example_kb, llm, engine=engine)
+    result = ask(runtime, "Which identity providers work with SAML SSO?", slots=ENTERPRISE)
+    assert result.verdict == "idk" and not result.citations
+    assert any("no model draft passed the support check" in n for n in result.trace.notes)
+
+
+def test_eval_answers_scores_the_near_miss_set(tmp_path):
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(app, [
+        "--data-dir", str(tmp_path), "eval", "answers", "--dataset",
+        str(REPO / "examples" / "answer-sets" / "near-miss"), "--output", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "refused right" in result.output and "calibration" in result.output
+    summary = json.loads(report.read_text())["summary"]
+    assert summary["questions"] == 28 and summary["llm_calls"] == 0
+    assert summary["answered_right"] >= 0.9 and summary["refused_right"] >= 0.9
+
+
+def test_eval_answers_names_a_bad_dataset(tmp_path):
+    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "eval", "answers",
+                                      "--dataset", str(tmp_path / "nowhere")])
+    assert result.exit_code != 0 and "not a folder" in result.output

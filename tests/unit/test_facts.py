@@ -1,0 +1,40 @@
+"""A draft that changes a name, code, path, URL or number is not supported."""
+
+import pytest
+
+from tasks.facts import codes, facts, missing_facts
+
+PASSAGE = ("CloudDesk works with Okta, Microsoft Entra ID, Google Workspace and any SAML 2.0 "
+           "identity provider. In **Settings → Security → Single sign-on**, copy the ACS URL. "
+           "See https://status.clouddesk.example for incidents. Error SSO-104 means the user "
+           "is not assigned.")
+
+
+@pytest.mark.parametrize("sentence", [
+    "CloudDesk works with Okta and Microsoft Entra ID.",
+    "Open Settings > Security > Single sign-on and copy the ACS URL.",
+    "Check https://status.clouddesk.example for incidents.",
+    "Error SSO-104 means the user is not assigned.",
+    "It works with any SAML 2.0 identity provider.",
+])
+def test_sentences_that_keep_the_facts_pass(sentence):
+    assert missing_facts(sentence, PASSAGE) == []
+
+
+@pytest.mark.parametrize(("sentence", "changed"), [
+    ("CloudDesk works with Okta and PingFederate.", "PingFederate"),
+    ("Open Settings > Admin > Single sign-on.", "Settings > Admin > Single"),
+    ("Check https://status.example.com for incidents.", "https://status.example.com"),
+    ("Error SSO-105 means the user is not assigned.", "SSO-105"),
+    ("It works with any SAML 3.0 identity provider.", "3.0"),
+])
+def test_a_changed_fact_is_named(sentence, changed):
+    assert changed in missing_facts(sentence, PASSAGE)
+
+
+def test_sentence_initial_words_are_not_taken_for_names():
+    assert facts("Refunds take 5 to 7 business days.") == {"5", "7"}
+
+
+def test_codes_are_found_in_any_case():
+    assert codes("my card failed with pay-101, then E-429") == {"PAY-101", "E-429"}
