@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -420,14 +419,14 @@ def eval_answers(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask each question of a labelled set as a new conversation; score answers and refusals."""
-    from agents.answer_eval import evaluate_answers
+    from agents.answer_eval import answer_set_settings, evaluate_answers
     from agents.runtime import build_runtime
     from storage.answer_sets import load_answer_set
     from storage.ingest import ingest_paths
     from storage.knowledge_base import KnowledgeBase
 
     answer_set = load_answer_set(dataset, split)
-    settings = answer_set_settings(state.settings, answer_set.name)
+    settings = answer_set_settings(state.settings, answer_set.name, state.data_dir)
     kb = KnowledgeBase.open(settings, state.data_dir)
     try:
         ingest_paths(kb, [answer_set.kb], prune=True)
@@ -466,15 +465,6 @@ def eval_answers(
     for band in report.calibration:
         curve.add_row(band["probability"], str(band["questions"]), str(band["answerable"]))
     console.print(curve)
-
-
-def answer_set_settings(settings: Any, name: str) -> Any:
-    """Each answer set in its own collection (and, embedded, its own store under the data dir)."""
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:40] or "set"
-    update: dict[str, Any] = {"collection": f"answers-{slug}"}
-    if not settings.qdrant.url:
-        update["path"] = state.data_dir / "eval" / slug / "qdrant"
-    return settings.model_copy(update={"qdrant": settings.qdrant.model_copy(update=update)})
 
 
 if __name__ == "__main__":

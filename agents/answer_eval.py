@@ -21,10 +21,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from agents.runtime import TurnRuntime
 from agents.turn import run_turn
+from config.settings import Settings
 from storage.answer_sets import AnswerSet, LabelledQuestion
 from tasks.schemas import TurnRequest, TurnResult
 
@@ -118,6 +120,15 @@ def calibration(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                       "answerable": round(sum(r["answerable"] for r in inside) / len(inside), 3)
                       if inside else None})
     return bands
+
+
+def answer_set_settings(settings: Settings, name: str, data_dir: Path) -> Settings:
+    """Each answer set in its own collection (and, embedded, its own store under the data dir)."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:40] or "set"
+    update: dict[str, Any] = {"collection": f"answers-{slug}"}
+    if not settings.qdrant.url:
+        update["path"] = Path(data_dir) / "eval" / slug / "qdrant"
+    return settings.model_copy(update={"qdrant": settings.qdrant.model_copy(update=update)})
 
 
 def evaluate_answers(runtime: TurnRuntime, answer_set: AnswerSet, limit: int | None = None,

@@ -11,7 +11,7 @@ Features come from the product path: the turn's search under the set's slots, th
 ``tasks.answerability.read``. A scikit-learn logistic regression on standardised features is
 scored by leave-one-question-out cross-validation (a question and its gold-removed twin are
 held out together); the operating point maximises balanced accuracy of those held-out
-probabilities on the real questions.
+probabilities on the real questions (the middle of the gap between the classes).
 
     python bench/train_answerability.py [--data-dir DIR] [--features a,b,...] [--dry-run]
 
@@ -97,12 +97,26 @@ def rates(rows: list[dict], probability: np.ndarray, threshold: float) -> dict[s
 
 
 def operating_point(rows: list[dict], probability: np.ndarray) -> float:
-    """The threshold with the best balanced accuracy on the real questions (ties: higher)."""
+    """The middle of the widest run of thresholds with the best balanced accuracy on the real
+    questions (the middle of the gap between the classes, not its edge)."""
     candidates = sorted({round(float(p), 3) for p in probability} | {0.5})
+
     def balanced(t: float) -> float:
         found = rates(rows, probability, t)
-        return found["answerable_passed"] + found["unanswerable_refused"]
-    return max(candidates, key=lambda t: (round(balanced(t), 6), t))
+        return round(found["answerable_passed"] + found["unanswerable_refused"], 6)
+
+    best = max(balanced(t) for t in candidates)
+    runs: list[list[float]] = []
+    for threshold in candidates:
+        if balanced(threshold) == best:
+            if runs and runs[-1][-1] == candidates[candidates.index(threshold) - 1]:
+                runs[-1].append(threshold)
+            else:
+                runs.append([threshold])
+    widest = max(runs, key=lambda run: run[-1] - run[0])
+    following = [t for t in candidates if t > widest[-1]]
+    upper = following[0] if following else widest[-1]
+    return round((widest[0] + upper) / 2, 3)
 
 
 def main() -> None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from storage.model_files import BM25_ASSETS
+
 _CODE = re.compile(r"\b[A-Z]{1,6}-\d{2,6}\b")
 _BACKTICK = re.compile(r"`([^`\n]{2,40})`")
 _BOLD = re.compile(r"\*\*([^*\n]{2,40})\*\*")
@@ -25,6 +27,8 @@ _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}\b(?!-\d)")
 _PLAN = re.compile(r"\b(Basic|Pro|Enterprise)\b")
 _NOT_ENTITIES = frozenset({"id", "ok", "pdf", "url", "ui", "us", "eu", "utc", "cet", "faq",
                            "http", "https", "json", "xml", "zip", "a", "i"})
+# an acronym that is also an everyday word ("IT" team vs "it") is no entity in a question
+_WORDS = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
 
 
 def _clean(term: str) -> str:
@@ -37,7 +41,7 @@ def kb_entities(text: str) -> list[str]:
     for pattern in (_CODE, _BACKTICK, _BOLD, _ACRONYM, _PLAN):
         for match in pattern.finditer(text):
             term = _clean(match.group(1) if match.groups() else match.group(0))
-            if len(term) >= 2 and term not in _NOT_ENTITIES:
+            if len(term) >= 2 and term not in _NOT_ENTITIES and term not in _WORDS:
                 found.add(term)
     return sorted(found)
 
@@ -47,6 +51,8 @@ def query_entities(text: str, vocabulary: Iterable[str]) -> list[str]:
     lowered = f" {text.lower()} "
     hits = []
     for term in vocabulary:
+        if term in _WORDS:
+            continue
         if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", lowered):
             hits.append(term)
     return sorted(hits)

@@ -30,6 +30,7 @@ _LEANS_BACK = re.compile(
     r"|\bwhat (should|do|can) i do\b|\bhow (do|can) i (fix|solve|change) (it|that|this)\b",
     re.IGNORECASE)
 SUBJECT_TERMS = 8
+SHORT_FOLLOW_UP = 7  # words: a message this short, mid-conversation, leans on the one before
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def named(entities: list[dict[str, Any]]) -> str:
 
 
 def leans_back(message: str) -> bool:
-    return bool(_LEANS_BACK.search(message.strip())) or len(message.split()) <= 4
+    return bool(_LEANS_BACK.search(message.strip())) or len(message.split()) <= SHORT_FOLLOW_UP
 
 
 def resolve_follow_up(message: str, history: list[HistoryTurn],

@@ -136,17 +136,22 @@ def model_role(settings: Settings, role: str) -> bool:
 
 
 def grounded_phrasings(state: TurnState) -> list[str]:
-    """What the passages must answer: the customer's words, and the same words with what a
-    follow-up or a remembered entity refers to. A model's rewrite helps the search but is
-    never what the gate judges (a rewrite can drift to another question). A message that wraps
-    one question in context ("My order X was charged twice. How long does a refund take?")
-    is also judged by that question alone."""
-    resolved = [state.follow_up[0]] if state.follow_up else []
+    """What the passages must answer: the customer's words or, for a follow-up, those words
+    with what they refer to (the previous question's subject, a remembered entity).
+
+    A model's rewrite helps the search but is never what the gate judges: a rewrite can drift
+    to another question. A message that wraps one question in context ("My order X was
+    charged twice. How long does a refund take?") is also judged by that question alone.
+    """
     parts = split_sentences(" ".join(state.message.split()))
     asked = [p for p in parts if p.endswith("?")]
-    questions = asked if len(asked) == 1 and len(parts) > 1 else []
-    return [state.message, *resolved, *(q for q in state.queries if q.startswith(state.message)),
-            *questions]
+    question = asked[0] if len(asked) == 1 and len(parts) > 1 else ""
+    named = [q for q in state.queries if q.startswith(state.message) and q != state.message]
+    resolved = list(dict.fromkeys([*state.follow_up[:1], *named]))
+    if resolved:  # the bare words of a follow-up do not stand alone
+        extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
+        return [*resolved, *extra]
+    return [state.message, *([question] if question else [])]
 
 
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:

@@ -1,0 +1,41 @@
+"""The follow-up set (examples/kickoff/follow-ups.yaml) on the evidence path, both engines.
+
+Second turns that only make sense with the first, and returning customers whose entity is only
+in entity memory. The floor is today's measured level (bench/results/roles.md has the figures).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.kickoff import load_script, run_script
+from storage.edge_store import EdgeStore
+from storage.memory import MemoryStore
+from tests.conftest import REPO
+from tests.helpers import scripted_runtime
+from tests.scripted_llm import ScriptedLLM
+
+pytestmark = pytest.mark.integration
+FLOOR = 0.8
+
+
+@pytest.mark.parametrize("engine", ["crewai", "autogen"])
+def test_follow_ups_are_answered_from_history_and_entity_memory(settings, example_kb, engine,
+                                                                tmp_path):
+    llm = ScriptedLLM(model="scripted")
+    runtime = scripted_runtime(settings, example_kb, llm, engine=engine, roles="evidence")
+    runtime.memory = MemoryStore(EdgeStore(tmp_path / "memory"), example_kb.encoders)
+    runtime.memory.ensure()
+    lines = list(run_script(load_script(REPO / "examples" / "kickoff" / "follow-ups.yaml"),
+                            runtime))
+    follow_ups = [line for line in lines if line["turn_index"] == 1
+                  or line["conversation_id"].endswith("-returning")]
+    assert len(follow_ups) >= 20
+    right = [line for line in follow_ups if not line["expect_failures"]]
+    assert len(right) / len(follow_ups) >= FLOOR, [
+        (line["conversation_id"], line["expect_failures"]) for line in follow_ups
+        if line["expect_failures"]]
+    resolved = [line for line in lines if line["conversation_id"] == "r1-returning"][0]
+    assert "PAY-205" in " ".join(q for step in resolved["trace"]["steps"]
+                                 for q in step["detail"].get("queries", []))
+    assert llm.seen == []
