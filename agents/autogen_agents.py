@@ -39,6 +39,7 @@ from agents.turn_steps import (
     load_context,
     record_retrieval,
     role_inputs,
+    role_uses_model,
 )
 from agents.usage import acting_as, record_call
 from config.settings import ROLE_NAMES
@@ -49,7 +50,6 @@ from tasks.gates import (
     intake_route,
     judge_route,
     merge_rewrite,
-    model_role,
     plan_rewrite,
     revision_request,
     support_check,
@@ -163,7 +163,8 @@ class _ModelRole(_TurnAgent):
     @property
     def uses_model(self) -> bool:
         """Whether this role takes the model's path (``roles:``); tool agents always do."""
-        return self.task not in ROLE_NAMES or model_role(self.services.runtime.settings, self.task)
+        return self.task not in ROLE_NAMES or role_uses_model(
+            self.state, self.services.runtime.settings, self.task)
 
     async def ask(self, cancellation_token: CancellationToken, tools: list[Any] | None = None
                   ) -> Any:

@@ -42,6 +42,7 @@ from agents.turn_steps import (
     load_context,
     record_retrieval,
     role_inputs,
+    role_uses_model,
 )
 from agents.usage import acting_as
 from tasks.gates import (
@@ -51,7 +52,6 @@ from tasks.gates import (
     intake_route,
     judge_route,
     merge_rewrite,
-    model_role,
     plan_rewrite,
     revision_request,
     support_check,
@@ -124,7 +124,7 @@ class SupportTurnFlow(Flow[TurnState]):
         return "as_is"
 
     def _uses_model(self, role: str) -> bool:
-        return model_role(self._runtime.settings, role)
+        return role_uses_model(self.state, self._runtime.settings, role)
 
     @listen("rewrite")
     def reformulate(self) -> None:

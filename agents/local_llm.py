@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import threading
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 from crewai.llms.base_llm import BaseLLM
 from pydantic import BaseModel, PrivateAttr
 
+from agents.deadline import DeadlineExceeded, expired, time_left
 from agents.usage import record_call
 from storage.model_files import smollm2_gguf
 
@@ -159,14 +161,22 @@ class LocalLlamaLLM(BaseLLM):
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         asked = time.perf_counter()
         with self._lock:  # one llama.cpp context: calls of concurrent turns wait their turn
+            if expired():
+                raise DeadlineExceeded(f"{purpose or 'model'} call not started: turn deadline")
             started = time.perf_counter()
             fitted = _fit(messages, llama, self.n_ctx, kwargs["max_tokens"])
-            response = llama.create_chat_completion(messages=fitted, **kwargs)
+            if math.isinf(time_left()):
+                response = llama.create_chat_completion(messages=fitted, **kwargs)
+                usage = response.get("usage") or {}
+                text = str(response["choices"][0]["message"].get("content") or "")
+                prompt, completion = (int(usage.get("prompt_tokens", 0)),
+                                      int(usage.get("completion_tokens", 0)))
+            else:
+                text, prompt, completion = _generate_until_deadline(llama, fitted, kwargs)
             done = time.perf_counter()
-        usage = response.get("usage") or {}
-        record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                    (done - started) * 1000, purpose, wait_ms=(started - asked) * 1000)
-        return str(response["choices"][0]["message"].get("content") or "").strip()
+        record_call(prompt, completion, (done - started) * 1000, purpose,
+                    wait_ms=(started - asked) * 1000)
+        return text.strip()
 
     def call(
         self,
@@ -189,6 +199,18 @@ class LocalLlamaLLM(BaseLLM):
 
     async def acall(self, *args: Any, **kwargs: Any) -> str | Any:
         return self.call(*args, **kwargs)
+
+
+def _generate_until_deadline(llama: Any, messages: list[dict[str, Any]],
+                             kwargs: dict[str, Any]) -> tuple[str, int, int]:
+    """Stream the completion and stop when the turn's deadline passes (output cut short)."""
+    pieces: list[str] = []
+    for chunk in llama.create_chat_completion(messages=messages, stream=True, **kwargs):
+        pieces.append(str(chunk["choices"][0].get("delta", {}).get("content") or ""))
+        if expired():
+            break
+    completion = len(pieces)
+    return "".join(pieces), max(0, int(getattr(llama, "n_tokens", 0)) - completion), completion
 
 
 def _fit(messages: list[dict[str, Any]], llama: Any, n_ctx: int, reserve: int

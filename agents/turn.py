@@ -17,26 +17,89 @@ Usage::
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import logging
 import time
+from collections.abc import Callable
 
+from agents.deadline import turn_deadline
 from agents.runtime import TurnRuntime
 from agents.turn_steps import TurnFailed, is_outage, outage_errors
 from agents.usage import UsageLedger
+from tasks.gates import deadline_result
 from tasks.memory_context import save_result
 from tasks.schemas import LlmCallTrace, TurnRequest, TurnResult
-from tasks.state import TurnState
+from tasks.state import STEP_LISTENER, TurnState
 
 log = logging.getLogger(__name__)
+StepCallback = Callable[[str], None]
+HARD_STOP_S = 0.5  # past the deadline, this long for the engine to finish its cut-short call
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="turn")
 
 
-def run_turn(request: TurnRequest, runtime: TurnRuntime) -> TurnResult:
-    """Answer one customer message; never raises for retrieval or model failures."""
+class TurnAbandoned(RuntimeError):
+    """The turn's deadline passed and its result was already given; the late work stops."""
+
+
+class TurnWatch:
+    """Sees every step of one turn: tells the listener, keeps the live state for the deadline."""
+
+    def __init__(self, state: TurnState, on_step: StepCallback | None) -> None:
+        self.live, self.running, self.abandoned = state, "start", False
+        self.on_step = on_step
+
+    def __call__(self, state: TurnState, name: str) -> None:
+        if self.abandoned:
+            raise TurnAbandoned(name)
+        self.live, self.running = state, name
+        if self.on_step is not None:
+            try:
+                self.on_step(name)
+            except Exception:  # a listener that fails never breaks the turn
+                log.exception("progress listener failed on step %s", name)
+
+    def snapshot(self) -> TurnState:
+        """A copy of the live state to finish from (the late worker keeps the original)."""
+        for _ in range(3):
+            try:
+                return self.live.model_copy(deep=True)
+            except RuntimeError:  # changed while copied: try again
+                continue
+        return TurnState.for_request(self.live.request) if self.live.request else self.live
+
+
+def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch) -> TurnState:
+    """The engine's turn in a worker; past the deadline, the best evidence-based outcome."""
+    timeout = runtime.settings.turn_timeout_s
+    def work() -> TurnState:
+        STEP_LISTENER.set(watch)  # in the worker's own context: late steps stop there
+        return runtime.engine.run(state, runtime)
+
+    worker = _WORKERS.submit(contextvars.copy_context().run, work)
+    try:
+        return worker.result(timeout=timeout + HARD_STOP_S)
+    except concurrent.futures.TimeoutError:
+        watch.abandoned = True
+        late = watch.snapshot()
+        late.result = deadline_result(late, runtime.scorer, runtime.settings, watch.running)
+        return late
+
+
+def run_turn(request: TurnRequest, runtime: TurnRuntime,
+             on_step: StepCallback | None = None) -> TurnResult:
+    """Answer one customer message; never raises for retrieval or model failures.
+
+    ``on_step(name)`` is told when each step starts (progress for a waiting customer). The turn
+    ends by ``turn_timeout_s`` (plus the time to quote an answer from the passages).
+    """
     started = time.perf_counter()
     state = TurnState.for_request(request)
-    with UsageLedger.activate() as ledger:
+    watch = TurnWatch(state, on_step)
+    deadline = time.monotonic() + runtime.settings.turn_timeout_s
+    with UsageLedger.activate() as ledger, turn_deadline(deadline):
         try:
-            state = runtime.engine.run(state, runtime)
+            state = _run_engine(runtime, state, watch)
             result = state.result or TurnResult(
                 session_id=request.session_id, verdict="error",
                 answer=runtime.settings.messages.connection_problem)

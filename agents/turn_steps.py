@@ -19,15 +19,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.deadline import expired
 from agents.search_tool import KnowledgeBaseSearchTool
 from storage.store import StoreError
-from tasks.gates import render_entities, render_history, render_passages
+from tasks.gates import model_role, render_entities, render_history, render_passages
 from tasks.memory_context import load_context as load_memory
 from tasks.memory_context import save_pending
 from tasks.schemas import TurnRequest
 from tasks.state import TurnState
 
 EVIDENCE_PATH = "roles.{role}: evidence path, no model call"
+
+
+def role_uses_model(state: TurnState, settings: Any, role: str) -> bool:
+    """The role's model path, unless ``roles:`` says evidence or the turn's deadline passed."""
+    if not model_role(settings, role):
+        return False
+    if expired():
+        state.note(f"deadline: {role} took the evidence path")
+        return False
+    return True
 
 
 class RetrievalUnavailable(RuntimeError):

@@ -266,6 +266,7 @@ class Settings(BaseSettings):
     engine: Literal["crewai", "autogen"] = "crewai"
     process: Literal["sequential", "hierarchical"] = "sequential"
     max_rounds: int = Field(2, ge=0, le=5)
+    turn_timeout_s: float = Field(15.0, gt=0, le=600)
     roles: RoleSettings = RoleSettings()
     messages: Messages = Messages()
     pilot: PilotSettings = PilotSettings()

@@ -11,6 +11,7 @@ methods and the AutoGen ``GraphFlow``'s gate agents call these and follow what t
     judge_route     the judge's verdict, where evidence left it undecided
     support_check   the responder's guardrail: which draft sentences the passages do not support
     answer_result   a verified draft, or the extractive answer; refuse_result / handoff_result
+    deadline_result the best evidence-based outcome when the turn's time ran out
 
 Usage::
 
@@ -293,6 +294,25 @@ def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
     return TurnResult(session_id=state.request.session_id if state.request else "",
                       answer=answer, verdict="answered", judge_verdict=state.verdict,
                       citations=citations)
+
+
+def deadline_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
+                    running: str) -> TurnResult:
+    """The best evidence-based outcome of a turn whose time ran out during ``running``:
+    an extractive answer where the passages answer, else "no results" (or the hand-off)."""
+    state.note(f"deadline: {settings.turn_timeout_s:g} s passed during {running}; "
+               "evidence decided the outcome")
+    if state.result is not None:
+        return state.result
+    if state.route == "handoff":
+        return handoff_result(state, settings)
+    if state.passages and not state.evidence.question:
+        evidence_route(state, scorer, settings)
+    model = settings.evidence.answerability
+    if state.passages and state.evidence.probability >= (model.answer_at + model.refuse_below) / 2:
+        state.draft_required = False
+        return answer_result(state, scorer, settings, None)
+    return refuse_result(state, settings)
 
 
 def refuse_result(state: TurnState, settings: Settings) -> TurnResult:

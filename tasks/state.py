@@ -13,8 +13,9 @@ Usage::
 
 from __future__ import annotations
 
+import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -34,6 +35,11 @@ from tasks.schemas import (
 )
 
 Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
+
+# Who watches a turn's steps (progress for the customer, the deadline's view of the live
+# state): called with the state and the step's name whenever a step starts.
+STEP_LISTENER: contextvars.ContextVar[Callable[[TurnState, str], None] | None] = \
+    contextvars.ContextVar("step_listener", default=None)
 
 
 class EvidenceView(BaseModel):
@@ -106,6 +112,9 @@ class TurnState(BaseModel):
         """Time a step and record it with the details the block adds to the yielded dict."""
         started = time.perf_counter()
         info = dict(detail)
+        listener = STEP_LISTENER.get()
+        if listener is not None:
+            listener(self, name)
         try:
             yield info
         finally:
