@@ -25,11 +25,12 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agents.progress import progress_label
 from agents.turn import run_turn
 from config.settings import Settings
 from service.auth import AuthError, Caller, authenticate
@@ -101,6 +102,11 @@ def _field(error: dict[str, Any]) -> str:
     if error.get("type") == "json_invalid":
         return "body"
     return ".".join(str(p) for p in error["loc"][1:]) or "body"
+
+
+def sse_event(name: str, data: dict[str, Any]) -> str:
+    """One server-sent event."""
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
 def customer_trace(result: TurnResult) -> dict[str, Any]:
@@ -223,28 +229,66 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
                                          customer, owner_of(who), dict(body.slots))
         return {"session_id": session_id, "customer_id": customer, "slots": header["slots"]}
 
-    @app.post("/v1/sessions/{session_id}/messages")
-    async def message(session_id: str, body: NewMessage, who: Authed
-                      ) -> JSONResponse:
+    def shown(result: TurnResult, who: Caller) -> tuple[int, dict[str, Any]]:
+        """The status and body a caller gets for a finished turn."""
+        payload = result.model_dump(mode="json")
+        if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
+            payload["trace"] = customer_trace(result)
+        if result.verdict == "error":
+            return 503, {**error_body("unavailable", settings.messages.connection_problem),
+                         "result": payload}
+        return 200, payload
+
+    async def turn_events(request: TurnRequest, who: Caller, lock: str) -> AsyncIterator[str]:
+        """Server-sent events: one ``step`` event as each step starts, then ``result``."""
+        loop = asyncio.get_running_loop()
+        steps: asyncio.Queue[str] = asyncio.Queue()
+
+        def on_step(step: str) -> None:
+            loop.call_soon_threadsafe(steps.put_nowait, step)
+
+        async with locks[lock]:
+            turn = asyncio.ensure_future(run_in_threadpool(run_turn, request, state["runtime"],
+                                                           on_step))
+            while not (turn.done() and steps.empty()):
+                waiting = asyncio.ensure_future(steps.get())
+                await asyncio.wait({turn, waiting}, return_when=asyncio.FIRST_COMPLETED)
+                if waiting.done():
+                    step = waiting.result()
+                    yield sse_event("step", {"step": step, "label": progress_label(step)})
+                else:
+                    waiting.cancel()
+            status, body = shown(turn.result(), who)
+        yield sse_event("result" if status == 200 else "error", body)
+
+    @app.post("/v1/sessions/{session_id}/messages", response_model=None)
+    async def message(session_id: str, body: NewMessage, who: Authed, http: Request
+                      ) -> JSONResponse | StreamingResponse:
+        """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
         header = await run_in_threadpool(owned_session, who, session_id)
+        streaming = "text/event-stream" in http.headers.get("accept", "")
         if header.get("handoff"):
             result = TurnResult(session_id=session_id, answer=settings.messages.handoff,
                                 verdict="handoff", handoff=True)
+            if streaming:
+                return StreamingResponse(iter([sse_event("result", result.model_dump(
+                    mode="json"))]), media_type="text/event-stream")
             return JSONResponse(result.model_dump(mode="json"))
         slots = {**header["slots"], **who.slots}
         if who.tenant:
             slots["tenant"] = who.tenant
         request = TurnRequest(session_id=session_id, customer_id=header["customer_id"],
                               message=body.message, slots=slots)
-        async with locks[f"{who.tenant}/{session_id}"]:
+        lock = f"{who.tenant}/{session_id}"
+        if streaming:
+            return StreamingResponse(turn_events(request, who, lock),
+                                     media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache",
+                                              "X-Accel-Buffering": "no"})
+        async with locks[lock]:
             result = await run_in_threadpool(run_turn, request, state["runtime"])
-        payload = result.model_dump(mode="json")
-        if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
-            payload["trace"] = customer_trace(result)
-        if result.verdict == "error":
-            return JSONResponse({**error_body("unavailable", settings.messages.connection_problem),
-                                 "result": payload}, status_code=503)
-        return JSONResponse(payload)
+        status, payload = shown(result, who)
+        return JSONResponse(payload, status_code=status)
 
     @app.get("/v1/sessions/{session_id}")
     async def get_session(session_id: str, who: Authed) -> dict[str, Any]:

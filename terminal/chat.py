@@ -21,6 +21,7 @@ from prompt_toolkit.history import FileHistory
 from rich.console import Console
 from rich.panel import Panel
 
+from agents.progress import progress_label
 from agents.turn import run_turn
 from storage.filters import SlotError, build_filters
 from storage.memory import Scope
@@ -106,9 +107,12 @@ class ChatLoop:
     def ask(self, message: str) -> TurnResult | None:
         request = TurnRequest(session_id=self.session_id, customer_id=self.customer_id,
                               message=message, slots=self.slots)
-        future = self._pool.submit(run_turn, request, self.runtime)
         try:
-            with self.console.status("the crew is working…"):
+            with self.console.status("the crew is working…") as status:
+                def show_step(step: str) -> None:
+                    status.update(f"{progress_label(step)}…")
+
+                future = self._pool.submit(run_turn, request, self.runtime, show_step)
                 result = future.result()
         except KeyboardInterrupt:
             self.console.print("[yellow]cancelled[/] (your message is stored)")

@@ -2,6 +2,7 @@
 "use strict";
 const state = { key: null, session: null };
 const $ = (id) => document.getElementById(id);
+const UNREACHABLE = "The support service cannot be reached. Check your connection and try again.";
 
 function showError(text) {
   const banner = $("error");
@@ -18,13 +19,61 @@ async function api(path, body) {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (err) {
-    throw new Error("The support service cannot be reached. Check your connection and try again.");
+    throw new Error(UNREACHABLE);
   }
+  return readJson(response);
+}
+
+// A JSON answer: the error's message when it failed (a 503 may still carry a turn's result).
+async function readJson(response) {
   const data = await response.json().catch(() => ({}));
   if (!response.ok && !(response.status === 503 && data.result)) {
     throw new Error((data.error && data.error.message) || ("Request failed: " + response.status));
   }
   return data.result || data;
+}
+
+// One turn over server-sent events: onStep(label) as each step starts, then the result.
+async function askStreaming(path, body, onStep) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Accept": "text/event-stream",
+                 "Authorization": "Bearer " + state.key },
+      body: JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new Error(UNREACHABLE);
+  }
+  const type = response.headers.get("Content-Type") || "";
+  if (!type.startsWith("text/event-stream") || !response.body) return readJson(response);
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields = {};
+      for (const line of block.split("\n")) {
+        const colon = line.indexOf(": ");
+        if (colon > 0) fields[line.slice(0, colon)] = line.slice(colon + 2);
+      }
+      const data = JSON.parse(fields.data || "{}");
+      if (fields.event === "step") onStep(data.label);
+      else if (fields.event === "result") return data;
+      else if (fields.event === "error") {
+        if (data.result) return data.result;
+        throw new Error((data.error && data.error.message) || "The turn failed.");
+      }
+    }
+  }
+  throw new Error("The answer was cut off. Please try again.");
 }
 
 function addMessage(role, text) {
@@ -107,7 +156,19 @@ $("ask").addEventListener("submit", async (event) => {
   $("question").value = "";
   $("send").disabled = true;
   try {
-    const result = await api(`/v1/sessions/${state.session}/messages`, { message: question });
+    const progress = document.createElement("li");
+    progress.className = "progress";
+    progress.setAttribute("role", "status");
+    progress.textContent = "Working on it…";
+    $("messages").append(progress);
+    let result;
+    try {
+      result = await askStreaming(`/v1/sessions/${state.session}/messages`,
+                                  { message: question },
+                                  (label) => { progress.textContent = label + "…"; });
+    } finally {
+      progress.remove();
+    }
     showError("");
     const item = addMessage("assistant", result.answer);
     item.dataset.verdict = result.verdict;

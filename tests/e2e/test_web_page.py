@@ -45,12 +45,21 @@ def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
         page.goto(url)
         page.get_by_label("Access key").fill("web-key")
         page.get_by_role("button", name="Start").click()
+        page.evaluate("""window.seenProgress = [];
+            new MutationObserver(() => {
+              const shown = document.querySelector('li.progress');
+              if (shown) window.seenProgress.push(shown.textContent);
+            }).observe(document.getElementById('messages'),
+                       {childList: true, subtree: true, characterData: true});""")
         question = page.get_by_label("Your question")
         question.fill("How long does a refund take?")
         question.press("Enter")  # keyboard only
         answer = page.locator("li.assistant").first
         answer.wait_for(timeout=60_000)
         assert "5 to 7 business days" in answer.inner_text()
+        seen = page.evaluate("window.seenProgress")  # the steps streamed while waiting
+        assert "searching the help articles…" in seen, seen
+        assert page.locator("li.progress").count() == 0
         link = answer.get_by_role("link", name="Refunds")
         assert link.get_attribute("href").endswith("/billing/refunds")
         page.screenshot(path=str(tmp_path / "answer.png"))

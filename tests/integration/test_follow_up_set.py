@@ -35,7 +35,7 @@ def test_follow_ups_are_answered_from_history_and_entity_memory(settings, exampl
     assert len(right) / len(follow_ups) >= FLOOR, [
         (line["conversation_id"], line["expect_failures"]) for line in follow_ups
         if line["expect_failures"]]
-    resolved = [line for line in lines if line["conversation_id"] == "r1-returning"][0]
+    resolved = next(line for line in lines if line["conversation_id"] == "r1-returning")
     assert "PAY-205" in " ".join(q for step in resolved["trace"]["steps"]
                                  for q in step["detail"].get("queries", []))
     assert llm.seen == []

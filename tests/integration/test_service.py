@@ -230,3 +230,31 @@ def test_turns_of_one_session_are_serialised_and_none_is_lost(client):
     stored = client.get(f"/v1/sessions/{session}", headers=auth("widget")).json()["turns"]
     assert sorted(t["user"] for t in stored) == ["refund one?", "refund three?", "refund two?"]
     assert all(t["status"] == "done" for t in stored)
+
+
+def sse_events(text: str) -> list[tuple[str, dict]]:
+    events = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def test_a_turn_streams_its_steps_then_the_result_as_server_sent_events(client):
+    session = new_session(client)
+    response = client.post(f"/v1/sessions/{session}/messages",
+                           json={"message": "How long does a refund take?"},
+                           headers={**auth("widget"), "Accept": "text/event-stream"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(response.text)
+    names = [name for name, _ in events]
+    assert names[-1] == "result" and set(names[:-1]) == {"step"}
+    steps = [data["step"] for name, data in events if name == "step"]
+    assert steps[0] == "context" and steps.index("retrieve") < steps.index("evidence_gate")
+    labels = {data["step"]: data["label"] for name, data in events if name == "step"}
+    assert labels["retrieve"] == "searching the help articles"
+    result = events[-1][1]
+    assert result["verdict"] == "answered" and "filters" not in json.dumps(result["trace"])
+    stored = client.get(f"/v1/sessions/{session}", headers=auth("widget")).json()
+    assert len(stored["turns"]) == 1

@@ -1,0 +1,29 @@
+"""What a waiting customer is told while a turn runs: one plain label per kind of step.
+
+Usage::
+
+    run_turn(request, runtime, on_step=lambda step: print(progress_label(step)))
+    progress_label("retrieve")     # "searching the help articles"
+"""
+
+from __future__ import annotations
+
+LABELS = {
+    "context": "reading the conversation",
+    "intake": "reading your message",
+    "manage": "the team lead is assigning the work",
+    "reformulate": "understanding your question",
+    "retrieve": "searching the help articles",
+    "evidence_gate": "checking the evidence",
+    "judge_gate": "checking the evidence",
+    "manager_check": "checking the evidence",
+    "respond": "writing the answer",
+    "revise": "writing the answer",
+    "support_check": "checking the answer against the articles",
+    "verify": "checking the answer against the articles",
+}
+
+
+def progress_label(step: str) -> str:
+    """The customer-facing label of a step (unknown steps: "working")."""
+    return LABELS.get(step, "working")
