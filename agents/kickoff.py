@@ -110,6 +110,7 @@ def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: 
         "conversation_id": conversation.id,
         "turn_index": index,
         "user": turn.user,
+        "expect": turn.expect.model_dump(exclude_defaults=True) if turn.expect else None,
         "answer": result.answer,
         "verdict": result.verdict,
         "handoff": result.handoff,

@@ -10,7 +10,9 @@ Usage (first import of a bench script)::
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,3 +55,17 @@ def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None =
     ingest_paths(kb, [answer_set.kb], prune=True)
     scorer = EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics)
     return OpenedSet(answer_set, settings, kb, QdrantRetriever(kb=kb), scorer)
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """A Markdown table."""
+    return ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|",
+            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+
+
+def write_results(name: str, lines: list[str], data: object) -> None:
+    """Print the Markdown and write bench/results/<name>.md and .json."""
+    print("\n".join(lines))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")

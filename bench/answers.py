@@ -19,12 +19,11 @@ Writes bench/results/answers.{md,json}.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, ROOT, open_answer_set
+from _common import ROOT, open_answer_set, table, write_results
 
 from agents.answer_eval import answer_set_settings, evaluate_answers, overlap, summarise
 from agents.runtime import build_runtime
@@ -126,17 +125,9 @@ def main() -> None:
              "of a new conversation, `access_level: public`. dev = doc2dial-support-dev (tuned "
              "on), test = doc2dial-support (reported only).", ""]
     for name, runs in results.items():
-        lines += [f"## {name}", "", "| system | " + " | ".join(FIGURES) + " |",
-                  "|---" * (len(FIGURES) + 1) + "|"]
-        for label, run in runs.items():
-            lines.append(f"| {label} | " + " | ".join(str(run["summary"][f]) for f in FIGURES)
-                         + " |")
-        lines.append("")
-    print("\n".join(lines))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "answers.md").write_text("\n".join(lines))
-    (RESULTS / "answers.json").write_text(json.dumps(results, indent=1) + "\n")
-
+        lines += [f"## {name}", "", *table(("system", *FIGURES), (
+            (label, *(run["summary"][f] for f in FIGURES)) for label, run in runs.items())), ""]
+    write_results("answers", lines, results)
 
 if __name__ == "__main__":
     main()

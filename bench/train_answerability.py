@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np
 import yaml
-from _common import RESULTS, ROOT, open_answer_set
+from _common import ROOT, open_answer_set, table, write_results
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import LeaveOneGroupOut
 
@@ -131,15 +130,15 @@ def main() -> None:
             for row in rows_for(directory, args.data_dir / directory.name)]
     subsets = [args.features.split(",")] if args.features else [
         list(s) for n in (2, 3, 4) for s in itertools.combinations(FEATURES, n)]
-    table = []
+    ranking = []
     for subset in subsets:
         held_out = cross_validated(rows, subset, args.c)
         threshold = operating_point(rows, held_out)
-        table.append({"features": subset, "threshold": threshold,
+        ranking.append({"features": subset, "threshold": threshold,
                       **rates(rows, held_out, threshold)})
-    table.sort(key=lambda t: (-(t["answerable_passed_top_gold"] + t["unanswerable_refused"]),
+    ranking.sort(key=lambda t: (-(t["answerable_passed_top_gold"] + t["unanswerable_refused"]),
                               len(t["features"])))
-    best = table[0]
+    best = ranking[0]
     x = np.array([[r[f] for f in best["features"]] for r in rows])
     model = _fit(x, np.array([r["answerable"] for r in rows]), args.c)
     fitted = {"features": best["features"],
@@ -152,18 +151,14 @@ def main() -> None:
                            + " (+ gold-removed twins); bench/train_answerability.py"}
     lines = ["# Answerability gate: feature subsets, leave-one-question-out", "",
              f"{len(rows)} rows ({sum(r['real'] for r in rows)} real questions). Rates on the "
-             "real questions, held out; threshold = best balanced accuracy.", "",
-             "| features | threshold | answerable passed | passed, top passage gold | "
-             "unanswerable refused |", "|---|---|---|---|---|"]
-    lines += [f"| {', '.join(t['features'])} | {t['threshold']} | {t['answerable_passed']} | "
-              f"{t['answerable_passed_top_gold']} | {t['unanswerable_refused']} |"
-              for t in table[:15]]
-    lines += ["", "Chosen: " + ", ".join(best["features"]), ""]
-    print("\n".join(lines))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "answerability.md").write_text("\n".join(lines))
-    (RESULTS / "answerability.json").write_text(
-        json.dumps({"model": fitted, "table": table, "rows": rows}, indent=1) + "\n")
+             "real questions, held out; threshold = middle of the best balanced accuracy.", "",
+             *table(("features", "threshold", "answerable passed", "passed, top passage gold",
+                     "unanswerable refused"),
+                    ((", ".join(t["features"]), t["threshold"], t["answerable_passed"],
+                      t["answerable_passed_top_gold"], t["unanswerable_refused"])
+                     for t in ranking[:15])),
+             "", "Chosen: " + ", ".join(best["features"]), ""]
+    write_results("answerability", lines, {"model": fitted, "table": ranking, "rows": rows})
     if not args.dry_run:
         header = "# Fitted by bench/train_answerability.py; do not edit by hand.\n"
         (ROOT / "config" / "answerability.yaml").write_text(

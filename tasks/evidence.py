@@ -1,8 +1,7 @@
 """Evidence checks that decide over the model: passage relevance and sentence support.
 
 Scores use the MiniLM token vectors (late interaction, MaxSim averaged over the query's word
-pieces) and plain lexical overlap of content words. Thresholds live in config (``evidence:``)
-and were calibrated on the example knowledge base (``bench/calibrate_evidence.py``).
+pieces) and plain lexical overlap of content words. Thresholds live in config (``evidence:``).
 
 Usage::
 
