@@ -6,6 +6,11 @@ endpoint (no JSON-schema constraint, tools left to CrewAI's text prompting, as l
 server does for SmolLM2's chat template).
 
     python bench/turn_cost.py [--script examples/kickoff/support-demo.yaml] [--data-dir DIR]
+                              [--baseline-repo DIR]
+
+``--baseline-repo`` points at another checkout (for example ``git worktree add /tmp/before
+19f1414``): the same script runs there through its own ``main.py kickoff`` (both engines) in
+the same run, so today's main and the change stand side by side.
 
 Writes bench/results/turn_cost.{json,md}.
 """
@@ -16,15 +21,15 @@ import argparse
 import json
 import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, table, write_results
 
-from config.telemetry import apply_telemetry_policy  # noqa: E402
+from config.telemetry import apply_telemetry_policy
 
 apply_telemetry_policy()
 
@@ -112,8 +117,15 @@ def stock_turn(llm: StockLocalLLM, tool: PlainQdrantSearch, question: str) -> Tu
     return TurnResult(session_id="stock", answer=answer, verdict=verdict, citations=citations)
 
 
+def p50(values: list[float]) -> float:
+    return round(statistics.median(values), 2) if values else 0.0
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {
+        "answered_p50_s": p50([r["seconds"] for r in rows if r.get("verdict") == "answered"]),
+        "idk_p50_s": p50([r["seconds"] for r in rows if r.get("verdict") == "idk"]),
+        "max_s": round(max(r["seconds"] for r in rows), 2),
         "turns": len(rows),
         "llm_calls_per_turn": round(statistics.mean(r["llm_calls"] for r in rows), 2),
         "median_llm_calls": statistics.median(r["llm_calls"] for r in rows),
@@ -129,6 +141,7 @@ def main() -> None:
     parser.add_argument("--script", type=Path,
                         default=ROOT / "examples" / "kickoff" / "support-demo.yaml")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-turn-cost"))
+    parser.add_argument("--baseline-repo", type=Path, default=None)
     args = parser.parse_args()
     settings = load_settings()
     script = load_script(args.script)
@@ -147,7 +160,7 @@ def main() -> None:
                                  "llm_calls": line["trace"]["llm_calls"],
                                  "prompt_tokens": line["trace"]["prompt_tokens"],
                                  "seconds": line["trace"]["duration_ms"] / 1000,
-                                 "tool_calls": len(retrieve_steps),
+                                 "tool_calls": len(retrieve_steps), "verdict": line["verdict"],
                                  "correct": not line["expect_failures"]})
         if engine == "crewai":
             runtime.close()
@@ -165,28 +178,54 @@ def main() -> None:
             stock.append({"turn": f"{conversation.id}#{index}", "llm_calls": len(ledger.calls),
                           "prompt_tokens": ledger.prompt_tokens,
                           "seconds": time.perf_counter() - started,
-                          "tool_calls": len(tool.hits) - before,
+                          "tool_calls": len(tool.hits) - before, "verdict": result.verdict,
                           "correct": not check(turn.expect, result)})
     runtime.close()
 
-    summary = {"crewai": summarize(ours["crewai"]), "autogen": summarize(ours["autogen"]),
-               "stock": summarize(stock)}
-    result = {"script": args.script.name, "summary": summary, "turns": {**ours, "stock": stock}}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "turn_cost.json").write_text(json.dumps(result, indent=2) + "\n")
+    systems = {"supportcrew on CrewAI": ours["crewai"], "supportcrew on AutoGen": ours["autogen"]}
+    if args.baseline_repo:
+        for engine in ("crewai", "autogen"):
+            systems[f"before, {engine}"] = baseline_turns(args.baseline_repo, args.script,
+                                                          args.data_dir / "baseline", engine)
+    systems["stock CrewAI crew"] = stock
+    summary = {name: summarize(rows) for name, rows in systems.items()}
+    keys = ("llm_calls_per_turn", "median_llm_calls", "prompt_tokens_per_turn",
+            "seconds_per_turn", "answered_p50_s", "idk_p50_s", "max_s", "tool_calls_per_turn",
+            "correct")
+    stock_figures = summary["stock CrewAI crew"]
     lines = [f"# Turn cost: {args.script.name}, SmolLM2-135M local, sequential", "",
-             "| per turn | supportcrew on CrewAI | supportcrew on AutoGen | stock CrewAI crew "
-             "| CrewAI/stock | AutoGen/stock |", "|---|---|---|---|---|---|"]
-    for key in ("llm_calls_per_turn", "median_llm_calls", "prompt_tokens_per_turn",
-                "seconds_per_turn", "tool_calls_per_turn", "correct"):
-        a, g, b = summary["crewai"][key], summary["autogen"][key], summary["stock"][key]
-        ratios = [f"{x / b:.2f}" if b else "-" for x in (a, g)]
-        lines.append(f"| {key} | {a} | {g} | {b} | {ratios[0]} | {ratios[1]} |")
-    lines.append(f"\n`correct` counts turns (of {len(stock)}) whose script expectations all "
-                 "hold.\n")
-    (RESULTS / "turn_cost.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+             *table(("per turn", *summary, *(f"{name} / stock" for name in summary
+                                               if name != "stock CrewAI crew")),
+                    ((key, *(figures[key] for figures in summary.values()),
+                      *(f"{figures[key] / stock_figures[key]:.2f}" if stock_figures[key] else "-"
+                        for name, figures in summary.items() if name != "stock CrewAI crew"))
+                     for key in keys)),
+             "", f"`correct` counts turns (of {len(stock)}) whose script expectations all hold.",
+             ""]
+    write_results("turn_cost", lines, {"script": args.script.name, "summary": summary,
+                                       "turns": systems})
 
+
+def baseline_turns(repo: Path, script: Path, data_dir: Path, engine: str
+                   ) -> list[dict[str, Any]]:
+    """The same script through another checkout's own kickoff command."""
+    out = data_dir / f"{engine}.jsonl"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "ingest",
+                    str(ROOT / "examples" / "kb")], cwd=repo, check=True, capture_output=True)
+    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "kickoff",
+                    str(script), "--engine", engine, "--process", "sequential", "--output",
+                    str(out)], cwd=repo, check=False, capture_output=True)
+    rows = []
+    for raw in out.read_text().splitlines():
+        line = json.loads(raw)
+        rows.append({"turn": f"{line['conversation_id']}#{line['turn_index']}",
+                     "llm_calls": line["trace"]["llm_calls"],
+                     "prompt_tokens": line["trace"]["prompt_tokens"],
+                     "seconds": line["trace"]["duration_ms"] / 1000,
+                     "tool_calls": sum(s["name"] == "retrieve" for s in line["trace"]["steps"]),
+                     "verdict": line["verdict"], "correct": not line["expect_failures"]})
+    return rows
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,150 @@
+"""Where the local model's time goes: prompt and generation tokens/s of SmolLM2 (llama.cpp).
+
+Phases, each on the same ~800-token support prompt, nothing else running in the process
+unless the phase says so:
+
+* ``plain``: prompt evaluation (cold cache) and 32 generated tokens, per thread count and
+  batch size;
+* ``grammar``: the same generation constrained by a role's JSON schema;
+* ``prefix cached``: the same prompt again (llama.cpp keeps the evaluated prefix);
+* ``after ONNX``: right after MiniLM encodes a batch in this process (ONNX Runtime's thread
+  pool next to llama.cpp's OpenMP threads);
+* ``beside ingest``: while another thread encodes with MiniLM (an ingest in the same process).
+
+``llama-bench`` (llama.cpp's own tool) is not part of the llama-cpp-python wheel; its figure
+for the same GGUF is printed when ``--llama-bench PATH`` points at a built binary.
+
+    python bench/llm_speed.py [--threads 1,2] [--batches 512,64] [--llama-bench PATH]
+
+Writes bench/results/llm_speed.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import threading
+import time
+from typing import Any
+
+from _common import table, write_results
+
+from config.settings import load_settings
+from storage.embeddings import load_encoders
+from storage.model_files import smollm2_gguf
+
+PASSAGE = ("Once a refund is approved, the money is returned to the original payment method "
+           "within 5 to 7 business days. Card issuers sometimes need up to 10 business days to "
+           "show the credit on a statement. Refunds to PayPal usually arrive within 2 business "
+           "days. ")
+GENERATE = 32
+
+
+def prompt_tokens(llama: Any, target: int = 800) -> list[int]:
+    text = "You are the responder of a support team. Answer from the passages.\n"
+    while len(llama.tokenize(text.encode())) < target:
+        text += PASSAGE
+    return llama.tokenize(text.encode())[:target]
+
+
+def timed_eval(llama: Any, tokens: list[int], grammar: Any = None) -> dict[str, float]:
+    """Prompt evaluation, then GENERATE sampled tokens; tokens/s of each."""
+    started = time.perf_counter()
+    llama.eval(tokens)
+    prompt_s = time.perf_counter() - started
+    started = time.perf_counter()
+    generated = 0
+    for token in llama.generate([], temp=0.0, grammar=grammar, reset=False):
+        generated += 1
+        if generated >= GENERATE or token == llama.token_eos():
+            break
+    gen_s = time.perf_counter() - started
+    return {"prompt_tok_s": round(len(tokens) / prompt_s, 1),
+            "gen_tok_s": round(generated / gen_s, 1) if gen_s else 0.0,
+            "prompt_s": round(prompt_s, 2)}
+
+
+def load(threads: int, batch: int) -> Any:
+    from llama_cpp import Llama
+
+    return Llama(model_path=str(smollm2_gguf()), n_ctx=2048, n_threads=threads,
+                 n_batch=batch, n_ubatch=batch, verbose=False, seed=7)
+
+
+def json_grammar() -> Any:
+    from llama_cpp import LlamaGrammar
+
+    schema = ('{"type": "object", "properties": {"verdict": {"type": "string", "enum": '
+              '["sufficient", "insufficient"]}, "reason": {"type": "string", "maxLength": 80}}, '
+              '"required": ["verdict", "reason"]}')
+    return LlamaGrammar.from_json_schema(schema, verbose=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--batches", default="512,64")
+    parser.add_argument("--llama-bench", default=shutil.which("llama-bench"))
+    args = parser.parse_args()
+    rows: list[dict[str, Any]] = []
+    for threads in (int(t) for t in args.threads.split(",")):
+        for batch in (int(b) for b in args.batches.split(",")):
+            llama = load(threads, batch)
+            tokens = prompt_tokens(llama)
+            llama.reset()
+            rows.append({"phase": "plain", "threads": threads, "batch": batch,
+                         **timed_eval(llama, tokens)})
+            llama.reset()
+            rows.append({"phase": "grammar", "threads": threads, "batch": batch,
+                         **timed_eval(llama, tokens, json_grammar())})
+    best = max((r for r in rows if r["phase"] == "plain"), key=lambda r: r["prompt_tok_s"])
+    llama = load(best["threads"], best["batch"])
+    tokens = prompt_tokens(llama)
+    llama.reset()
+    llama.eval(tokens[:-40])
+    started = time.perf_counter()
+    llama.eval(tokens[-40:])  # only the new suffix: the prefix stays evaluated
+    rows.append({"phase": "prefix cached (40 new tokens)", "threads": best["threads"],
+                 "batch": best["batch"], "prompt_s": round(time.perf_counter() - started, 3),
+                 "prompt_tok_s": round(40 / (time.perf_counter() - started), 1),
+                 "gen_tok_s": ""})
+    encoders = load_encoders(load_settings())
+    encoders.dense.encode([PASSAGE] * 32)
+    llama.reset()
+    rows.append({"phase": "right after an ONNX encode", "threads": best["threads"],
+                 "batch": best["batch"], **timed_eval(llama, tokens)})
+    stop = threading.Event()
+
+    def ingest() -> None:
+        while not stop.is_set():
+            encoders.dense.encode([PASSAGE] * 16)
+
+    worker = threading.Thread(target=ingest)
+    worker.start()
+    llama.reset()
+    try:
+        rows.append({"phase": "beside an ingest (ONNX in another thread)",
+                     "threads": best["threads"], "batch": best["batch"],
+                     **timed_eval(llama, tokens)})
+    finally:
+        stop.set()
+        worker.join()
+    reference = ""
+    if args.llama_bench:
+        done = subprocess.run([args.llama_bench, "-m", str(smollm2_gguf()), "-p", "800", "-n",
+                               str(GENERATE), "-t", str(best["threads"])],
+                              capture_output=True, text=True, check=False)
+        reference = done.stdout[-1500:]
+    columns = ("phase", "threads", "batch", "prompt_tok_s", "gen_tok_s", "prompt_s")
+    lines = ["# Local model speed (SmolLM2-135M Q4_1, llama-cpp-python)", "",
+             f"Prompt of {len(tokens)} tokens; {GENERATE} generated tokens.", "",
+             *table(columns, ((r.get(c, "") for c in columns) for r in rows)), "",
+             "llama-bench: " + (f"\n```\n{reference}\n```" if reference else
+                                "not available (not shipped in the llama-cpp-python wheel)"), ""]
+    write_results("llm_speed", lines, {"rows": rows, "llama_bench": reference})
+
+
+if __name__ == "__main__":
+    main()
