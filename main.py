@@ -54,12 +54,12 @@ state = State()
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from storage.documents import DocumentError
-    from storage.evaluation import DatasetError
-    from storage.filters import SlotError
+    from storage.kb.documents import DocumentError
+    from storage.kb.model_files import ModelFilesError
     from storage.memory import ScopeError
-    from storage.model_files import ModelFilesError
-    from storage.store import StoreError
+    from storage.qdrant.store import StoreError
+    from storage.retrieval.evaluation import DatasetError
+    from storage.retrieval.filters import SlotError
 
     try:
         from agents.llm_factory import LlmConfigError
@@ -85,7 +85,7 @@ def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @contextmanager
 def open_kb(collection: str | None = None) -> Iterator[Any]:
-    from storage.knowledge_base import KnowledgeBase
+    from storage.kb.knowledge_base import KnowledgeBase
 
     settings = state.settings
     if collection:
@@ -133,7 +133,7 @@ def ingest(
     prune: Annotated[bool, typer.Option(help="Remove documents whose files are gone.")] = False,
 ) -> None:
     """Ingest Markdown, text, HTML, PDF files or a BEIR corpus.jsonl into the knowledge base."""
-    from storage.ingest import ingest_paths
+    from storage.kb.ingest import ingest_paths
 
     with open_kb(collection) as kb, Progress(
         TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -169,7 +169,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Search the knowledge base under slot filters and print the ranked passages."""
-    from storage.retrieval import QdrantRetriever
+    from storage.retrieval.retriever import QdrantRetriever
 
     if pipeline is not None and pipeline not in PIPELINES:
         raise ValueError(f"--pipeline {pipeline!r}: choose one of {', '.join(PIPELINES)}")
@@ -322,7 +322,7 @@ def chat(
 ) -> None:
     """Chat with the crew in the terminal."""
     from agents.runtime import build_runtime
-    from storage.filters import build_filters
+    from storage.retrieval.filters import build_filters
     from terminal.chat import ChatLoop
 
     slots = parse_slots(slot or [])
@@ -383,8 +383,8 @@ def eval_retrieval(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Score retrieval stages on a BEIR dataset (ingests its corpus once, idempotently)."""
-    from storage.evaluation import evaluate, load_beir
-    from storage.ingest import ingest_paths
+    from storage.kb.ingest import ingest_paths
+    from storage.retrieval.evaluation import evaluate, load_beir
 
     chosen = [s.strip() for s in stages.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in PIPELINES]
@@ -421,9 +421,9 @@ def eval_answers(
     """Ask each question of a labelled set as a new conversation; score answers and refusals."""
     from agents.answer_eval import answer_set_settings, evaluate_answers
     from agents.runtime import build_runtime
-    from storage.answer_sets import load_answer_set
-    from storage.ingest import ingest_paths
-    from storage.knowledge_base import KnowledgeBase
+    from storage.kb.ingest import ingest_paths
+    from storage.kb.knowledge_base import KnowledgeBase
+    from storage.retrieval.answer_sets import load_answer_set
 
     answer_set = load_answer_set(dataset, split)
     settings = answer_set_settings(state.settings, answer_set.name, state.data_dir)

@@ -27,7 +27,7 @@ from pydantic import BaseModel, PrivateAttr
 
 from agents.deadline import DeadlineExceeded, expired, time_left
 from agents.usage import record_call
-from storage.model_files import smollm2_gguf
+from storage.kb.model_files import smollm2_gguf
 
 MAX_STRING = 400
 MAX_ITEMS = 5

@@ -18,9 +18,9 @@ from typing import Any
 
 from agents.roles import ROLES, TASKS
 from config.settings import ConfigError, LlmSettings, Settings
-from storage.knowledge_base import KnowledgeBase
+from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
-from storage.retrieval import QdrantRetriever
+from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 
 ENGINES = ("crewai", "autogen")
@@ -125,13 +125,13 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     retriever: Any = local
     try:
         if settings.vector_store.type == "custom_service":
-            from storage.custom_service import CustomServiceRetriever
+            from integrations.custom_service import CustomServiceRetriever
 
             retriever = CustomServiceRetriever(top_k=settings.retrieval.top_k)
             retriever.connect(settings.vector_store)
         elif settings.vector_store.type != "qdrant":
             raise ValueError("vector_store.type: the crew runs on 'qdrant' or 'custom_service'; "
-                             "other retriever classes serve Rasa (storage.rasa_adapter)")
+                             "other retriever classes serve Rasa (integrations.rasa_adapter)")
         else:
             kb.require_documents()
         chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name,

@@ -21,7 +21,7 @@ from typing import Any
 
 from agents.deadline import expired
 from agents.search_tool import KnowledgeBaseSearchTool
-from storage.store import StoreError
+from storage.qdrant.store import StoreError
 from tasks.gates import model_role, render_entities, render_history, render_passages
 from tasks.memory_context import load_context as load_memory
 from tasks.memory_context import save_pending
@@ -50,7 +50,7 @@ def outage_errors() -> tuple[type[BaseException], ...]:
     import httpx
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-    from storage.custom_service import CustomServiceError
+    from integrations.custom_service import CustomServiceError
 
     return (StoreError, CustomServiceError, OSError, httpx.HTTPError,
             ResponseHandlingException, UnexpectedResponse)

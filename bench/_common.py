@@ -22,10 +22,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from config.settings import Settings, load_settings  # noqa: E402
-from storage.answer_sets import AnswerSet, load_answer_set  # noqa: E402
-from storage.ingest import ingest_paths  # noqa: E402
-from storage.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.retrieval import QdrantRetriever  # noqa: E402
+from storage.kb.ingest import ingest_paths  # noqa: E402
+from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
+from storage.retrieval.answer_sets import AnswerSet, load_answer_set  # noqa: E402
+from storage.retrieval.retriever import QdrantRetriever  # noqa: E402
 from tasks.evidence import EvidenceScorer  # noqa: E402
 from tasks.schemas import Passage  # noqa: E402
 

@@ -28,7 +28,7 @@ from _common import ROOT, open_answer_set, table, write_results
 from agents.answer_eval import answer_set_settings, evaluate_answers, overlap, summarise
 from agents.runtime import build_runtime
 from config.settings import load_settings
-from storage.filters import build_filters
+from storage.retrieval.filters import build_filters
 from tasks.passage_text import split_units
 
 PACKS = {"dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",

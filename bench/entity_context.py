@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from config.settings import load_settings  # noqa: E402
-from storage.ingest import ingest_paths  # noqa: E402
-from storage.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.retrieval import QdrantRetriever  # noqa: E402
+from storage.kb.ingest import ingest_paths  # noqa: E402
+from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
+from storage.retrieval.retriever import QdrantRetriever  # noqa: E402
 
 STAFF = {"tier": "enterprise", "access_level": "internal"}
 

@@ -31,8 +31,8 @@ from typing import Any
 from _common import table, write_results
 
 from config.settings import load_settings
-from storage.embeddings import load_encoders
-from storage.model_files import smollm2_gguf
+from storage.kb.embeddings import load_encoders
+from storage.kb.model_files import smollm2_gguf
 
 PASSAGE = ("Once a refund is approved, the money is returned to the original payment method "
            "within 5 to 7 business days. Card issuers sometimes need up to 10 business days to "

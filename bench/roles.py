@@ -27,8 +27,8 @@ from agents.kickoff import load_script, run_script
 from agents.llm_factory import build_llm
 from agents.runtime import build_runtime
 from config.settings import ROLE_NAMES, Settings, load_settings
-from storage.ingest import ingest_paths
-from storage.knowledge_base import KnowledgeBase
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
 SCRIPTS = ["support-demo.yaml", "returning-customer.yaml", "follow-ups.yaml"]

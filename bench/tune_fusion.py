@@ -23,11 +23,11 @@ import ir_measures  # noqa: E402
 from ir_measures import nDCG  # noqa: E402
 
 from config.settings import load_settings  # noqa: E402
-from storage.evaluation import load_beir  # noqa: E402
-from storage.filters import build_filters  # noqa: E402
-from storage.ingest import ingest_paths  # noqa: E402
-from storage.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.store import Nearest, Stage  # noqa: E402
+from storage.kb.ingest import ingest_paths  # noqa: E402
+from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
+from storage.qdrant.store import Nearest, Stage  # noqa: E402
+from storage.retrieval.evaluation import load_beir  # noqa: E402
+from storage.retrieval.filters import build_filters  # noqa: E402
 
 
 def doc_ranking(hits) -> list[str]:

@@ -43,9 +43,9 @@ from agents.roles import load_role_specs  # noqa: E402
 from agents.runtime import build_runtime  # noqa: E402
 from agents.usage import UsageLedger  # noqa: E402
 from config.settings import load_settings  # noqa: E402
-from storage.ingest import ingest_paths  # noqa: E402
-from storage.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.store import Nearest, Stage  # noqa: E402
+from storage.kb.ingest import ingest_paths  # noqa: E402
+from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
+from storage.qdrant.store import Nearest, Stage  # noqa: E402
 from tasks.schemas import Citation, TurnResult  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -38,7 +38,7 @@ from service.limits import RequestLimits
 from service.pilot_store import PilotStore
 from service.search_api import SearchRequest, to_response
 from storage.memory import Scope, ScopeError, check_id
-from storage.store import StoreError
+from storage.qdrant.store import StoreError
 from tasks.schemas import TurnRequest, TurnResult
 
 STATIC = Path(__file__).resolve().parent / "static"

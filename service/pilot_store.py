@@ -18,8 +18,8 @@ import time
 import uuid
 from typing import Any, Literal
 
-from storage.embeddings import Encoders
-from storage.store import AllOf, CollectionSpec, Match, PointData, Store
+from storage.kb.embeddings import Encoders
+from storage.qdrant.store import AllOf, CollectionSpec, Match, PointData, Store
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
 _NAMESPACE = uuid.UUID("7a1d2c3e-5b6f-4a8b-9c0d-e1f2a3b4c5d6")

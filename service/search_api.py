@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from storage.retrieval import SearchResultList
+from storage.retrieval.retriever import SearchResultList
 
 
 class SearchRequest(BaseModel):

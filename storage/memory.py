@@ -24,8 +24,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.embeddings import Encoders
-from storage.store import AllOf, CollectionSpec, Condition, Match, Nearest, PointData, Stage, Store
+from storage.kb.embeddings import Encoders
+from storage.qdrant.store import (
+    AllOf,
+    CollectionSpec,
+    Condition,
+    Match,
+    Nearest,
+    PointData,
+    Stage,
+    Store,
+)
 
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)

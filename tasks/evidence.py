@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from config.settings import EvidenceSettings
-from storage.embeddings import Encoders
-from storage.knowledge_base import TermStats
-from storage.model_files import BM25_ASSETS
+from storage.kb.embeddings import Encoders
+from storage.kb.knowledge_base import TermStats
+from storage.kb.model_files import BM25_ASSETS
 from tasks.facts import missing_facts
 from tasks.passage_text import split_units
 

@@ -23,8 +23,8 @@ from rich.panel import Panel
 
 from agents.progress import progress_label
 from agents.turn import run_turn
-from storage.filters import SlotError, build_filters
 from storage.memory import Scope
+from storage.retrieval.filters import SlotError, build_filters
 from tasks.schemas import TurnRequest, TurnResult
 
 HELP = """[bold]/slots[/] show slots · [bold]/slot key=value[/] set one · [bold]/unslot key[/] \

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from config.settings import load_settings
-from storage.ingest import ingest_paths
-from storage.knowledge_base import KnowledgeBase
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
 from terminal.chat import ChatLoop
 from tests.conftest import EXAMPLE_KB
 from tests.helpers import answering_llm, scripted_runtime

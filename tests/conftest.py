@@ -37,8 +37,8 @@ def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def example_kb(settings: Settings, kb_dir: Path) -> Iterator:
     """The bundled example knowledge base in a fresh embedded store (read-only for tests)."""
-    from storage.ingest import ingest_paths
-    from storage.knowledge_base import KnowledgeBase
+    from storage.kb.ingest import ingest_paths
+    from storage.kb.knowledge_base import KnowledgeBase
 
     kb = KnowledgeBase.open(settings, kb_dir)
     report = ingest_paths(kb, [EXAMPLE_KB])

@@ -65,7 +65,7 @@ def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
     settings = model_roles(settings, roles)
     from agents.runtime import TurnRuntime, build_engine
     from storage.memory import MemoryStore
-    from storage.retrieval import QdrantRetriever
+    from storage.retrieval.retriever import QdrantRetriever
     from tasks.evidence import EvidenceScorer
 
     memory = MemoryStore(memory_store, kb.encoders) if memory_store is not None else None

@@ -21,7 +21,7 @@ def server(settings, example_kb, tmp_path):
     from config.settings import ApiKey
     from service.app import create_app
     from service.auth import hash_key
-    from storage.edge_store import EdgeStore
+    from storage.qdrant.edge_store import EdgeStore
 
     configured = with_api_keys(settings, ApiKey(
         name="web", sha256=hash_key("web-key"), slots={"access_level": "customer",

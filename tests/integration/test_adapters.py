@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from config.settings import ConfigError
-from storage.retriever_loader import load_retriever, retriever_class
+from integrations.retriever_loader import load_retriever, retriever_class
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +96,7 @@ def _fake_rasa(monkeypatch) -> types.ModuleType:
 
 async def test_rasa_adapter_returns_rasa_types_and_honours_slots(monkeypatch, kb_dir, example_kb):
     fake = _fake_rasa(monkeypatch)
-    import storage.rasa_adapter as adapter
+    import integrations.rasa_adapter as adapter
 
     adapter = importlib.reload(adapter)
     try:
@@ -125,9 +125,9 @@ async def test_rasa_adapter_returns_rasa_types_and_honours_slots(monkeypatch, kb
 
 
 def test_rasa_adapter_without_rasa_uses_our_types():
-    import storage.rasa_adapter as adapter
+    import integrations.rasa_adapter as adapter
 
     assert not adapter.RASA_AVAILABLE
-    from storage.retrieval import SearchResultList
+    from storage.retrieval.retriever import SearchResultList
 
     assert adapter._List is SearchResultList

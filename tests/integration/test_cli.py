@@ -92,9 +92,9 @@ def test_ingest_reports_skipped_files(tmp_path):
 
 def test_memory_commands_show_export_and_forget(data_dir):
     from config.settings import load_settings
-    from storage.edge_store import EdgeStore
-    from storage.embeddings import load_encoders
+    from storage.kb.embeddings import load_encoders
     from storage.memory import Entity, MemoryStore, Scope
+    from storage.qdrant.edge_store import EdgeStore
 
     store = EdgeStore(data_dir / "qdrant")
     memory = MemoryStore(store, load_encoders(load_settings()))

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 import pytest
 from crewai.memory.types import MemoryRecord
 
+from agents.crewai_memory import LocalEmbedder, QdrantMemoryBackend, support_memory
 from agents.usage import UsageLedger
-from storage.crewai_memory import LocalEmbedder, QdrantMemoryBackend, support_memory
-from storage.edge_store import EdgeStore
 from storage.memory import Scope
+from storage.qdrant.edge_store import EdgeStore
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 
-from storage.custom_service import CustomServiceError, CustomServiceRetriever
+from integrations.custom_service import CustomServiceError, CustomServiceRetriever
 from tests.helpers import free_port, running_server, scripted_runtime, send_json, with_api_keys
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from agents.crewai_engine import CrewAIEngine
 from agents.crews import RetrieveCrew
 from agents.evidence_tools import EvidenceTool
 from agents.runtime import TurnRuntime
-from storage.retrieval import QdrantRetriever
+from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tests.conftest import REPO
 from tests.helpers import model_roles, scripted_runtime

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from agents.kickoff import load_script, run_script
-from storage.edge_store import EdgeStore
 from storage.memory import MemoryStore
+from storage.qdrant.edge_store import EdgeStore
 from tests.conftest import REPO
 from tests.helpers import scripted_runtime
 from tests.scripted_llm import ScriptedLLM

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.ingest import ingest_paths
-from storage.knowledge_base import KnowledgeBase
-from storage.store import Match
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.qdrant.store import Match
 from tests.conftest import EXAMPLE_KB
 
 pytestmark = pytest.mark.integration
@@ -133,8 +133,8 @@ def test_recreate_starts_from_an_empty_collection(workspace, tmp_path):
 def test_both_backends_rank_the_example_kb_alike(settings, tmp_path, example_kb):
     from qdrant_client import QdrantClient
 
-    from storage.retrieval import QdrantRetriever
-    from storage.server_store import ServerStore
+    from storage.qdrant.server_store import ServerStore
+    from storage.retrieval.retriever import QdrantRetriever
 
     server_kb = KnowledgeBase(settings, ServerStore(client=QdrantClient(path=str(tmp_path / "q"))),
                               encoders=example_kb.encoders)

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from storage.edge_store import EdgeStore
 from storage.memory import COLLECTIONS, Entity, MemoryStore, Scope, ScopeError
+from storage.qdrant.edge_store import EdgeStore
 
 pytestmark = pytest.mark.integration
 
@@ -110,9 +110,9 @@ WRITER = """
 import sys
 from qdrant_client import QdrantClient
 from config.settings import load_settings
-from storage.embeddings import load_encoders
+from storage.kb.embeddings import load_encoders
 from storage.memory import Entity, MemoryStore, Scope
-from storage.server_store import ServerStore
+from storage.qdrant.server_store import ServerStore
 import os
 store = ServerStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
 memory = MemoryStore(store, load_encoders(load_settings()))
@@ -130,7 +130,7 @@ def test_several_processes_write_through_a_server_without_loss(example_kb):
     import subprocess
     import sys
 
-    from storage.server_store import ServerStore
+    from storage.qdrant.server_store import ServerStore
 
     store = ServerStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
     memory = MemoryStore(store, example_kb.encoders)

@@ -17,7 +17,7 @@ from agents.llm_factory import build_llm
 from agents.runtime import TurnRuntime, build_engine
 from agents.turn import run_turn
 from config.settings import LlmSettings
-from storage.retrieval import QdrantRetriever
+from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import TurnRequest
 from tests.helpers import REFUND, free_port, send_json

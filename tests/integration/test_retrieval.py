@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from storage.filters import SlotError
-from storage.retrieval import QdrantRetriever
+from storage.retrieval.filters import SlotError
+from storage.retrieval.retriever import QdrantRetriever
 
 pytestmark = pytest.mark.integration
 
@@ -169,12 +169,12 @@ def test_entity_context_obeys_the_enforced_filters(retriever):
 
 
 def test_passages_fit_the_context_budget(example_kb):
-    from storage.chunking import estimate_tokens
+    from storage.kb.chunking import estimate_tokens
 
     settings = example_kb.settings
     small = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(
         update={"context_budget": 120, "top_k": 8})})
-    from storage.knowledge_base import KnowledgeBase
+    from storage.kb.knowledge_base import KnowledgeBase
 
     narrow = QdrantRetriever(kb=KnowledgeBase(small, example_kb.store, example_kb.encoders))
     found = narrow.search_queries(["refund"], BASIC)

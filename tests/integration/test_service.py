@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from config.settings import ApiKey
 from service.app import create_app
 from service.auth import hash_key
-from storage.edge_store import EdgeStore
-from storage.knowledge_base import KnowledgeBase
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.qdrant.edge_store import EdgeStore
 from tests.helpers import answering_llm, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def client(settings, example_kb, tmp_path):
     configured = with_api_keys(settings, *KEYS.values())
     store = EdgeStore(tmp_path / "pilot")
     kb = KnowledgeBase(configured, store, example_kb.encoders)
-    from storage.ingest import ingest_paths
+    from storage.kb.ingest import ingest_paths
     from tests.conftest import EXAMPLE_KB
 
     ingest_paths(kb, [EXAMPLE_KB])
@@ -197,7 +197,7 @@ def test_watsonx_search_schema_and_limits(client):
 
 def test_search_response_is_trimmed_to_whole_results(settings):
     from service.search_api import to_response
-    from storage.retrieval import SearchResult, SearchResultList
+    from storage.retrieval.retriever import SearchResult, SearchResultList
 
     found = SearchResultList([SearchResult("x" * 4000, {"title": f"t{i}"}, 1.0 - i / 10)
                               for i in range(10)])

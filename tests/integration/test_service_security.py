@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from config.settings import ApiKey
 from service.app import create_app
 from service.auth import hash_key
-from storage.edge_store import EdgeStore
-from storage.knowledge_base import KnowledgeBase
-from storage.retrieval import QdrantRetriever
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.qdrant.edge_store import EdgeStore
+from storage.retrieval.retriever import QdrantRetriever
 from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def auth(name: str) -> dict[str, str]:
 @pytest.fixture
 def pilot(settings, example_kb, tmp_path):
     """An app over its own embedded store (KB + memory + sessions) in ``tmp_path/data``."""
-    from storage.ingest import ingest_paths
+    from storage.kb.ingest import ingest_paths
     from tests.conftest import EXAMPLE_KB
 
     configured = with_api_keys(settings, *KEYS)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage.embeddings import SparseVec
-from storage.store import (
+from storage.kb.embeddings import SparseVec
+from storage.qdrant.store import (
     AllOf,
     AnyOf,
     CollectionSpec,
@@ -37,12 +37,12 @@ BACKENDS = ["edge", "client-local"] + (["server"] if os.environ.get("QDRANT_URL"
 
 def open_backend(kind: str, path: Path):
     if kind == "edge":
-        from storage.edge_store import EdgeStore
+        from storage.qdrant.edge_store import EdgeStore
 
         return EdgeStore(path)
     from qdrant_client import QdrantClient
 
-    from storage.server_store import ServerStore
+    from storage.qdrant.server_store import ServerStore
 
     if kind == "client-local":
         return ServerStore(client=QdrantClient(path=str(path)))
@@ -164,21 +164,21 @@ def test_data_survives_reopening(tmp_path):
 
 
 def test_missing_collection_is_a_clear_error(tmp_path):
-    from storage.edge_store import EdgeStore
+    from storage.qdrant.edge_store import EdgeStore
 
     with EdgeStore(tmp_path) as edge, pytest.raises(StoreError, match="does not exist"):
         edge.count("nothing")
 
 
 def test_second_process_cannot_open_an_embedded_store(tmp_path):
-    from storage.edge_store import EdgeStore
+    from storage.qdrant.edge_store import EdgeStore
 
     with EdgeStore(tmp_path / "shared") as edge:
         edge.create_collection("kb", SPEC)
         edge.upsert("kb", POINTS)
         code = (
-            "import sys; from pathlib import Path; from storage.edge_store import EdgeStore\n"
-            "from storage.store import StoreError\n"
+            "import sys; from pathlib import Path; from storage.qdrant.edge_store import EdgeStore\n"
+            "from storage.qdrant.store import StoreError\n"
             "try:\n    EdgeStore(Path(sys.argv[1]))\nexcept StoreError as e:\n"
             "    print(e); sys.exit(3)\n"
         )

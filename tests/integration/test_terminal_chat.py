@@ -7,8 +7,8 @@ import sys
 import pexpect
 import pytest
 
-from storage.edge_store import EdgeStore
 from storage.memory import Scope
+from storage.qdrant.edge_store import EdgeStore
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 
 from agents.search_tool import KnowledgeBaseSearchTool
 from agents.turn import run_turn
-from storage.retrieval import QdrantRetriever
+from storage.retrieval.retriever import QdrantRetriever
 from tasks.schemas import HistoryTurn, TurnRequest
 from tests.helpers import REFUND, scripted_runtime
 from tests.scripted_llm import ScriptedLLM
@@ -236,8 +236,8 @@ def test_the_tool_keeps_enforced_slots_whatever_the_advisory_filters_say(example
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_returning_customer_is_resolved_from_memory(make_runtime, tmp_path, example_kb,
                                                       engine):
-    from storage.edge_store import EdgeStore
     from storage.memory import MemoryStore, Scope
+    from storage.qdrant.edge_store import EdgeStore
     from tasks.memory_context import close_session
 
     llm = ScriptedLLM(model="scripted").script(
@@ -270,8 +270,8 @@ def test_a_returning_customer_is_resolved_from_memory(make_runtime, tmp_path, ex
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_users_turn_is_stored_even_when_retrieval_fails(make_runtime, tmp_path,
                                                             example_kb, monkeypatch, engine):
-    from storage.edge_store import EdgeStore
     from storage.memory import MemoryStore, Scope
+    from storage.qdrant.edge_store import EdgeStore
 
     runtime = make_runtime(ScriptedLLM(model="scripted"), engine)
     store = EdgeStore(tmp_path / "memory")

@@ -1,6 +1,6 @@
 import itertools
 
-from storage.chunking import chunk_text, estimate_tokens
+from storage.kb.chunking import chunk_text, estimate_tokens
 
 DOC = """# Refunds
 Refunds take 5 business days. Annual plans are refunded pro rata! Contact us?

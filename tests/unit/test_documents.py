@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.documents import DocumentError, discover, read_beir_corpus, read_file
+from storage.kb.documents import DocumentError, discover, read_beir_corpus, read_file
 
 
 def write(path: Path, content: str | bytes) -> Path:

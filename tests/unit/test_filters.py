@@ -1,8 +1,8 @@
 import pytest
 
 from config.settings import load_settings
-from storage.filters import SlotError, build_filters
-from storage.store import AllOf, AnyOf, Match, Missing
+from storage.qdrant.store import AllOf, AnyOf, Match, Missing
+from storage.retrieval.filters import SlotError, build_filters
 
 RULES = load_settings().slots
 

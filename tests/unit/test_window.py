@@ -1,4 +1,4 @@
-from storage.window import merge_chunks, window_ranges
+from storage.retrieval.window import merge_chunks, window_ranges
 
 TEXT = "Alpha one. Beta two. Gamma three. Delta four."
 

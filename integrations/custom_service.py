@@ -20,8 +20,8 @@ from typing import Any
 
 import httpx
 
-from storage.retrieval import SearchResult, SearchResultList, fuse_rankings, tracker_slots
-from storage.store import Hit
+from storage.qdrant.store import Hit
+from storage.retrieval.retriever import SearchResult, SearchResultList, fuse_rankings, tracker_slots
 
 MAX_BYTES = 100_000
 

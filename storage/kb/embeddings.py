@@ -2,7 +2,7 @@
 
 Usage::
 
-    from storage.embeddings import load_encoders
+    from storage.kb.embeddings import load_encoders
     encoders = load_encoders(settings)
     [doc] = encoders.dense.encode(["Refunds take 5 days."])
     doc.dense        # 384 floats, L2-normalised mean of the token vectors
@@ -12,7 +12,6 @@ Usage::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,19 +19,10 @@ from functools import cached_property
 import numpy as np
 
 from config.settings import Bm25Settings, EmbeddingSettings, Settings
-from storage.model_files import bm25_dir, minilm_dir
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from storage.kb.model_files import bm25_dir, minilm_dir
+from storage.qdrant.store import SparseVec
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-@dataclass(frozen=True)
-class SparseVec:
-    """A sparse vector as Qdrant stores it."""
-
-    indices: list[int]
-    values: list[float]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from storage.store import (
+from storage.qdrant.store import (
     CollectionSpec,
     Condition,
     Hit,
@@ -33,7 +33,7 @@ from storage.store import (
     Stage,
     StoreError,
 )
-from storage.translate import FilterDialect, translate_filter
+from storage.qdrant.translate import FilterDialect, translate_filter
 
 _SCROLL_PAGE = 512
 _DATATYPES = {"float32": qe.VectorStorageDatatype.Float32, "float16": qe.VectorStorageDatatype.Float16}

@@ -20,8 +20,8 @@ from pathlib import Path
 import ir_measures
 from ir_measures import RR, R, nDCG
 
-from storage.filters import build_filters
-from storage.knowledge_base import KnowledgeBase
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.filters import build_filters
 
 MEASURES = {"nDCG@10": nDCG @ 10, "Recall@100": R @ 100, "MRR@10": RR @ 10}
 RUN_DEPTH = 100

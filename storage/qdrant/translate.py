@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storage.store import AllOf, AnyOf, Condition, Match, Missing
+from storage.qdrant.store import AllOf, AnyOf, Condition, Match, Missing
 
 
 @dataclass(frozen=True)

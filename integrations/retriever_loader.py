@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import ConfigError, Settings
-from storage.retrieval import QdrantRetriever
+from storage.retrieval.retriever import QdrantRetriever
 
 
 def retriever_class(type_name: str) -> type:
@@ -25,7 +25,7 @@ def retriever_class(type_name: str) -> type:
     if type_name == "qdrant":
         return QdrantRetriever
     if type_name == "custom_service":
-        from storage.custom_service import CustomServiceRetriever
+        from integrations.custom_service import CustomServiceRetriever
 
         return CustomServiceRetriever
     module_name, _, class_name = type_name.rpartition(".")

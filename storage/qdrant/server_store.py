@@ -15,7 +15,7 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
-from storage.store import (
+from storage.qdrant.store import (
     CollectionSpec,
     Condition,
     Hit,
@@ -26,7 +26,7 @@ from storage.store import (
     Stage,
     StoreError,
 )
-from storage.translate import FilterDialect, translate_filter
+from storage.qdrant.translate import FilterDialect, translate_filter
 
 _SCROLL_PAGE = 512
 _DATATYPES = {"float32": models.Datatype.FLOAT32, "float16": models.Datatype.FLOAT16}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from config.settings import SlotRule
-from storage.store import AnyOf, Condition, Match, Missing, all_of
+from storage.qdrant.store import AnyOf, Condition, Match, Missing, all_of
 
 
 class SlotError(ValueError):

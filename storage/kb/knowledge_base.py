@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import Settings
-from storage.chunking import Chunk
-from storage.documents import Document
-from storage.embeddings import Encoders, load_encoders
-from storage.kb_entities import kb_entities
-from storage.store import (
+from storage.kb.chunking import Chunk
+from storage.kb.documents import Document
+from storage.kb.embeddings import Encoders, load_encoders
+from storage.kb.entities import kb_entities
+from storage.qdrant.backends import open_store
+from storage.qdrant.store import (
     AllOf,
     AnyOf,
     CollectionSpec,
@@ -36,7 +37,6 @@ from storage.store import (
     Rrf,
     Stage,
     Store,
-    open_store,
 )
 
 KEYWORD_FIELDS = ("source_id", "tiers", "access", "product", "language", "customer_id", "tenant",

@@ -19,9 +19,18 @@ from typing import Any
 
 from crewai.memory.types import MemoryRecord, ScopeInfo
 
-from storage.embeddings import Encoders
+from storage.kb.embeddings import Encoders
 from storage.memory import Scope
-from storage.store import AllOf, CollectionSpec, Condition, Match, Nearest, PointData, Stage, Store
+from storage.qdrant.store import (
+    AllOf,
+    CollectionSpec,
+    Condition,
+    Match,
+    Nearest,
+    PointData,
+    Stage,
+    Store,
+)
 
 COLLECTION = "crew_memory"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from storage.model_files import BM25_ASSETS
+from storage.kb.model_files import BM25_ASSETS
 
 _CODE = re.compile(r"\b[A-Z]{1,6}-\d{2,6}\b")
 _BACKTICK = re.compile(r"`([^`\n]{2,40})`")

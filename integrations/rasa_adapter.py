@@ -3,7 +3,7 @@
 In ``endpoints.yml``::
 
     vector_store:
-      type: storage.rasa_adapter.SupportcrewRasaRetriever
+      type: integrations.rasa_adapter.SupportcrewRasaRetriever
       config_file: /path/to/supportcrew/config/assistant.yaml   # optional
       data_dir: /path/to/.supportcrew                            # optional
 
@@ -21,9 +21,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from storage.retrieval import QdrantRetriever
-from storage.retrieval import SearchResult as _OwnResult
-from storage.retrieval import SearchResultList as _OwnList
+from storage.retrieval.retriever import QdrantRetriever
+from storage.retrieval.retriever import SearchResult as _OwnResult
+from storage.retrieval.retriever import SearchResultList as _OwnList
 
 try:  # pragma: no cover - exercised only where rasa-pro is installed
     from rasa.core.information_retrieval import (

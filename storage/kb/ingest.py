@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.chunking import Chunk, chunk_text
-from storage.documents import Document, DocumentError, count_documents, discover, read_file
-from storage.knowledge_base import KnowledgeBase
+from storage.kb.chunking import Chunk, chunk_text
+from storage.kb.documents import Document, DocumentError, count_documents, discover, read_file
+from storage.kb.knowledge_base import KnowledgeBase
 
 BATCH_DOCUMENTS = 64
 ProgressCallback = Callable[[int, int], None]

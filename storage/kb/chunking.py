@@ -1,7 +1,7 @@
 """Split a document into overlapping chunks that respect headings and sentences.
 
 Every chunk's text is an exact slice ``doc.text[start:start + len(text)]``, so neighbouring
-chunks can be merged back without duplication (see :mod:`storage.window`).
+chunks can be merged back without duplication (see :mod:`storage.retrieval.window`).
 
 Usage::
 

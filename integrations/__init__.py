@@ -1,0 +1,1 @@
+"""Adapters for other products: Rasa Pro's retriever interface, watsonx's custom search service."""

@@ -1,0 +1,1 @@
+"""The knowledge base: documents, chunking, encoders, model files, ingest, KB entities."""

@@ -1,0 +1,1 @@
+"""Qdrant: the store protocol, the embedded and server backends, filter translation."""

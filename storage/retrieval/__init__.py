@@ -1,0 +1,1 @@
+"""Retrieval: retrievers, fusion, windows, slot filters, evaluation and answer sets."""

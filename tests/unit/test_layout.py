@@ -1,0 +1,113 @@
+"""The architecture the layout promises: one-way dependencies, no framework under storage/,
+no import cycle between top-level packages, no environment changes on import, and a README
+layout section that matches the tree."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("config", "storage", "tasks", "integrations", "agents", "service", "terminal")
+# what each top-level package may import (interfaces -> agents -> tasks -> storage -> config)
+ALLOWED = {
+    "config": {"config"},
+    "storage": {"config", "storage"},
+    "tasks": {"config", "storage", "tasks"},
+    "integrations": {"config", "storage", "integrations"},
+    "agents": {"config", "storage", "tasks", "integrations", "agents"},
+    "service": {"config", "storage", "tasks", "agents", "service"},
+    "terminal": {"config", "storage", "tasks", "agents", "terminal"},
+    "main": {*PACKAGES},
+}
+FRAMEWORKS = ("crewai", "autogen_core", "autogen_agentchat", "autogen_ext", "fastapi",
+              "starlette", "uvicorn")
+
+
+def modules() -> list[Path]:
+    found = [REPO / "main.py"]
+    for package in PACKAGES:
+        found += sorted((REPO / package).rglob("*.py"))
+    return found
+
+
+def imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def owner(path: Path) -> str:
+    return path.relative_to(REPO).parts[0].removesuffix(".py")
+
+
+def test_dependencies_run_one_way():
+    wrong = []
+    for path in modules():
+        for name in imports(path):
+            top = name.split(".")[0]
+            if top in PACKAGES and top not in ALLOWED[owner(path)]:
+                wrong.append(f"{path.relative_to(REPO)} imports {name}")
+    assert not wrong, wrong
+
+
+def test_no_agent_framework_or_web_framework_under_storage():
+    wrong = [f"{path.relative_to(REPO)} imports {name}" for path in (REPO / "storage").rglob("*.py")
+             for name in imports(path) if name.split(".")[0] in FRAMEWORKS]
+    assert not wrong, wrong
+
+
+def test_no_import_cycle_between_top_level_packages():
+    graph: dict[str, set[str]] = {}
+    for path in modules():
+        graph.setdefault(owner(path), set()).update(
+            name.split(".")[0] for name in imports(path)
+            if name.split(".")[0] in PACKAGES and name.split(".")[0] != owner(path))
+    state: dict[str, str] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                pytest.fail("import cycle: " + " -> ".join([*trail, node, nxt]))
+            if nxt not in state:
+                visit(nxt, [*trail, node])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+
+
+def test_importing_storage_and_tasks_changes_no_environment_variable():
+    """(CrewAI itself sets TOKENIZERS_PARALLELISM on import; that is not ours to change.)"""
+    probe = ("import os, json; before = dict(os.environ); "
+             "import storage.kb.embeddings, storage.kb.knowledge_base, storage.retrieval.retriever, "
+             "storage.memory, storage.qdrant.backends, tasks.gates, tasks.answerability; "
+             "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "CREWAI_DISABLE_TELEMETRY")}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_readme_layout_section_matches_the_tree():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    listed = {line.split()[0].rstrip("/") for line in section.split("```")[1].splitlines()
+              if line.strip() and not line.startswith(" ")}
+    packages = {str(p.parent.relative_to(REPO)) for p in REPO.glob("*/**/__init__.py")
+                if "tests" not in p.parts and ".venv" not in p.parts}
+    assert packages <= listed, sorted(packages - listed)
+    assert all((REPO / path).exists() for path in listed), sorted(
+        p for p in listed if not (REPO / p).exists())
