@@ -169,15 +169,19 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Search the knowledge base under slot filters and print the ranked passages."""
+    from integrations.retriever_loader import load_retriever
     from storage.retrieval.retriever import QdrantRetriever
 
     if pipeline is not None and pipeline not in PIPELINES:
         raise ValueError(f"--pipeline {pipeline!r}: choose one of {', '.join(PIPELINES)}")
     slots = parse_slots(slot or [])
-    with open_kb() as kb:
-        kb.require_documents()
-        found = QdrantRetriever(kb=kb).search_queries([query], slots, top_k=top_k,
-                                                       pipeline=pipeline)
+    retriever = load_retriever(state.settings, state.data_dir)  # vector_store.type decides
+    try:
+        if isinstance(retriever, QdrantRetriever) and retriever.kb is not None:
+            retriever.kb.require_documents()
+        found = retriever.search_queries([query], slots, top_k=top_k, pipeline=pipeline)
+    finally:
+        retriever.close()
     if as_json:
         payload = {"results": [r.__dict__ for r in found.results], "metadata": found.metadata}
         sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")

@@ -18,6 +18,7 @@ from typing import Any
 
 from agents.roles import ROLES, TASKS
 from config.settings import ConfigError, LlmSettings, Settings
+from integrations.retriever_loader import load_retriever
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
 from storage.retrieval.retriever import QdrantRetriever
@@ -124,16 +125,10 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     assert kb is not None
     retriever: Any = local
     try:
-        if settings.vector_store.type == "custom_service":
-            from integrations.custom_service import CustomServiceRetriever
-
-            retriever = CustomServiceRetriever(top_k=settings.retrieval.top_k)
-            retriever.connect(settings.vector_store)
-        elif settings.vector_store.type != "qdrant":
-            raise ValueError("vector_store.type: the crew runs on 'qdrant' or 'custom_service'; "
-                             "other retriever classes serve Rasa (integrations.rasa_adapter)")
-        else:
+        if settings.vector_store.type == "qdrant":
             kb.require_documents()
+        else:  # the custom-service client or a user's class; memory stays in our store
+            retriever = load_retriever(settings, data_dir)
         chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name,
                               settings.llm)
     except Exception:

@@ -21,7 +21,8 @@ from typing import Any
 import httpx
 
 from storage.qdrant.store import Hit
-from storage.retrieval.retriever import SearchResult, SearchResultList, fuse_rankings, tracker_slots
+from storage.retrieval.fusion import fuse_rankings
+from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
 
 MAX_BYTES = 100_000
 

@@ -21,9 +21,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from storage.retrieval.results import SearchResult as _OwnResult
+from storage.retrieval.results import SearchResultList as _OwnList
 from storage.retrieval.retriever import QdrantRetriever
-from storage.retrieval.retriever import SearchResult as _OwnResult
-from storage.retrieval.retriever import SearchResultList as _OwnList
 
 try:  # pragma: no cover - exercised only where rasa-pro is installed
     from rasa.core.information_retrieval import (

@@ -6,7 +6,7 @@ threshold)``.
 
 Usage::
 
-    retriever = load_retriever(settings, data_dir)   # connected, ready to search
+    retriever = load_retriever(settings, data_dir)   # connected, ready to search_queries
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
-from typing import Any
 
 from config.settings import ConfigError, Settings
+from integrations.rasa_interface import RasaInterfaceRetriever
+from storage.retrieval.protocol import Retriever
 from storage.retrieval.retriever import QdrantRetriever
 
 
@@ -49,13 +50,17 @@ def retriever_class(type_name: str) -> type:
     return cls
 
 
-def load_retriever(settings: Settings, data_dir: Path) -> Any:
-    """Construct and connect the configured retriever."""
+def load_retriever(settings: Settings, data_dir: Path) -> Retriever:
+    """Construct and connect the configured retriever (a user's class adapted to the crew)."""
     cls = retriever_class(settings.vector_store.type)
     if cls is QdrantRetriever:
         retriever = QdrantRetriever(settings=settings, data_dir=data_dir)
         retriever.connect(settings)
         return retriever
-    retriever = cls(embeddings=None)
-    retriever.connect(settings.vector_store)
-    return retriever
+    if settings.vector_store.type == "custom_service":
+        service = cls(top_k=settings.retrieval.top_k)
+        service.connect(settings.vector_store)
+        return service
+    adapted = RasaInterfaceRetriever(cls(embeddings=None), top_k=settings.retrieval.top_k)
+    adapted.connect(settings.vector_store)
+    return adapted

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from storage.retrieval.retriever import SearchResultList
+from storage.retrieval.results import SearchResultList
 
 
 class SearchRequest(BaseModel):

@@ -21,86 +21,20 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from config.settings import Settings, load_settings
-from storage.kb.chunking import estimate_tokens
 from storage.kb.entities import query_entities
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.store import Condition, Hit
 from storage.retrieval.filters import build_filters
+from storage.retrieval.fusion import fuse_rankings, within_budget
+from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
 from storage.retrieval.window import merge_chunks, window_ranges
 
 PASSAGE_FIELDS = ("source_id", "title", "url", "product", "access", "tiers", "language",
                   "section", "customer_id", "tenant")
-
-
-@dataclass
-class SearchResult:
-    text: str
-    metadata: dict[str, Any]
-    score: float
-
-
-@dataclass
-class SearchResultList:
-    results: list[SearchResult]
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_document_list(cls, documents: Sequence[Any]) -> SearchResultList:
-        """Build from objects with ``page_content``/``text``, ``metadata`` and ``score``."""
-        results = []
-        for doc in documents:
-            text = getattr(doc, "page_content", None) or getattr(doc, "text", "")
-            metadata = dict(getattr(doc, "metadata", {}) or {})
-            score = float(metadata.get("score", getattr(doc, "score", 0.0)) or 0.0)
-            results.append(SearchResult(text=text, metadata=metadata, score=score))
-        return cls(results=results, metadata={})
-
-
-def tracker_slots(tracker_state: Any) -> tuple[dict[str, Any], str | None]:
-    """Slots and sender id from a dict-shaped or attribute-shaped tracker state."""
-    if tracker_state is None:
-        return {}, None
-    if isinstance(tracker_state, Mapping):
-        slots, sender = tracker_state.get("slots") or {}, tracker_state.get("sender_id")
-    else:
-        slots, sender = getattr(tracker_state, "slots", {}) or {}, getattr(
-            tracker_state, "sender_id", None
-        )
-    if not isinstance(slots, Mapping):
-        slots = {}
-    slots = {k: (v.get("value") if isinstance(v, Mapping) else v) for k, v in slots.items()}
-    return slots, sender
-
-
-def within_budget(results: list[SearchResult], budget: int) -> list[SearchResult]:
-    """Keep passages in rank order while their text fits ``budget`` word pieces (one at least)."""
-    kept, used = [], 0
-    for result in results:
-        cost = estimate_tokens(result.text)
-        if kept and used + cost > budget:
-            break
-        kept.append(result)
-        used += cost
-    return kept
-
-
-def fuse_rankings(rankings: Sequence[Sequence[Hit]], k: int) -> list[Hit]:
-    """Reciprocal rank fusion of several ranked hit lists (one per query)."""
-    if len(rankings) == 1:
-        return list(rankings[0])
-    scores: dict[str, float] = defaultdict(float)
-    first: dict[str, Hit] = {}
-    for ranking in rankings:
-        for rank, hit in enumerate(ranking):
-            scores[hit.id] += 1.0 / (k + rank + 1)
-            first.setdefault(hit.id, hit)
-    ordered = sorted(scores, key=lambda i: scores[i], reverse=True)
-    return [Hit(i, scores[i], first[i].payload) for i in ordered]
 
 
 class QdrantRetriever:

@@ -6,6 +6,7 @@ import importlib
 import sys
 import types
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 
@@ -27,8 +28,10 @@ class SyncSearch:
         return []
 
 
-class EchoRetriever:
-    """A user's own retriever, as Rasa's interface describes it."""
+class HelpDeskRetriever:
+    """A user's own retriever, as Rasa's interface describes it: it sees the turn's slots."""
+
+    seen_slots: ClassVar[list[dict]] = []
 
     def __init__(self, embeddings=None):
         self.connected_with = None
@@ -37,7 +40,13 @@ class EchoRetriever:
         self.connected_with = config
 
     async def search(self, query, tracker_state, threshold=0.0):
-        return [query]
+        from storage.retrieval.results import SearchResult, SearchResultList
+
+        HelpDeskRetriever.seen_slots.append(dict(tracker_state["slots"]))
+        text = ("Parcels ship within 2 business days. You get a tracking link by email "
+                "once a parcel ships.")
+        return SearchResultList([SearchResult(text=text, score=0.9, metadata={
+            "source_id": "helpdesk/shipping", "title": "Shipping", "url": None})])
 
 
 @pytest.mark.parametrize(
@@ -55,12 +64,52 @@ def test_bad_retriever_classes_are_named(type_name, message):
         retriever_class(type_name)
 
 
-def test_a_users_retriever_is_constructed_and_connected(settings, tmp_path):
-    custom = settings.model_copy(update={"vector_store": settings.vector_store.model_copy(
-        update={"type": "tests.integration.test_adapters.EchoRetriever"})})
-    retriever = load_retriever(custom, tmp_path)
-    assert isinstance(retriever, EchoRetriever)
-    assert retriever.connected_with.type.endswith("EchoRetriever")
+USER_CLASS = "tests.integration.test_adapters.HelpDeskRetriever"
+
+
+def with_user_retriever(settings):
+    return settings.model_copy(update={"vector_store": settings.vector_store.model_copy(
+        update={"type": USER_CLASS})})
+
+
+def test_a_users_retriever_is_connected_and_searched_with_the_slots(settings, tmp_path):
+    retriever = load_retriever(with_user_retriever(settings), tmp_path)
+    assert isinstance(retriever.inner, HelpDeskRetriever)
+    assert retriever.inner.connected_with.type == USER_CLASS
+    found = retriever.search_queries(["when does my parcel ship?", "shipping time"],
+                                     {"tier": "pro"}, {"product": "cloud"})
+    assert [r.metadata["source_id"] for r in found.results] == ["helpdesk/shipping"]
+    assert HelpDeskRetriever.seen_slots[-1] == {"tier": "pro", "product": "cloud"}
+
+
+@pytest.mark.parametrize("engine", ["crewai", "autogen"])
+def test_the_crew_answers_from_a_users_retriever(settings, tmp_path, engine):
+    from agents.runtime import build_runtime
+    from agents.turn import run_turn
+    from tasks.schemas import TurnRequest
+
+    runtime = build_runtime(with_user_retriever(settings), tmp_path, engine=engine)
+    try:
+        result = run_turn(TurnRequest(session_id="u", message="How long until my parcel ships?",
+                                      slots={"tier": "pro"}), runtime)
+    finally:
+        runtime.close()
+    assert result.verdict == "answered", result.trace.notes
+    assert [c.source_id for c in result.citations] == ["helpdesk/shipping"]
+    assert "2 business days" in result.answer
+
+
+def test_cli_search_uses_the_configured_retriever(settings, tmp_path):
+    from typer.testing import CliRunner
+
+    from main import app
+
+    config = tmp_path / "assistant.yaml"
+    config.write_text(f"vector_store: {{type: {USER_CLASS}}}\n")
+    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "--config", str(config),
+                                      "search", "parcel shipping", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "helpdesk/shipping" in result.output
 
 
 def _fake_rasa(monkeypatch) -> types.ModuleType:
@@ -128,6 +177,6 @@ def test_rasa_adapter_without_rasa_uses_our_types():
     import integrations.rasa_adapter as adapter
 
     assert not adapter.RASA_AVAILABLE
-    from storage.retrieval.retriever import SearchResultList
+    from storage.retrieval.results import SearchResultList
 
     assert adapter._List is SearchResultList

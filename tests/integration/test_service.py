@@ -197,7 +197,7 @@ def test_watsonx_search_schema_and_limits(client):
 
 def test_search_response_is_trimmed_to_whole_results(settings):
     from service.search_api import to_response
-    from storage.retrieval.retriever import SearchResult, SearchResultList
+    from storage.retrieval.results import SearchResult, SearchResultList
 
     found = SearchResultList([SearchResult("x" * 4000, {"title": f"t{i}"}, 1.0 - i / 10)
                               for i in range(10)])

@@ -1,0 +1,88 @@
+"""A user's retriever with Rasa's interface, as the retriever the crew searches with.
+
+``vector_store.type: package.module.Class`` names a class built as ``Class(embeddings=None)``
+with ``connect(config)`` and ``async search(query, tracker_state, threshold)`` (Rasa's custom
+information retrieval interface). The crew searches several phrasings at once; this adapter
+asks the class once per phrasing, with the turn's slots (enforced and advisory) in the tracker
+state, and fuses the rankings. The class is responsible for honouring the enforced slots.
+
+Usage::
+
+    retriever = RasaInterfaceRetriever(MyRetriever(embeddings=None), top_k=5)
+    retriever.connect(settings.vector_store)
+    found = retriever.search_queries(["refund time"], {"tier": "pro"})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any
+
+from storage.qdrant.store import Hit
+from storage.retrieval.fusion import fuse_rankings
+from storage.retrieval.results import SearchResult, SearchResultList
+
+RRF_K = 60
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coroutine`` to completion from sync code, inside a running event loop or not."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+class RasaInterfaceRetriever:
+    """Adapts ``connect`` + ``async search`` to the crew's ``search_queries``."""
+
+    def __init__(self, inner: Any, top_k: int = 5) -> None:
+        self.inner = inner
+        self.top_k = top_k
+        self.name = f"{type(inner).__module__}.{type(inner).__name__}"
+
+    def connect(self, config: Any = None) -> None:
+        self.inner.connect(config)
+
+    async def search(self, query: str, tracker_state: Any = None, threshold: float = 0.0
+                     ) -> SearchResultList:
+        return await self.inner.search(query, tracker_state, threshold)
+
+    def search_queries(self, queries: Sequence[str], slots: Mapping[str, Any] | None = None,
+                       advisory: Mapping[str, Any] | None = None,
+                       threshold: float | None = None, top_k: int | None = None,
+                       pipeline: str | None = None, strict: bool = True,
+                       entities: Sequence[str] = ()) -> SearchResultList:
+        texts = [q.strip() for q in queries if q and q.strip()]
+        if not texts:
+            raise ValueError("empty query: give at least one non-blank search text")
+        tracker = {"slots": {**dict(advisory or {}), **dict(slots or {})}}
+        rankings = []
+        for text in texts:
+            found = run_coroutine(self.inner.search(text, tracker, threshold or 0.0))
+            ranking = []
+            for rank, result in enumerate(found.results):
+                source = str(result.metadata.get("source_id") or result.metadata.get("url")
+                             or f"result-{rank}")
+                chunk = str(result.metadata.get("chunk_id") or f"{source}#{rank}")
+                ranking.append(Hit(chunk, float(result.score), {
+                    **result.metadata, "source_id": source, "chunk_id": chunk,
+                    "text": result.text}))
+            rankings.append(ranking)
+        hits = fuse_rankings(rankings, RRF_K)[: top_k or self.top_k]
+        results = [SearchResult(text=h.payload["text"], score=h.score, metadata={
+            **{k: v for k, v in h.payload.items() if k != "text"}, "via": "search"})
+            for h in hits]
+        return SearchResultList(results, {
+            "queries": texts, "ignored_filters": [], "entities": [],
+            "filters": {k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
+            "ids": [r.metadata["chunk_id"] for r in results]})
+
+    def close(self) -> None:
+        closing = getattr(self.inner, "close", None)
+        if callable(closing):
+            closing()
