@@ -1,5 +1,6 @@
-"""What every bench script shares: the repository on ``sys.path``, where results go, and a
-knowledge base opened for an answer set.
+"""What every bench script shares: the repository on ``sys.path``, telemetry off and offline
+models (set where the process starts), where results go, Markdown tables, and a knowledge base
+opened for an answer set.
 
 Usage (first import of a bench script)::
 
@@ -20,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from config.telemetry import apply_telemetry_policy  # noqa: E402
+
+apply_telemetry_policy()  # a bench script is where its process starts
 
 from config.settings import Settings, load_settings  # noqa: E402
 from storage.kb.ingest import ingest_paths  # noqa: E402

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import yaml
+from _common import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from config.settings import load_settings  # noqa: E402
-from storage.kb.ingest import ingest_paths  # noqa: E402
-from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.retrieval.retriever import QdrantRetriever  # noqa: E402
+from config.settings import load_settings
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.retriever import QdrantRetriever
 
 STAFF = {"tier": "enterprise", "access_level": "internal"}
 

@@ -23,11 +23,9 @@ import time
 from pathlib import Path
 
 import httpx
+from _common import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from service.auth import hash_key  # noqa: E402
+from service.auth import hash_key
 
 QUESTIONS = ["How long does a refund take?", "What are the API rate limits on the Pro plan?",
              "How do I export all my files?", "Do you offer a student discount?"]

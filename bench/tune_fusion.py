@@ -12,22 +12,19 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import ir_measures
+from _common import ROOT
+from ir_measures import nDCG
 
-import ir_measures  # noqa: E402
-from ir_measures import nDCG  # noqa: E402
-
-from config.settings import load_settings  # noqa: E402
-from storage.kb.ingest import ingest_paths  # noqa: E402
-from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.qdrant.store import Nearest, Stage  # noqa: E402
-from storage.retrieval.evaluation import load_beir  # noqa: E402
-from storage.retrieval.filters import build_filters  # noqa: E402
+from config.settings import load_settings
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.qdrant.store import Nearest, Stage
+from storage.retrieval.evaluation import load_beir
+from storage.retrieval.filters import build_filters
 
 
 def doc_ranking(hits) -> list[str]:

@@ -28,27 +28,20 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROOT, table, write_results
+from crewai import Agent, Crew, Process, Task
+from crewai.tools import BaseTool
+from pydantic import BaseModel, Field, PrivateAttr
 
-from config.telemetry import apply_telemetry_policy
-
-apply_telemetry_policy()
-
-from crewai import Agent, Crew, Process, Task  # noqa: E402
-from crewai.tools import BaseTool  # noqa: E402
-from pydantic import BaseModel, Field, PrivateAttr  # noqa: E402
-
-from agents.kickoff import check, load_script, run_script  # noqa: E402
-from agents.local_llm import LocalLlamaLLM, as_chat  # noqa: E402
-from agents.roles import load_role_specs  # noqa: E402
-from agents.runtime import build_runtime  # noqa: E402
-from agents.usage import UsageLedger  # noqa: E402
-from config.settings import load_settings  # noqa: E402
-from storage.kb.ingest import ingest_paths  # noqa: E402
-from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.qdrant.store import Nearest, Stage  # noqa: E402
-from tasks.schemas import Citation, TurnResult  # noqa: E402
-
-RESULTS = ROOT / "bench" / "results"
+from agents.kickoff import check, load_script, run_script
+from agents.local_llm import LocalLlamaLLM, as_chat
+from agents.roles import load_role_specs
+from agents.runtime import build_runtime
+from agents.usage import UsageLedger
+from config.settings import load_settings
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.qdrant.store import Nearest, Stage
+from tasks.schemas import Citation, TurnResult
 
 
 class StockLocalLLM(LocalLlamaLLM):
