@@ -161,7 +161,7 @@ def test_handoff_switches_the_session_to_a_human(client, settings):
 
 def test_store_down_gives_503_and_keeps_the_users_turn(client, monkeypatch):
     session = new_session(client)
-    from storage import retrieval
+    from storage.retrieval import retriever as retrieval
 
     def down(*_args, **_kwargs):
         raise ConnectionError("qdrant unreachable")

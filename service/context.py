@@ -1,0 +1,66 @@
+"""What every route of the pilot depends on: the app's context, the caller, the session.
+
+Usage (in a route)::
+
+    @router.get("/v1/sessions/{session_id}")
+    async def get_session(session_id: str, who: Authed, pilot: Pilot) -> dict: ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from config.settings import Settings
+from service.auth import AuthError, Caller, authenticate
+from service.errors import ApiError
+
+
+@dataclass
+class PilotContext:
+    """The running service: settings, the turn runtime, the pilot store, per-session locks."""
+
+    settings: Settings
+    runtime: Any = None
+    store: Any = None
+    locks: defaultdict[str, asyncio.Lock] = field(
+        default_factory=lambda: defaultdict(asyncio.Lock))
+
+
+def pilot_context(request: Request) -> PilotContext:
+    return request.app.state.pilot
+
+
+Pilot = Annotated[PilotContext, Depends(pilot_context)]
+
+
+def caller(request: Request, pilot: Pilot) -> Caller:
+    """The API key's caller (tenant, enforced slots, trust); 401 without a valid key."""
+    try:
+        return authenticate(request.headers, pilot.settings.pilot.api_keys)
+    except AuthError as exc:
+        raise ApiError(401, "unauthorized", str(exc)) from None
+
+
+Authed = Annotated[Caller, Depends(caller)]
+
+
+def owner_of(who: Caller) -> str:
+    """Who a session belongs to: keys with the same tenant, enforced slots and trust."""
+    return hashlib.sha256(json.dumps([who.tenant, sorted(who.slots.items()),
+                                      who.trust_customer_id]).encode()).hexdigest()
+
+
+def owned_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
+    """The session's header, or 404 when it is not this caller's."""
+    header = pilot.store.session(who.tenant, session_id)
+    owner = header and (header.get("owner") or header.get("key"))
+    if header is None or owner not in (owner_of(who), who.key_name):
+        raise ApiError(404, "unknown_session", f"no session {session_id!r} for this key")
+    return header

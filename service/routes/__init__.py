@@ -1,0 +1,1 @@
+"""The pilot's routes, one ``APIRouter`` per concern: health, sessions, search, the page."""

@@ -1,0 +1,27 @@
+"""``POST /v1/search`` in watsonx's custom-service schema, under the key's enforced slots."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from service.context import Authed, Pilot
+from service.errors import ApiError
+from service.search_api import SearchRequest, to_response
+
+router = APIRouter(tags=["search"])
+
+
+@router.post("/v1/search")
+async def search(body: SearchRequest, who: Authed, pilot: Pilot) -> JSONResponse:
+    slots = dict(who.slots)
+    if who.tenant:
+        slots["tenant"] = who.tenant
+    try:
+        found = await run_in_threadpool(pilot.runtime.retriever.search_queries, [body.query],
+                                        slots, body.advisory_filters(), None, None, None, False)
+    except Exception as exc:
+        raise ApiError(503, "unavailable", pilot.settings.messages.connection_problem,
+                       {"reason": type(exc).__name__}) from None
+    return JSONResponse(to_response(found, pilot.settings.pilot.max_response_bytes))

@@ -1,0 +1,182 @@
+"""Sessions: create, send a message (one turn; JSON or server-sent events), read, rate,
+hand off. Every route needs a key and only sees the sessions of keys like it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agents.progress import progress_label
+from agents.turn import run_turn
+from service.auth import Caller
+from service.context import Authed, Pilot, PilotContext, owned_session, owner_of
+from service.errors import ApiError, error_body
+from storage.memory import Scope, ScopeError, check_id
+from tasks.schemas import TurnRequest, TurnResult
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+
+class NewSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    customer_id: str | None = Field(default=None, min_length=1, max_length=200)
+    slots: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("customer_id")
+    @classmethod
+    def _memory_accepts_it(cls, value: str | None) -> str | None:
+        """The same rules the memory scope applies, so a session never outlives its id."""
+        if value is not None:
+            try:
+                check_id("customer_id", value)
+            except ScopeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
+class NewMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    message: str = Field(min_length=1, max_length=8000)
+
+
+class Feedback(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    turn_index: int = Field(ge=0)
+    rating: Literal["up", "down"]
+    comment: str = Field(default="", max_length=2000)
+
+
+class Handoff(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(default="requested by the customer", max_length=500)
+
+
+def sse_event(name: str, data: dict[str, Any]) -> str:
+    """One server-sent event."""
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def customer_trace(result: TurnResult) -> dict[str, Any]:
+    """What a key that is not a trusted backend sees of a turn's trace: the steps' names and
+    times and the model's cost; no filters, entities, queries, passage ids or notes."""
+    trace = result.trace
+    return {"steps": [{"name": s.name, "ms": s.ms} for s in trace.steps],
+            "llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
+            "completion_tokens": trace.completion_tokens, "duration_ms": trace.duration_ms}
+
+
+def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, dict[str, Any]]:
+    """The status and body a caller gets for a finished turn."""
+    payload = result.model_dump(mode="json")
+    if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
+        payload["trace"] = customer_trace(result)
+    if result.verdict == "error":
+        return 503, {**error_body("unavailable", pilot.settings.messages.connection_problem),
+                     "result": payload}
+    return 200, payload
+
+
+async def turn_events(pilot: PilotContext, request: TurnRequest, who: Caller, lock: str
+                      ) -> AsyncIterator[str]:
+    """Server-sent events: one ``step`` event as each step starts, then ``result``."""
+    loop = asyncio.get_running_loop()
+    steps: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_step(step: str) -> None:
+        loop.call_soon_threadsafe(steps.put_nowait, step)
+
+    async with pilot.locks[lock]:
+        turn = asyncio.ensure_future(run_in_threadpool(run_turn, request, pilot.runtime, on_step))
+        while not (turn.done() and steps.empty()):
+            waiting = asyncio.ensure_future(steps.get())
+            await asyncio.wait({turn, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if waiting.done():
+                step = waiting.result()
+                yield sse_event("step", {"step": step, "label": progress_label(step)})
+            else:
+                waiting.cancel()
+        status, body = shown(pilot, turn.result(), who)
+    yield sse_event("result" if status == 200 else "error", body)
+
+
+@router.post("", status_code=201)
+async def new_session(body: NewSession, who: Authed, pilot: Pilot) -> dict[str, Any]:
+    rules = pilot.settings.slots
+    for name in body.slots:
+        if name not in rules:
+            raise ApiError(422, "unknown_slot", f"unknown slot {name!r}", {"known": sorted(rules)})
+        if rules[name].mode == "enforced":
+            raise ApiError(403, "enforced_slot", f"slot {name!r} is set by your API key, "
+                           "not by requests")
+    if body.customer_id and not who.trust_customer_id:
+        raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
+    session_id = uuid.uuid4().hex
+    customer = body.customer_id or f"anon-{session_id}"
+    header = await run_in_threadpool(pilot.store.create_session, who.tenant, session_id,
+                                     customer, owner_of(who), dict(body.slots))
+    return {"session_id": session_id, "customer_id": customer, "slots": header["slots"]}
+
+
+@router.post("/{session_id}/messages", response_model=None)
+async def message(session_id: str, body: NewMessage, who: Authed, pilot: Pilot, http: Request
+                  ) -> JSONResponse | StreamingResponse:
+    """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    streaming = "text/event-stream" in http.headers.get("accept", "")
+    if header.get("handoff"):
+        result = TurnResult(session_id=session_id, answer=pilot.settings.messages.handoff,
+                            verdict="handoff", handoff=True)
+        if streaming:
+            return StreamingResponse(iter([sse_event("result", result.model_dump(mode="json"))]),
+                                     media_type="text/event-stream")
+        return JSONResponse(result.model_dump(mode="json"))
+    slots = {**header["slots"], **who.slots}
+    if who.tenant:
+        slots["tenant"] = who.tenant
+    request = TurnRequest(session_id=session_id, customer_id=header["customer_id"],
+                          message=body.message, slots=slots)
+    lock = f"{who.tenant}/{session_id}"
+    if streaming:
+        return StreamingResponse(turn_events(pilot, request, who, lock),
+                                 media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    async with pilot.locks[lock]:
+        result = await run_in_threadpool(run_turn, request, pilot.runtime)
+    status, payload = shown(pilot, result, who)
+    return JSONResponse(payload, status_code=status)
+
+
+@router.get("/{session_id}")
+async def get_session(session_id: str, who: Authed, pilot: Pilot) -> dict[str, Any]:
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    scope = Scope(header["customer_id"], who.tenant)
+    turns = await run_in_threadpool(pilot.runtime.memory.session_turns, scope, session_id)
+    feedback = await run_in_threadpool(pilot.store.feedback, who.tenant, session_id)
+    return {"session": header, "turns": turns, "feedback": feedback}
+
+
+@router.post("/{session_id}/feedback", status_code=201)
+async def feedback(session_id: str, body: Feedback, who: Authed, pilot: Pilot) -> dict[str, Any]:
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    turns = await run_in_threadpool(pilot.runtime.memory.session_turns,
+                                    Scope(header["customer_id"], who.tenant), session_id)
+    if body.turn_index not in {t["turn_index"] for t in turns}:
+        raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}")
+    return await run_in_threadpool(pilot.store.add_feedback, who.tenant, session_id,
+                                   body.turn_index, body.rating, body.comment)
+
+
+@router.post("/{session_id}/handoff")
+async def handoff(session_id: str, body: Handoff, who: Authed, pilot: Pilot) -> dict[str, Any]:
+    await run_in_threadpool(owned_session, pilot, who, session_id)
+    header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
+                                     body.reason)
+    return {"session": header, "message": pilot.settings.messages.handoff}
