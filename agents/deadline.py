@@ -2,7 +2,8 @@
 
 The deadline of the running turn lives in a context variable, so every model call of that turn
 (in any thread the frameworks use) sees it: a call that would start too late is not made, and
-local generation stops when the time is up. Roles then take their evidence path.
+local generation stops when the time is up. Roles then take their evidence path. A customer who
+cancels (Ctrl-C in the chat) moves the deadline to now.
 
 Usage::
 
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import contextvars
 import math
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("turn_deadline",
-                                                                         default=None)
+_DEADLINE: contextvars.ContextVar[tuple[float | None, threading.Event | None]] = \
+    contextvars.ContextVar("turn_deadline", default=(None, None))
 
 
 class DeadlineExceeded(RuntimeError):
@@ -29,8 +31,9 @@ class DeadlineExceeded(RuntimeError):
 
 
 @contextmanager
-def turn_deadline(at: float | None) -> Iterator[None]:
-    token = _DEADLINE.set(at)
+def turn_deadline(at: float | None, cancel: threading.Event | None = None) -> Iterator[None]:
+    """The running turn ends by ``at`` (monotonic seconds), or at once when ``cancel`` is set."""
+    token = _DEADLINE.set((at, cancel))
     try:
         yield
     finally:
@@ -38,8 +41,10 @@ def turn_deadline(at: float | None) -> Iterator[None]:
 
 
 def time_left() -> float:
-    """Seconds until the running turn's deadline (infinite outside a turn)."""
-    at = _DEADLINE.get()
+    """Seconds until the running turn's deadline (infinite outside a turn; 0 once cancelled)."""
+    at, cancel = _DEADLINE.get()
+    if cancel is not None and cancel.is_set():
+        return 0.0
     return math.inf if at is None else at - time.monotonic()
 
 

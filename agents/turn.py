@@ -20,6 +20,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -35,7 +36,7 @@ from tasks.state import STEP_LISTENER, TurnState
 log = logging.getLogger(__name__)
 StepCallback = Callable[[str], None]
 HARD_STOP_S = 0.5  # past the deadline, this long for the engine to finish its cut-short call
-_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="turn")
+POLL_S = 0.1
 
 
 class TurnAbandoned(RuntimeError):
@@ -46,7 +47,7 @@ class TurnWatch:
     """Sees every step of one turn: tells the listener, keeps the live state for the deadline."""
 
     def __init__(self, state: TurnState, on_step: StepCallback | None) -> None:
-        self.live, self.running, self.abandoned = state, "start", False
+        self.live, self.running, self.abandoned, self.cancelled = state, "start", False, False
         self.on_step = on_step
 
     def __call__(self, state: TurnState, name: str) -> None:
@@ -69,37 +70,60 @@ class TurnWatch:
         return TurnState.for_request(self.live.request) if self.live.request else self.live
 
 
-def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch) -> TurnState:
-    """The engine's turn in a worker; past the deadline, the best evidence-based outcome."""
-    timeout = runtime.settings.turn_timeout_s
+def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch,
+                cancel: threading.Event) -> TurnState:
+    """The engine's turn in a worker; past the deadline (or once cancelled, after the grace for
+    a cut-short call), the best evidence-based outcome."""
     def work() -> TurnState:
         STEP_LISTENER.set(watch)  # in the worker's own context: late steps stop there
         return runtime.engine.run(state, runtime)
 
-    worker = _WORKERS.submit(contextvars.copy_context().run, work)
-    try:
-        return worker.result(timeout=timeout + HARD_STOP_S)
-    except concurrent.futures.TimeoutError:
-        watch.abandoned = True
-        late = watch.snapshot()
-        late.result = deadline_result(late, runtime.scorer, runtime.settings, watch.running)
-        return late
+    worker: concurrent.futures.Future[TurnState] = concurrent.futures.Future()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            worker.set_result(context.run(work))
+        except BaseException as exc:  # handed to the caller through the future
+            worker.set_exception(exc)
+
+    # a daemon thread: a turn abandoned at its deadline never holds the process open
+    threading.Thread(target=run, name="turn", daemon=True).start()
+    give_up = time.monotonic() + runtime.settings.turn_timeout_s + HARD_STOP_S
+    while True:
+        if cancel.is_set() and not watch.cancelled:
+            give_up = min(give_up, time.monotonic() + HARD_STOP_S)
+            watch.cancelled = True
+        try:
+            return worker.result(timeout=max(0.0, min(POLL_S, give_up - time.monotonic())))
+        except concurrent.futures.TimeoutError:
+            if time.monotonic() >= give_up:
+                break
+    watch.abandoned = True
+    late = watch.snapshot()
+    why = "cancelled by the customer" if watch.cancelled else ""
+    late.result = deadline_result(late, runtime.scorer, runtime.settings, watch.running, why)
+    return late
 
 
 def run_turn(request: TurnRequest, runtime: TurnRuntime,
-             on_step: StepCallback | None = None) -> TurnResult:
+             on_step: StepCallback | None = None,
+             cancel: threading.Event | None = None) -> TurnResult:
     """Answer one customer message; never raises for retrieval or model failures.
 
     ``on_step(name)`` is told when each step starts (progress for a waiting customer). The turn
-    ends by ``turn_timeout_s`` (plus the time to quote an answer from the passages).
+    ends by ``turn_timeout_s`` (plus the time to quote an answer from the passages), or within
+    ``HARD_STOP_S`` of ``cancel`` being set: model calls stop, and the turn ends with what the
+    evidence gives (stored like any turn; its trace says it was cancelled).
     """
     started = time.perf_counter()
     state = TurnState.for_request(request)
     watch = TurnWatch(state, on_step)
     deadline = time.monotonic() + runtime.settings.turn_timeout_s
-    with UsageLedger.activate() as ledger, turn_deadline(deadline):
+    cancel = cancel or threading.Event()
+    with UsageLedger.activate() as ledger, turn_deadline(deadline, cancel):
         try:
-            state = _run_engine(runtime, state, watch)
+            state = _run_engine(runtime, state, watch, cancel)
             result = state.result or TurnResult(
                 session_id=request.session_id, verdict="error",
                 answer=runtime.settings.messages.connection_problem)

@@ -297,11 +297,12 @@ def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
 
 
 def deadline_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
-                    running: str) -> TurnResult:
-    """The best evidence-based outcome of a turn whose time ran out during ``running``:
-    an extractive answer where the passages answer, else "no results" (or the hand-off)."""
-    state.note(f"deadline: {settings.turn_timeout_s:g} s passed during {running}; "
-               "evidence decided the outcome")
+                    running: str, why: str = "") -> TurnResult:
+    """The best evidence-based outcome of a turn whose time ran out during ``running`` (or
+    that ``why`` says was stopped): an extractive answer where the passages answer, else
+    "no results" (or the hand-off)."""
+    ended = why or f"deadline: {settings.turn_timeout_s:g} s passed"
+    state.note(f"{ended} during {running}; evidence decided the outcome")
     if state.result is not None:
         return state.result
     if state.route == "handoff":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -107,15 +108,23 @@ class ChatLoop:
     def ask(self, message: str) -> TurnResult | None:
         request = TurnRequest(session_id=self.session_id, customer_id=self.customer_id,
                               message=message, slots=self.slots)
+        cancel = threading.Event()
+        future = None
         try:
             with self.console.status("the crew is working…") as status:
                 def show_step(step: str) -> None:
                     status.update(f"{progress_label(step)}…")
 
-                future = self._pool.submit(run_turn, request, self.runtime, show_step)
+                future = self._pool.submit(run_turn, request, self.runtime, show_step, cancel)
                 result = future.result()
         except KeyboardInterrupt:
-            self.console.print("[yellow]cancelled[/] (your message is stored)")
+            # the turn stops for real: model calls end and it finishes within a second with
+            # what the evidence gives (stored, not shown), so the next message is not blocked
+            cancel.set()
+            if future is not None:
+                future.result()
+            self.console.print("[yellow]cancelled[/] (your message and the stopped turn are "
+                               "stored)")
             return None
         self.last = result
         self.show(result)

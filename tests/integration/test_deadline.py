@@ -57,15 +57,25 @@ def test_a_model_that_hangs_ends_the_turn_with_the_evidence_based_answer(setting
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_roles_after_the_deadline_take_their_evidence_path(settings, example_kb, engine):
+    def search_until_the_deadline(prompt: str) -> dict:  # a call cut short at the deadline
+        from agents.deadline import expired
+
+        while not expired():
+            time.sleep(0.02)
+        return search(prompt)
+
     sleepy_search = ScriptedLLM(model="scripted").script(
-        tools=[lambda prompt: (time.sleep(1.2), search(prompt))[1]],
-        DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])
+        tools=[search_until_the_deadline], DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])
     warm_up(settings, example_kb, engine)
     runtime = scripted_runtime(with_timeout(settings, 1.0), example_kb, sleepy_search,
                                engine=engine)
     result = ask(runtime, "How long does a refund take?")
-    assert result.verdict == "answered"
-    assert "deadline: respond took the evidence path" in result.trace.notes
+    assert result.verdict == "answered" and "5 to 7 business days" in result.answer
+    # the responder is never asked after the deadline: either it took its evidence path, or
+    # (on a loaded machine) the turn was already ended from the evidence at the hard stop
+    notes = result.trace.notes
+    assert "deadline: respond took the evidence path" in notes or any(
+        n.startswith("deadline: 1 s passed during") for n in notes), notes
     assert not any(call.role == "responder" for call in result.trace.calls)
 
 

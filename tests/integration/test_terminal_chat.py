@@ -14,14 +14,19 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.integration
 
 
+ENV = {"TERM": "xterm", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
+       "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true",
+       "PROMPT_TOOLKIT_NO_CPR": "1", "NO_COLOR": "1"}
+
+
+def spawn(tmp_path, *extra: str, timeout: int = 120) -> pexpect.spawn:
+    return pexpect.spawn(sys.executable, ["-m", "tests.chat_harness", str(tmp_path), *extra],
+                         cwd=str(REPO), encoding="utf-8", timeout=timeout,
+                         dimensions=(40, 160), env=ENV)
+
+
 def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
-    child = pexpect.spawn(sys.executable, ["-m", "tests.chat_harness", str(tmp_path)],
-                          cwd=str(REPO), encoding="utf-8", timeout=120,
-                          dimensions=(40, 160), env={"TERM": "xterm", "PATH": "/usr/bin:/bin",
-                                                     "HF_HUB_OFFLINE": "1",
-                                                     "CREWAI_DISABLE_TELEMETRY": "true",
-                                                     "OTEL_SDK_DISABLED": "true",
-                                                     "PROMPT_TOOLKIT_NO_CPR": "1", "NO_COLOR": "1"})
+    child = spawn(tmp_path)
     try:
         child.expect("you>")
         child.sendline("/help")
@@ -60,3 +65,33 @@ def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
     finally:
         store.close()
     assert (tmp_path / "history").read_text().count("How long does a refund take?") == 1
+
+
+def test_ctrl_c_cancels_the_turn_and_the_next_message_is_answered(tmp_path):
+    """The responder would take 120 s; Ctrl-C stops the turn, and the next message is answered
+    long before that (pexpect's 60 s timeout would fail the test otherwise)."""
+    child = spawn(tmp_path, "--slow", timeout=60)
+    try:
+        child.expect("you>")
+        child.sendline("How long does a refund take?")
+        child.expect("writing the answer")  # the step in progress is shown while waiting
+        child.sendintr()
+        child.expect("cancelled")
+        child.expect("you>")
+        child.sendline("/slot product=cloud")
+        child.expect("product")
+        child.expect("you>")
+        child.sendeof()
+        child.expect("bye")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    store = EdgeStore(tmp_path / "qdrant")
+    try:
+        from storage.memory import SESSIONS
+
+        turns = [r.payload for r in store.scroll(SESSIONS, Scope("c-chat").condition())]
+        assert [t["user"] for t in turns] == ["How long does a refund take?"]
+        assert turns[0]["status"] == "done"  # the stopped turn is stored, not left pending
+    finally:
+        store.close()
