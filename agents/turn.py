@@ -17,6 +17,7 @@ Usage::
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextvars
 import logging
@@ -37,6 +38,17 @@ log = logging.getLogger(__name__)
 StepCallback = Callable[[str], None]
 HARD_STOP_S = 0.5  # past the deadline, this long for the engine to finish its cut-short call
 POLL_S = 0.1
+EXIT_WAIT_S = 15.0
+_LIVE_TURNS: set[threading.Thread] = set()
+
+
+@atexit.register
+def _let_abandoned_turns_finish() -> None:
+    """At exit, give turns cut off at their deadline a moment to stop (their model calls end at
+    the deadline); a daemon thread killed inside native code would abort the process."""
+    until = time.monotonic() + EXIT_WAIT_S
+    for thread in list(_LIVE_TURNS):
+        thread.join(max(0.0, until - time.monotonic()))
 
 
 class TurnAbandoned(RuntimeError):
@@ -86,9 +98,13 @@ def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch,
             worker.set_result(context.run(work))
         except BaseException as exc:  # handed to the caller through the future
             worker.set_exception(exc)
+        finally:
+            _LIVE_TURNS.discard(threading.current_thread())
 
-    # a daemon thread: a turn abandoned at its deadline never holds the process open
-    threading.Thread(target=run, name="turn", daemon=True).start()
+    # a daemon thread: a turn abandoned at its deadline never holds the process open long
+    thread = threading.Thread(target=run, name="turn", daemon=True)
+    _LIVE_TURNS.add(thread)
+    thread.start()
     give_up = time.monotonic() + runtime.settings.turn_timeout_s + HARD_STOP_S
     while True:
         if cancel.is_set() and not watch.cancelled:
