@@ -1,9 +1,14 @@
 """What a waiting customer is told while a turn runs: one plain label per kind of step.
 
+``run_turn(request, runtime, on_step=...)`` tells a listener each step's name as it starts.
+
 Usage::
 
-    run_turn(request, runtime, on_step=lambda step: print(progress_label(step)))
-    progress_label("retrieve")     # "searching the help articles"
+    >>> progress_label("retrieve")
+    'searching the help articles'
+    >>> progress_label("something new")
+    'working'
+
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ sentence leans on. A sentence that changes one of them is unsupported, however c
 
 Usage::
 
-    facts("Add Okta under Admin > Security, see https://status.example.com.")
-    # {'Okta', 'Admin > Security', 'https://status.example.com'}
-    missing_facts("Use Okta or PingFederate.", "Connect Okta, Azure AD or OneLogin.")
-    # ['PingFederate']
+    >>> sorted(facts("Add Okta under Admin > Security, see https://status.example.com."))
+    ['Admin > Security', 'Okta', 'https://status.example.com']
+    >>> missing_facts("Use Okta or PingFederate.", "Connect Okta, Azure AD or OneLogin.")
+    ['PingFederate']
 """
 
 from __future__ import annotations

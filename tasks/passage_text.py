@@ -7,10 +7,9 @@ help to find where an answer is but are never quoted.
 
 Usage::
 
-    units = split_units("## Refunds\\nRefunds take **5 to 7** business days.\\n- By card: 5 days")
-    [(u.kind, u.text) for u in units]
-    # [('heading', 'Refunds'), ('sentence', 'Refunds take 5 to 7 business days.'),
-    #  ('item', 'By card: 5 days')]
+    >>> units = split_units("## Refunds\\nRefunds take **5 to 7** days.\\n- By card: 5 days")
+    >>> [(u.kind, u.text) for u in units]
+    [('heading', 'Refunds'), ('sentence', 'Refunds take 5 to 7 days.'), ('item', 'By card: 5 days')]
 """
 
 from __future__ import annotations
