@@ -28,7 +28,7 @@ def data_dir(tmp_path_factory):
 
 MANAGER_REASONS = (r"the retriever coworker never searched|the evidence gate routes to|"
                    r"the responder coworker never drafted|no usable draft|\d+ unsupported|"
-                   r"failed \\(")
+                   r"failed \(")
 MODEL_ROLES = {f"SUPPORTCREW_ROLES__{role.upper()}": "model"
                for role in ("reformulate", "retrieve", "judge", "respond")}
 
