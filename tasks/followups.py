@@ -30,7 +30,7 @@ _LEANS_BACK = re.compile(
     r"|\bwhat (should|do|can) i do\b|\bhow (do|can) i (fix|solve|change) (it|that|this)\b",
     re.IGNORECASE)
 SUBJECT_TERMS = 8
-SHORT_FOLLOW_UP = 7  # words: a message this short, mid-conversation, leans on the one before
+SHORT_FOLLOW_UP = 6  # words: a message this short, mid-conversation, leans on the one before
 
 
 @dataclass(frozen=True)
