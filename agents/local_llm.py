@@ -30,6 +30,8 @@ from agents.usage import record_call
 from storage.kb.model_files import smollm2_gguf
 
 MAX_STRING = 400
+MIN_START_S = 1.5  # seconds a local call needs at least (prompt evaluation)
+_LLAMA_LOCK = threading.RLock()
 MAX_ITEMS = 5
 _RUNTIMES: dict[tuple[str, int, int], Any] = {}
 _RUNTIME_LOCK = threading.Lock()
@@ -129,7 +131,8 @@ class LocalLlamaLLM(BaseLLM):
     n_ctx: int = 4096
     model_path: str | None = None
     records_usage: bool = True
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    # one lock for the process's llama.cpp contexts, shared by every LocalLlamaLLM using them
+    _lock: threading.RLock = PrivateAttr(default_factory=lambda: _LLAMA_LOCK)
 
     def _llama(self) -> Any:
         return load_llama(Path(self.model_path) if self.model_path else smollm2_gguf(),
@@ -149,7 +152,8 @@ class LocalLlamaLLM(BaseLLM):
         """The exact prompt size, counted by the model's own tokenizer."""
         text = messages if isinstance(messages, str) else "\n".join(
             str(m.get("content") or "") for m in messages)
-        return len(self._llama().tokenize(text.encode("utf-8"), add_bos=False))
+        with self._lock:  # the tokenizer shares llama.cpp's context with a running call
+            return len(self._llama().tokenize(text.encode("utf-8"), add_bos=False))
 
     def complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None,
                  purpose: str = "", max_tokens: int | None = None) -> str:
@@ -161,7 +165,7 @@ class LocalLlamaLLM(BaseLLM):
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         asked = time.perf_counter()
         with self._lock:  # one llama.cpp context: calls of concurrent turns wait their turn
-            if expired():
+            if time_left() < MIN_START_S:  # its prompt evaluation alone would overrun
                 raise DeadlineExceeded(f"{purpose or 'model'} call not started: turn deadline")
             started = time.perf_counter()
             fitted = _fit(messages, llama, self.n_ctx, kwargs["max_tokens"])
@@ -205,10 +209,16 @@ def _generate_until_deadline(llama: Any, messages: list[dict[str, Any]],
                              kwargs: dict[str, Any]) -> tuple[str, int, int]:
     """Stream the completion and stop when the turn's deadline passes (output cut short)."""
     pieces: list[str] = []
-    for chunk in llama.create_chat_completion(messages=messages, stream=True, **kwargs):
-        pieces.append(str(chunk["choices"][0].get("delta", {}).get("content") or ""))
-        if expired():
-            break
+    stream = llama.create_chat_completion(messages=messages, stream=True, **kwargs)
+    try:
+        for chunk in stream:
+            pieces.append(str(chunk["choices"][0].get("delta", {}).get("content") or ""))
+            if expired():
+                break
+    finally:
+        # closed here, under the model's lock: a generator left to the garbage collector
+        # would clean up llama.cpp's context later, from any thread, during another call
+        stream.close()
     completion = len(pieces)
     return "".join(pieces), max(0, int(getattr(llama, "n_tokens", 0)) - completion), completion
 

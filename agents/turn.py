@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 StepCallback = Callable[[str], None]
 HARD_STOP_S = 0.5  # past the deadline, this long for the engine to finish its cut-short call
 POLL_S = 0.1
+EVIDENCE_RESERVE_S = 2.0  # before the deadline, model calls end: search, gate and quote need it
 EXIT_WAIT_S = 15.0
 _LIVE_TURNS: set[threading.Thread] = set()
 
@@ -137,7 +138,9 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime,
     watch = TurnWatch(state, on_step)
     deadline = time.monotonic() + runtime.settings.turn_timeout_s
     cancel = cancel or threading.Event()
-    with UsageLedger.activate() as ledger, turn_deadline(deadline, cancel):
+    # model calls stop early enough for the evidence path to finish the turn by its deadline
+    reserve = min(EVIDENCE_RESERVE_S, runtime.settings.turn_timeout_s / 4)
+    with UsageLedger.activate() as ledger, turn_deadline(deadline - reserve, cancel):
         try:
             state = _run_engine(runtime, state, watch, cancel)
             result = state.result or TurnResult(
