@@ -25,6 +25,23 @@ def spawn(tmp_path, *extra: str, timeout: int = 120) -> pexpect.spawn:
                          dimensions=(40, 160), env=ENV)
 
 
+def quit_chat(child: pexpect.spawn) -> None:
+    child.sendeof()
+    child.expect("bye")
+    child.expect(pexpect.EOF)
+
+
+def stored_turns(tmp_path) -> list[dict]:
+    """The chat customer's stored turns, read after the chat has exited."""
+    from storage.memory import SESSIONS
+
+    store = EdgeStore(tmp_path / "qdrant")
+    try:
+        return [r.payload for r in store.scroll(SESSIONS, Scope("c-chat").condition())]
+    finally:
+        store.close()
+
+
 def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
     child = spawn(tmp_path)
     try:
@@ -50,20 +67,12 @@ def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
         child.sendline("/memory")
         child.expect("entities")
         child.expect("you>")
-        child.sendeof()
-        child.expect("bye")
-        child.expect(pexpect.EOF)
+        quit_chat(child)
     finally:
         child.close(force=True)
-    store = EdgeStore(tmp_path / "qdrant")
-    try:
-        from storage.memory import SESSIONS
-
-        turns = [r.payload for r in store.scroll(SESSIONS, Scope("c-chat").condition())]
-        assert [t["user"] for t in turns] == ["How long does a refund take?"]
-        assert turns[0]["status"] == "done" and turns[0]["slots"]["product"] == "cloud"
-    finally:
-        store.close()
+    turns = stored_turns(tmp_path)
+    assert [t["user"] for t in turns] == ["How long does a refund take?"]
+    assert turns[0]["status"] == "done" and turns[0]["slots"]["product"] == "cloud"
     assert (tmp_path / "history").read_text().count("How long does a refund take?") == 1
 
 
@@ -81,17 +90,9 @@ def test_ctrl_c_cancels_the_turn_and_the_next_message_is_answered(tmp_path):
         child.sendline("/slot product=cloud")
         child.expect("product")
         child.expect("you>")
-        child.sendeof()
-        child.expect("bye")
-        child.expect(pexpect.EOF)
+        quit_chat(child)
     finally:
         child.close(force=True)
-    store = EdgeStore(tmp_path / "qdrant")
-    try:
-        from storage.memory import SESSIONS
-
-        turns = [r.payload for r in store.scroll(SESSIONS, Scope("c-chat").condition())]
-        assert [t["user"] for t in turns] == ["How long does a refund take?"]
-        assert turns[0]["status"] == "done"  # the stopped turn is stored, not left pending
-    finally:
-        store.close()
+    turns = stored_turns(tmp_path)
+    assert [t["user"] for t in turns] == ["How long does a refund take?"]
+    assert turns[0]["status"] == "done"  # the stopped turn is stored, not left pending
