@@ -77,10 +77,13 @@ def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
 
 
 def test_ctrl_c_cancels_the_turn_and_the_next_message_is_answered(tmp_path):
-    """The responder would take 120 s; Ctrl-C stops the turn, and the next message is answered
-    long before that (pexpect's 60 s timeout would fail the test otherwise)."""
-    child = spawn(tmp_path, "--slow", timeout=60)
+    """The responder would take 120 s; Ctrl-C stops the turn, and the next command is served
+    long before that (pexpect's 90 s timeout would fail the test otherwise)."""
+    child = spawn(tmp_path, "--slow", timeout=90)
     try:
+        child.expect("you>")
+        child.sendline("/slots")  # the prompt reads input before the question goes in
+        child.expect("tier")
         child.expect("you>")
         child.sendline("How long does a refund take?")
         child.expect("writing the answer")  # the step in progress is shown while waiting
