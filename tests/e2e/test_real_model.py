@@ -29,8 +29,11 @@ def data_dir(tmp_path_factory):
 MANAGER_REASONS = (r"the retriever coworker never searched|the evidence gate routes to|"
                    r"the responder coworker never drafted|no usable draft|\d+ unsupported|"
                    r"failed \(")
-MODEL_ROLES = {f"SUPPORTCREW_ROLES__{role.upper()}": "model"
-               for role in ("reformulate", "retrieve", "judge", "respond")}
+# every role on the model path, with room for SmolLM2 on 2 cores: the deadline itself is
+# tested in tests/integration/test_deadline.py, here it would decide most turns
+MODEL_ROLES = {**{f"SUPPORTCREW_ROLES__{role.upper()}": "model"
+                  for role in ("reformulate", "retrieve", "judge", "respond")},
+               "SUPPORTCREW_TURN_TIMEOUT_S": "60"}
 
 
 def kickoff(data_dir, tmp_path, *extra: str, env: dict | None = None) -> tuple[int, list[dict]]:
