@@ -127,6 +127,8 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
     try:
         if settings.vector_store.type == "qdrant":
             kb.require_documents()
+            # read once at start: on a large KB it would otherwise eat the first turn's deadline
+            kb.term_statistics()
         else:  # the custom-service client or a user's class; memory stays in our store
             retriever = load_retriever(settings, data_dir)
         chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name,
