@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import uuid
@@ -106,9 +107,21 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "evidence_recall": round(statistics.mean(recalls), 3) if recalls else None,
         "evidence_f1": round(statistics.mean(f1s), 3) if f1s else None,
         "llm_calls": round(statistics.mean(r["llm_calls"] for r in rows), 2) if rows else 0,
-        "p50_s": seconds[len(seconds) // 2] if seconds else 0.0,
-        "p95_s": seconds[max(0, int(len(seconds) * 0.95) - 1)] if seconds else 0.0,
+        "p50_s": percentile(seconds, 0.5),
+        "p95_s": percentile(seconds, 0.95),
     }
+
+
+def percentile(values: Iterable[float], share: float) -> float:
+    """Nearest-rank percentile (0.0 for no values).
+
+    >>> percentile([0.1, 0.3, 0.2], 0.5), percentile([0.24, 0.19], 0.95), percentile([], 0.5)
+    (0.2, 0.24, 0.0)
+    """
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 def calibration(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

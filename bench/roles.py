@@ -22,7 +22,7 @@ from typing import Any
 
 from _common import ROOT, open_answer_set, table, write_results
 
-from agents.answer_eval import answer_set_settings, evaluate_answers
+from agents.answer_eval import answer_set_settings, evaluate_answers, percentile
 from agents.kickoff import load_script, run_script
 from agents.llm_factory import build_llm
 from agents.runtime import build_runtime
@@ -56,8 +56,8 @@ def turn_figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
         "refused_right": f"{sum(t['right'] for t in refusable)}/{len(refusable)}",
         "llm_calls": round(statistics.mean(t["calls"] for t in turns), 2),
         "prompt_tokens": round(statistics.mean(t["tokens"] for t in turns)),
-        "p50_s": round(seconds[len(seconds) // 2], 2),
-        "p95_s": round(seconds[max(0, int(len(seconds) * 0.95) - 1)], 2),
+        "p50_s": round(percentile(seconds, 0.5), 2),
+        "p95_s": round(percentile(seconds, 0.95), 2),
         "max_s": round(seconds[-1], 2),
     }
 
