@@ -4,8 +4,10 @@ Topic overlap is not an answer: a page about stolen plates shares words with "wh
 is recovered?" without saying anything about it. The reader looks for *one place* that answers:
 a window of two adjacent units (sentences, list items, an FAQ question and its answer) of one
 passage that holds the question's rare terms (IDF-weighted, BM25 terms of the knowledge base)
-and reads close to it (MaxSim of MiniLM token vectors). Its features feed a logistic model fitted
-on the dev data (``bench/train_answerability.py``); the model's probability decides.
+and reads close to it (MaxSim of MiniLM token vectors). Headings count too: of two passages
+that hold the words, the one under a heading about the question's subject answers ("Set up SAML
+single sign-on"), not the one that mentions it in passing. Its features feed a logistic model
+fitted on the dev data (``bench/train_answerability.py``); the model's probability decides.
 
 The same reading picks what an extractive answer quotes: the best-focused quotable units of the
 passage that answers, contiguous, after the FAQ question that introduces them.
@@ -20,8 +22,9 @@ Usage::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -29,14 +32,16 @@ from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
 from tasks.passage_text import Unit, split_units
 
-FEATURES = ("window_coverage", "window_similarity", "passage_relevance", "coverage",
-            "missing_rare", "margin")
+_HOW_QUANTITY = re.compile(r"\b(how) (?:much|many|long|often|soon|quickly|far)\b", re.IGNORECASE)
+FEATURES = ("window_coverage", "window_similarity", "section_coverage", "passage_relevance",
+            "coverage", "missing_rare", "margin")
 READ_PASSAGES = 3
 WINDOW = 2
 ANSWER_WORDS = 60
 FOLLOW_SHARE = 0.5     # a following unit joins when its focus is at least this share of the best
 SHORT_ANSWER = 25      # ... or when the answer so far is shorter than this many words
 RANK_WEIGHT = 0.5      # the passage's own relevance counts this much in choosing the answering one
+HEADING_WEIGHT = 0.25  # ... and the share of the question's terms in the headings above the window
 
 
 @dataclass
@@ -50,9 +55,20 @@ class Reading:
     best_unit: int = 0
 
 
+def question_terms(question: str) -> str:
+    """The question without the quantity word of "how much / many / long / often ...": it
+    asks *for* an amount and is not a word the answer contains ("Pro costs $15").
+
+    >>> question_terms("How much does the Pro plan cost?")
+    'How does the Pro plan cost?'
+    """
+    return _HOW_QUANTITY.sub(r"\1", question)
+
+
 def _weights(scorer: EvidenceScorer, question: str) -> dict[int, float]:
     stats = scorer.term_stats()
-    return {t: stats.idf(t) for t in set(scorer.encoders.bm25.encode_query(question).indices)}
+    indices = scorer.encoders.bm25.encode_query(question_terms(question)).indices
+    return {t: stats.idf(t) for t in set(indices)}
 
 
 def _coverage(weights: dict[int, float], terms: set[int]) -> float:
@@ -60,21 +76,32 @@ def _coverage(weights: dict[int, float], terms: set[int]) -> float:
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
+def _headings_over(units: list[Unit], terms: list[set[int]], start: int) -> set[int]:
+    """Terms of the headings a unit stands under: the passage's first heading and the last
+    one before it."""
+    above = [i for i in range(start + 1) if units[i].kind == "heading"]
+    return set().union(*(terms[i] for i in {*above[:1], *above[-1:]}))
+
+
 def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: dict[int, float],
-                   units: list[Unit]) -> tuple[list[float], float, float, float]:
-    """Per-unit focus, and the best window's (score, coverage, similarity)."""
+                   units: list[Unit]) -> tuple[list[float], float, float, float, float, float]:
+    """Per-unit focus, and the best window's (score, coverage, similarity, coverage by the
+    headings above it, coverage by the window and those headings together)."""
     texts = [u.text for u in units]
     tokens = scorer.token_vectors(texts)
     terms = [set(v.indices) for v in scorer.encoders.bm25.encode_documents(texts)]
     focus = [_coverage(weights, t) + scorer.maxsim(query_tokens, v)
              for t, v in zip(terms, tokens, strict=True)]
-    best = (0.0, 0.0, 0.0)
+    best = (0.0, 0.0, 0.0, 0.0, 0.0)
     for start in range(max(1, len(units) - WINDOW + 1)):
         end = min(len(units), start + WINDOW)
-        coverage = _coverage(weights, set().union(*terms[start:end]))
+        window = set().union(*terms[start:end])
+        coverage = _coverage(weights, window)
         similarity = scorer.maxsim(query_tokens, np.concatenate(tokens[start:end]))
         if coverage + similarity > best[0]:
-            best = (coverage + similarity, coverage, similarity)
+            headings = _headings_over(units, terms, start)
+            best = (coverage + similarity, coverage, similarity, _coverage(weights, headings),
+                    _coverage(weights, window | headings))
     return focus, *best
 
 
@@ -97,12 +124,15 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
         units = split_units(passages[index])
         if not units:
             continue
-        focus, score, coverage, similarity = _passage_focus(scorer, query_tokens, weights, units)
-        # a lower-ranked passage must read clearly better to be the one that answers
-        ranked_score = score + RANK_WEIGHT * relevance[index]
+        focus, score, coverage, similarity, heading, section = _passage_focus(
+            scorer, query_tokens, weights, units)
+        # a lower-ranked passage must read clearly better to be the one that answers; a page
+        # titled with the question's subject answers it rather than one that mentions it
+        ranked_score = score + RANK_WEIGHT * relevance[index] + HEADING_WEIGHT * heading
         if ranked_score > best_window:
             best_window = ranked_score
-            features.update(window_coverage=coverage, window_similarity=similarity)
+            features.update(window_coverage=coverage, window_similarity=similarity,
+                            section_coverage=section)
             reading.passage_index, reading.units, reading.focus = index, units, focus
             reading.best_unit = int(np.argmax(focus))
     ranked = [*sorted(relevance, reverse=True), 0.0]
@@ -114,6 +144,21 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
                     missing_rare=max(missing, default=0.0) / rarest)
     reading.features = {k: round(float(v), 4) for k, v in features.items()}
     return reading
+
+
+def refocus(scorer: EvidenceScorer, reading: Reading, resolved: str, message: str,
+            passages: Sequence[str]) -> Reading:
+    """For a follow-up read by its resolution (``resolved``: "And to PayPal? refund take"),
+    the customer's own words add their focus inside the passage that answers, where the
+    passage has them; unless the resolution names a code the message does not (then the code
+    alone decides which sentences answer)."""
+    if reading.passage_index is None or codes(resolved) - codes(message):
+        return reading
+    own = read(scorer, message, [passages[reading.passage_index]], [1.0])
+    if own.features["window_coverage"] == 0:
+        return reading
+    focus = [a + b for a, b in zip(reading.focus, own.focus, strict=True)]
+    return replace(reading, focus=focus, best_unit=int(np.argmax(focus)))
 
 
 def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS

@@ -26,6 +26,7 @@ from tasks.schemas import HistoryTurn
 
 _LEANS_BACK = re.compile(
     r"\b(it|its|that|this|those|these|they|them|there|same)\b"
+    r"|\b(the|this|that) (\w+ )?ones?\b"
     r"|^(and|but|so|also|what about|how about)\b"
     r"|\bwhat (should|do|can) i do\b|\bhow (do|can) i (fix|solve|change) (it|that|this)\b",
     re.IGNORECASE)

@@ -25,7 +25,7 @@ Usage::
 from __future__ import annotations
 
 from config.settings import Settings
-from tasks.answerability import quote, read
+from tasks.answerability import quote, read, refocus
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer
 from tasks.followups import named, resolve_follow_up
@@ -267,7 +267,10 @@ def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
     """The contiguous sentences of the passage that answers, quoted with one citation."""
     passages = state.passages
     question = state.evidence.question or state.question
-    reading = read(scorer, question, [p.text for p in passages], state.evidence.relevance or None)
+    texts = [p.text for p in passages]
+    reading = read(scorer, question, texts, state.evidence.relevance or None)
+    if question != state.message:  # a follow-up's resolution, or the question of a message
+        reading = refocus(scorer, reading, question, state.message, texts)
     picked = quote(reading, question, settings.evidence.answer_words)
     if not picked:
         return "", []

@@ -66,6 +66,25 @@ def test_an_extractive_answer_reads_like_an_answer(settings, example_kb, engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_the_page_about_the_subject_answers_not_a_page_that_mentions_it(settings, example_kb,
+                                                                         engine):
+    # the SCIM page says "needs SAML SSO to be set up first": every word of the question
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "We are on the enterprise plan. How do I set up SAML SSO?",
+                 slots=ENTERPRISE)
+    assert [c.source_id for c in result.citations] == ["sso/saml-setup.md"]
+    assert "SCIM" not in result.answer
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_how_much_asks_for_an_amount_the_answer_need_not_say_much(settings, example_kb, engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "I'm on the Pro plan. How much does it cost?", slots=ENTERPRISE)
+    assert [c.source_id for c in result.citations] == ["billing/plans-and-pricing.md"]
+    assert result.answer.startswith("Pro costs $15")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_judges_sufficient_never_answers_undecided_evidence_alone(settings, example_kb,
                                                                       engine):
     changed = {"answer": "SAML SSO works with Okta and PingFederate.", "passage_ids": [1]}

@@ -16,7 +16,7 @@ from tests.helpers import scripted_runtime
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
-FLOOR = 0.8
+FLOOR = 0.85
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
@@ -39,3 +39,9 @@ def test_follow_ups_are_answered_from_history_and_entity_memory(settings, exampl
     assert "PAY-205" in " ".join(q for step in resolved["trace"]["steps"]
                                  for q in step["detail"].get("queries", []))
     assert llm.seen == []
+    answers = {(line["conversation_id"], line["turn_index"]): line["answer"] for line in lines}
+    # the resolution finds the passage, the customer's own words pick its sentences
+    assert "PayPal usually arrive within 2 business days" in answers["refund-paypal", 1]
+    assert "429" in answers["rate-limit-hit", 1]
+    assert "recovery codes" in answers["2fa-phone", 1]
+    assert "within one minute" in answers["key-revoke", 1]  # "the old one" leans back

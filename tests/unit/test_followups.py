@@ -8,6 +8,7 @@ from tasks.followups import resolve_follow_up
 from tasks.schemas import HistoryTurn
 
 PAYMENT = [HistoryTurn(user="My card payment failed with PAY-102", answer="...")]
+ROTATE = [HistoryTurn(user="How do I rotate an API key?", answer="...")]
 REFUND = [HistoryTurn(user="How long does a refund take?", answer="5 to 7 business days")]
 
 
@@ -22,6 +23,9 @@ REFUND = [HistoryTurn(user="How long does a refund take?", answer="5 to 7 busine
      "And for annual plans? long refund take", "the previous question"),
     ("what should I do?", PAYMENT, [],
      "what should I do? PAY-102 card payment failed", "the previous question"),
+    ("How quickly does the old one stop working in the end?", ROTATE, [],
+     "How quickly does the old one stop working in the end? rotate API key",
+     "the previous question"),
 ])
 def test_references_resolve_to_what_they_point_at(message, history, memory, query, source):
     found = resolve_follow_up(message, history, memory)
