@@ -26,8 +26,8 @@ from crewai.llms.base_llm import BaseLLM
 from pydantic import BaseModel, PrivateAttr
 
 from agents.deadline import DeadlineExceeded, expired, time_left
+from agents.local_model_file import local_gguf
 from agents.usage import record_call
-from storage.kb.model_files import smollm2_gguf
 
 MAX_STRING = 400
 MIN_START_S = 1.5  # seconds a local call needs at least (prompt evaluation)
@@ -37,10 +37,12 @@ _RUNTIMES: dict[tuple[str, int, int], Any] = {}
 _RUNTIME_LOCK = threading.Lock()
 
 
-def load_llama(path: Path, n_ctx: int = 4096, seed: int = 7) -> Any:
-    """One llama.cpp model per (path, context, seed) per process, shared by every agent."""
+def load_llama(path: Path | None, n_ctx: int = 4096, seed: int = 7) -> Any:
+    """One llama.cpp model per (path, context, seed) per process, shared by every agent;
+    ``None``: the shipped model (agents/local_model_file.py)."""
     from llama_cpp import Llama
 
+    path = path or local_gguf()
     key = (str(path), n_ctx, seed)
     with _RUNTIME_LOCK:
         if key not in _RUNTIMES:
@@ -135,7 +137,7 @@ class LocalLlamaLLM(BaseLLM):
     _lock: threading.RLock = PrivateAttr(default_factory=lambda: _LLAMA_LOCK)
 
     def _llama(self) -> Any:
-        return load_llama(Path(self.model_path) if self.model_path else smollm2_gguf(),
+        return load_llama(Path(self.model_path) if self.model_path else None,
                           self.n_ctx, self.seed)
 
     def supports_function_calling(self) -> bool:

@@ -3,16 +3,19 @@
 Phases, each on the same ~800-token support prompt, nothing else running in the process
 unless the phase says so:
 
-* ``plain``: prompt evaluation (cold cache) and 32 generated tokens, per thread count and
-  batch size;
+* ``plain``: prompt evaluation (cold cache) and 32 generated tokens, per weights file (the
+  shipped Q4_1, and the Q8_0 re-encoding the product loads: agents/local_model_file.py),
+  thread count and batch size;
 * ``grammar``: the same generation constrained by a role's JSON schema;
 * ``prefix cached``: the same prompt again (llama.cpp keeps the evaluated prefix);
 * ``after ONNX``: right after MiniLM encodes a batch in this process (ONNX Runtime's thread
   pool next to llama.cpp's OpenMP threads);
 * ``beside ingest``: while another thread encodes with MiniLM (an ingest in the same process).
 
-``llama-bench`` (llama.cpp's own tool) is not part of the llama-cpp-python wheel; its figure
-for the same GGUF is printed when ``--llama-bench PATH`` points at a built binary.
+``llama-bench`` (llama.cpp's own tool) is not part of the llama-cpp-python wheel; its figures
+for both GGUF files are printed when ``--llama-bench PATH`` points at a binary built from the
+same llama.cpp (the ``vendor/llama.cpp`` of the llama-cpp-python sdist:
+``cmake -B build -DGGML_NATIVE=OFF && cmake --build build --target llama-bench``).
 
     python bench/llm_speed.py [--threads 1,2] [--batches 512,64] [--llama-bench PATH]
 
@@ -26,10 +29,12 @@ import shutil
 import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from _common import table, write_results
 
+from agents.local_model_file import local_gguf
 from config.settings import load_settings
 from storage.kb.embeddings import load_encoders
 from storage.kb.model_files import smollm2_gguf
@@ -65,10 +70,10 @@ def timed_eval(llama: Any, tokens: list[int], grammar: Any = None) -> dict[str, 
             "prompt_s": round(prompt_s, 2)}
 
 
-def load(threads: int, batch: int) -> Any:
+def load(weights: Path, threads: int, batch: int) -> Any:
     from llama_cpp import Llama
 
-    return Llama(model_path=str(smollm2_gguf()), n_ctx=2048, n_threads=threads,
+    return Llama(model_path=str(weights), n_ctx=2048, n_threads=threads,
                  n_batch=batch, n_ubatch=batch, verbose=False, seed=7)
 
 
@@ -89,31 +94,35 @@ def main() -> None:
     parser.add_argument("--llama-bench", default=shutil.which("llama-bench"))
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
-    for threads in (int(t) for t in args.threads.split(",")):
-        for batch in (int(b) for b in args.batches.split(",")):
-            llama = load(threads, batch)
-            tokens = prompt_tokens(llama)
-            llama.reset()
-            rows.append({"phase": "plain", "threads": threads, "batch": batch,
-                         **timed_eval(llama, tokens)})
-            llama.reset()
-            rows.append({"phase": "grammar", "threads": threads, "batch": batch,
-                         **timed_eval(llama, tokens, json_grammar())})
+    files = {"Q4_1 (shipped)": smollm2_gguf(), "Q8_0 (loaded)": local_gguf()}
+    for weights, path in files.items():
+        for threads in (int(t) for t in args.threads.split(",")):
+            for batch in (int(b) for b in args.batches.split(",")):
+                llama = load(path, threads, batch)
+                tokens = prompt_tokens(llama)
+                setting = {"weights": weights, "threads": threads, "batch": batch}
+                llama.reset()
+                rows.append({"phase": "plain", **setting, **timed_eval(llama, tokens)})
+                llama.reset()
+                rows.append({"phase": "grammar", **setting,
+                             **timed_eval(llama, tokens, json_grammar())})
     best = max((r for r in rows if r["phase"] == "plain"), key=lambda r: r["prompt_tok_s"])
-    llama = load(best["threads"], best["batch"])
+    llama = load(files[best["weights"]], best["threads"], best["batch"])
     tokens = prompt_tokens(llama)
     llama.reset()
     llama.eval(tokens[:-40])
     started = time.perf_counter()
     llama.eval(tokens[-40:])  # only the new suffix: the prefix stays evaluated
-    rows.append({"phase": "prefix cached (40 new tokens)", "threads": best["threads"],
+    rows.append({"phase": "prefix cached (40 new tokens)", "weights": best["weights"],
+                 "threads": best["threads"],
                  "batch": best["batch"], "prompt_s": round(time.perf_counter() - started, 3),
                  "prompt_tok_s": round(40 / (time.perf_counter() - started), 1),
                  "gen_tok_s": ""})
     encoders = load_encoders(load_settings())
     encoders.dense.encode([PASSAGE] * 32)
     llama.reset()
-    rows.append({"phase": "right after an ONNX encode", "threads": best["threads"],
+    rows.append({"phase": "right after an ONNX encode", "weights": best["weights"],
+                 "threads": best["threads"],
                  "batch": best["batch"], **timed_eval(llama, tokens)})
     stop = threading.Event()
 
@@ -126,19 +135,20 @@ def main() -> None:
     llama.reset()
     try:
         rows.append({"phase": "beside an ingest (ONNX in another thread)",
-                     "threads": best["threads"], "batch": best["batch"],
+                     "weights": best["weights"], "threads": best["threads"], "batch": best["batch"],
                      **timed_eval(llama, tokens)})
     finally:
         stop.set()
         worker.join()
     reference = ""
     if args.llama_bench:
-        done = subprocess.run([args.llama_bench, "-m", str(smollm2_gguf()), "-p", "800", "-n",
-                               str(GENERATE), "-t", str(best["threads"])],
+        done = subprocess.run([args.llama_bench, "-m", str(smollm2_gguf()), "-m",
+                               str(local_gguf()), "-p", "800", "-n", str(GENERATE),
+                               "-t", args.threads, "-r", "3"],
                               capture_output=True, text=True, check=False)
-        reference = done.stdout[-1500:]
-    columns = ("phase", "threads", "batch", "prompt_tok_s", "gen_tok_s", "prompt_s")
-    lines = ["# Local model speed (SmolLM2-135M Q4_1, llama-cpp-python)", "",
+        reference = (done.stdout or done.stderr)[-2500:]
+    columns = ("phase", "weights", "threads", "batch", "prompt_tok_s", "gen_tok_s", "prompt_s")
+    lines = ["# Local model speed (SmolLM2-135M, llama-cpp-python)", "",
              f"Prompt of {len(tokens)} tokens; {GENERATE} generated tokens.", "",
              *table(columns, ((r.get(c, "") for c in columns) for r in rows)), "",
              "llama-bench: " + (f"\n```\n{reference}\n```" if reference else

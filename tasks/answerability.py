@@ -41,7 +41,7 @@ ANSWER_WORDS = 60
 FOLLOW_SHARE = 0.5     # a following unit joins when its focus is at least this share of the best
 SHORT_ANSWER = 25      # ... or when the answer so far is shorter than this many words
 RANK_WEIGHT = 0.5      # the passage's own relevance counts this much in choosing the answering one
-HEADING_WEIGHT = 0.25  # ... and the share of the question's terms in the headings above the window
+HEADING_WEIGHT = 0.25  # the share of the question's terms in the headings above a unit counts this much
 
 
 @dataclass
@@ -84,24 +84,29 @@ def _headings_over(units: list[Unit], terms: list[set[int]], start: int) -> set[
 
 
 def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: dict[int, float],
-                   units: list[Unit]) -> tuple[list[float], float, float, float, float, float]:
+                   units: list[Unit]) -> tuple[list[float], float, float, float, float]:
     """Per-unit focus, and the best window's (score, coverage, similarity, coverage by the
-    headings above it, coverage by the window and those headings together)."""
+    window and the headings above it together).
+
+    A unit's focus is its coverage and MaxSim plus ``HEADING_WEIGHT`` times the coverage of the
+    headings it stands under: under "## Pro", "It adds team roles" answers what Pro includes.
+    """
     texts = [u.text for u in units]
     tokens = scorer.token_vectors(texts)
     terms = [set(v.indices) for v in scorer.encoders.bm25.encode_documents(texts)]
+    headings = [_headings_over(units, terms, i) for i in range(len(units))]
     focus = [_coverage(weights, t) + scorer.maxsim(query_tokens, v)
-             for t, v in zip(terms, tokens, strict=True)]
-    best = (0.0, 0.0, 0.0, 0.0, 0.0)
+             + HEADING_WEIGHT * _coverage(weights, h)
+             for t, v, h in zip(terms, tokens, headings, strict=True)]
+    best = (0.0, 0.0, 0.0, 0.0)
     for start in range(max(1, len(units) - WINDOW + 1)):
         end = min(len(units), start + WINDOW)
         window = set().union(*terms[start:end])
         coverage = _coverage(weights, window)
         similarity = scorer.maxsim(query_tokens, np.concatenate(tokens[start:end]))
-        if coverage + similarity > best[0]:
-            headings = _headings_over(units, terms, start)
-            best = (coverage + similarity, coverage, similarity, _coverage(weights, headings),
-                    _coverage(weights, window | headings))
+        score = coverage + similarity + HEADING_WEIGHT * _coverage(weights, headings[start])
+        if score > best[0]:
+            best = (score, coverage, similarity, _coverage(weights, window | headings[start]))
     return focus, *best
 
 
@@ -124,11 +129,10 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
         units = split_units(passages[index])
         if not units:
             continue
-        focus, score, coverage, similarity, heading, section = _passage_focus(
-            scorer, query_tokens, weights, units)
-        # a lower-ranked passage must read clearly better to be the one that answers; a page
-        # titled with the question's subject answers it rather than one that mentions it
-        ranked_score = score + RANK_WEIGHT * relevance[index] + HEADING_WEIGHT * heading
+        focus, score, coverage, similarity, section = _passage_focus(scorer, query_tokens,
+                                                                     weights, units)
+        # a lower-ranked passage must read clearly better to be the one that answers
+        ranked_score = score + RANK_WEIGHT * relevance[index]
         if ranked_score > best_window:
             best_window = ranked_score
             features.update(window_coverage=coverage, window_similarity=similarity,
