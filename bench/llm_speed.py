@@ -8,9 +8,9 @@ unless the phase says so:
   thread count and batch size;
 * ``grammar``: the same generation constrained by a role's JSON schema;
 * ``prefix cached``: the same prompt again (llama.cpp keeps the evaluated prefix);
-* ``after ONNX``: right after MiniLM encodes a batch in this process (ONNX Runtime's thread
-  pool next to llama.cpp's OpenMP threads);
-* ``beside ingest``: while another thread encodes with MiniLM (an ingest in the same process).
+* ``alone`` and ``beside an ingest`` (another thread encodes with MiniLM: ONNX Runtime's
+  thread pool next to llama.cpp's OpenMP threads), each in a fresh process per
+  ``OMP_WAIT_POLICY`` (ACTIVE: idle OpenMP threads spin; PASSIVE: they sleep).
 
 ``llama-bench`` (llama.cpp's own tool) is not part of the llama-cpp-python wheel; its figures
 for both GGUF files are printed when ``--llama-bench PATH`` points at a binary built from the
@@ -25,8 +25,11 @@ Writes bench/results/llm_speed.{md,json}.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -86,7 +89,49 @@ def json_grammar() -> Any:
     return LlamaGrammar.from_json_schema(schema, verbose=False)
 
 
+def contention_rows(policy: str, weights: Path, best: dict[str, Any]) -> list[dict[str, Any]]:
+    """Alone and beside an ingest, in a fresh process with ``OMP_WAIT_POLICY=policy`` (OpenMP
+    reads it once, when llama.cpp's library loads)."""
+    done = subprocess.run([sys.executable, __file__, "--contention", str(weights),
+                           str(best["threads"]), str(best["batch"])],
+                          env={**os.environ, "OMP_WAIT_POLICY": policy},
+                          capture_output=True, text=True, check=True)
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    setting = {"weights": best["weights"], "threads": best["threads"], "batch": best["batch"]}
+    return [{"phase": f"{name}, OMP_WAIT_POLICY={policy}", **setting, **figures}
+            for name, figures in measured.items()]
+
+
+def measure_contention(weights: Path, threads: int, batch: int) -> dict[str, Any]:
+    """The same prompt alone, then while another thread encodes with MiniLM (an ingest)."""
+    llama = load(weights, threads, batch)
+    tokens = prompt_tokens(llama)
+    encoders = load_encoders(load_settings())
+    encoders.dense.encode([PASSAGE] * 32)
+    llama.reset()
+    figures = {"alone (after an ONNX encode)": timed_eval(llama, tokens)}
+    stop = threading.Event()
+
+    def ingest() -> None:
+        while not stop.is_set():
+            encoders.dense.encode([PASSAGE] * 16)
+
+    worker = threading.Thread(target=ingest)
+    worker.start()
+    llama.reset()
+    try:
+        figures["beside an ingest (ONNX in another thread)"] = timed_eval(llama, tokens)
+    finally:
+        stop.set()
+        worker.join()
+    return figures
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--contention"]:
+        weights, threads, batch = sys.argv[2:5]
+        print(json.dumps(measure_contention(Path(weights), int(threads), int(batch))))
+        return
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", default="1,2")
@@ -118,28 +163,9 @@ def main() -> None:
                  "batch": best["batch"], "prompt_s": round(time.perf_counter() - started, 3),
                  "prompt_tok_s": round(40 / (time.perf_counter() - started), 1),
                  "gen_tok_s": ""})
-    encoders = load_encoders(load_settings())
-    encoders.dense.encode([PASSAGE] * 32)
-    llama.reset()
-    rows.append({"phase": "right after an ONNX encode", "weights": best["weights"],
-                 "threads": best["threads"],
-                 "batch": best["batch"], **timed_eval(llama, tokens)})
-    stop = threading.Event()
-
-    def ingest() -> None:
-        while not stop.is_set():
-            encoders.dense.encode([PASSAGE] * 16)
-
-    worker = threading.Thread(target=ingest)
-    worker.start()
-    llama.reset()
-    try:
-        rows.append({"phase": "beside an ingest (ONNX in another thread)",
-                     "weights": best["weights"], "threads": best["threads"], "batch": best["batch"],
-                     **timed_eval(llama, tokens)})
-    finally:
-        stop.set()
-        worker.join()
+    del llama
+    for policy in ("ACTIVE", "PASSIVE"):
+        rows.extend(contention_rows(policy, files[best["weights"]], best))
     reference = ""
     if args.llama_bench:
         done = subprocess.run([args.llama_bench, "-m", str(smollm2_gguf()), "-m",
