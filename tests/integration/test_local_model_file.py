@@ -30,6 +30,6 @@ def test_a_file_that_is_not_a_model_is_named_and_nothing_is_left(tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a gguf file")
     target = tmp_path / "out" / "broken.Q8_0.gguf"
-    with pytest.raises(ModelConversionError, match="broken.gguf"):
+    with pytest.raises(ModelConversionError, match=r"broken\.gguf"):
         requantize_q8(broken, target)
     assert not target.exists() and list(target.parent.iterdir()) == []
