@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from agents.local_llm import LocalLlamaLLM
+from agents.search_tool import TOOL_DESCRIPTION, TOOL_NAME, SearchArgs
 from agents.usage import UsageLedger
 from main import app
 from tests.conftest import EXAMPLE_KB, REPO
@@ -133,14 +134,15 @@ def test_local_model_is_forced_to_call_a_rendered_tool():
         calls.append(queries)
         return "found"
 
+    # the schema the product's search tool sends (one to three queries)
     tool = {"type": "function", "function": {
-        "name": "search_knowledge_base", "description": "Search the help center.",
-        "parameters": {"type": "object", "properties": {
-            "queries": {"type": "array", "items": {"type": "string"}}}, "required": ["queries"]}}}
+        "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
+        "parameters": SearchArgs.model_json_schema()}}
     llm = LocalLlamaLLM(model="local/smollm2")
     answer = llm.call("How long does a refund take?", tools=[tool],
-                      available_functions={"search_knowledge_base": search_knowledge_base})
-    assert answer == "found" and len(calls) == 1 and calls[0]
+                      available_functions={TOOL_NAME: search_knowledge_base})
+    assert answer == "found" and len(calls) == 1 and 1 <= len(calls[0]) <= 3
+    assert all(query.strip() for query in calls[0])
 
 
 def test_returning_customer_then_forget_leaves_nothing(data_dir, tmp_path):
