@@ -34,8 +34,8 @@ app.add_typer(eval_app, name="eval")
 memory_app = typer.Typer(help="Show, export or forget what supportcrew remembers of a customer.",
                          no_args_is_help=True)
 app.add_typer(memory_app, name="memory")
-console = Console()
-errors = Console(stderr=True)
+console = Console(soft_wrap=True)  # lines a script may grep never wrap; tables fit the width
+errors = Console(stderr=True, soft_wrap=True)
 
 
 class State:
@@ -131,8 +131,11 @@ def ingest(
                           ] = None,
     recreate: Annotated[bool, typer.Option(help="Drop the collection first.")] = False,
     prune: Annotated[bool, typer.Option(help="Remove documents whose files are gone.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Ingest Markdown, text, HTML, PDF files or a BEIR corpus.jsonl into the knowledge base."""
+    from dataclasses import asdict
+
     from storage.kb.ingest import ingest_paths
 
     with open_kb(collection) as kb, Progress(
@@ -144,6 +147,9 @@ def ingest(
             kb, paths, recreate=recreate, prune=prune,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
+    if as_json:
+        sys.stdout.write(json.dumps({"collection": kb.collection, **asdict(report)}) + "\n")
+        return
     table = Table(title=f"ingest into {kb.collection!r}")
     for column in ("files", "documents", "chunks", "unchanged", "replaced", "pruned", "skipped",
                    "seconds"):
@@ -420,15 +426,19 @@ def eval_answers(
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     output: Annotated[Path | None, typer.Option(help="Write the report as JSON here.")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        help="Write the gate's risk-coverage curve as a PNG here.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask each question of a labelled set as a new conversation; score answers and refusals."""
-    from agents.answer_eval import answer_set_settings, evaluate_answers
+    from agents.answer_eval import answer_set_settings, evaluate_answers, plot_risk_coverage
     from agents.runtime import build_runtime
     from storage.kb.ingest import ingest_paths
     from storage.kb.knowledge_base import KnowledgeBase
     from storage.retrieval.answer_sets import load_answer_set
 
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise ValueError(f"--plot {plot}: the plot is written as PNG; name a .png file")
     answer_set = load_answer_set(dataset, split)
     settings = answer_set_settings(state.settings, answer_set.name, state.data_dir)
     kb = KnowledgeBase.open(settings, state.data_dir)
@@ -444,7 +454,12 @@ def eval_answers(
         runtime.close()
     payload = {"dataset": answer_set.name, "engine": runtime.engine.name,
                "process": runtime.engine.process, "summary": report.summary,
-               "calibration": report.calibration, "rows": report.rows}
+               "calibration": report.calibration, "risk_coverage": report.curve,
+               "operating_point": settings.evidence.answerability.answer_at, "rows": report.rows}
+    if plot:
+        plot_risk_coverage({answer_set.name: report.curve}, plot,
+                           {answer_set.name: settings.evidence.answerability.answer_at},
+                           f"{answer_set.name} ({runtime.engine.name})")
     if output:
         output.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     if as_json:
@@ -469,6 +484,16 @@ def eval_answers(
     for band in report.calibration:
         curve.add_row(band["probability"], str(band["questions"]), str(band["answerable"]))
     console.print(curve)
+    risk = Table(title=f"risk-coverage of the gate (operating point "
+                       f"{settings.evidence.answerability.answer_at:g})")
+    for column in ("threshold", "answered", "precision", "coverage"):
+        risk.add_column(column, justify="right")
+    for point in report.curve[::2]:
+        risk.add_row(f"{point['threshold']:g}", str(point["answered"]), str(point["precision"]),
+                     str(point["coverage"]))
+    console.print(risk)
+    if plot:
+        console.print(f"risk-coverage curve written to {plot}")
 
 
 if __name__ == "__main__":

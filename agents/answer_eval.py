@@ -10,6 +10,8 @@ Usage::
 
     report = evaluate_answers(runtime, load_answer_set(Path("../shared/datasets/doc2dial-support-dev")))
     report.summary["answered_right"], report.summary["refused_right"]
+    report.curve          # precision and coverage per threshold of the gate
+    plot_risk_coverage({"dev": report.curve}, Path("curve.png"))
 """
 
 from __future__ import annotations
@@ -54,11 +56,20 @@ def overlap(answer: str, gold: str) -> tuple[float, float]:
     return recall, 2 * recall * precision / (recall + precision)
 
 
+def _last_gate(result: TurnResult) -> dict[str, Any]:
+    steps = [s for s in result.trace.steps if s.name == "evidence_gate"] if result.trace else []
+    return steps[-1].detail if steps else {}
+
+
 def gate_probability(result: TurnResult) -> float | None:
     """The answerability gate's probability on the turn's last evidence gate, if it ran."""
-    steps = [s for s in result.trace.steps if s.name == "evidence_gate"] if result.trace else []
-    value = steps[-1].detail.get("answerable") if steps else None
+    value = _last_gate(result).get("answerable")
     return float(value) if value is not None else None
+
+
+def gate_source(result: TurnResult) -> str:
+    """The page the last evidence gate found answering (what an answer would cite)."""
+    return str(_last_gate(result).get("source") or "")
 
 
 @dataclass
@@ -67,6 +78,7 @@ class AnswerReport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     calibration: list[dict[str, Any]] = field(default_factory=list)
+    curve: list[dict[str, float]] = field(default_factory=list)
 
 
 def score_turn(question: LabelledQuestion, result: TurnResult) -> dict[str, Any]:
@@ -80,8 +92,13 @@ def score_turn(question: LabelledQuestion, result: TurnResult) -> dict[str, Any]
     return {"id": question.id, "question": question.question, "answerable": question.answerable,
             "verdict": result.verdict, "cited": cited, "right_source": right_source,
             "probability": gate_probability(result), "answer": result.answer,
+            "gate_source": gate_source(result),
+            "gate_right": question.answerable and gate_source(result) in question.doc_ids,
             "evidence_recall": recall, "evidence_f1": f1,
             "llm_calls": trace.llm_calls if trace else 0,
+            # the gate's reading and the extractive answer's quote (their wall time)
+            "gate_ms": round(sum(s.ms for s in trace.steps
+                                 if s.name in ("evidence_gate", "verify")), 1) if trace else 0.0,
             "seconds": round(trace.duration_ms / 1000, 3) if trace else 0.0}
 
 
@@ -109,6 +126,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "llm_calls": round(statistics.mean(r["llm_calls"] for r in rows), 2) if rows else 0,
         "p50_s": percentile(seconds, 0.5),
         "p95_s": percentile(seconds, 0.95),
+        "answered_p50_s": percentile([r["seconds"] for r in answered], 0.5),
+        "gate_ms_p50": percentile([r.get("gate_ms", 0.0) for r in rows], 0.5),
     }
 
 
@@ -122,6 +141,52 @@ def percentile(values: Iterable[float], share: float) -> float:
     if not ordered:
         return 0.0
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def risk_coverage(rows: list[dict[str, Any]], points: int = 21) -> list[dict[str, float]]:
+    """What the gate would give at each threshold: precision of answers (they cite the page
+    the gate found) and coverage (answerable questions answered with a page that answers)."""
+    answerable = [r for r in rows if r["answerable"]]
+    curve = []
+    for step in range(points):
+        threshold = round(step / (points - 1), 3)
+        answered = [r for r in rows if r.get("gate_source") and r["probability"] is not None
+                    and r["probability"] >= threshold]
+        right = [r for r in answered if r["gate_right"]]
+        curve.append({"threshold": threshold,
+                      "precision": round(len(right) / len(answered), 3) if answered else 1.0,
+                      "coverage": round(len(right) / len(answerable), 3) if answerable else 0.0,
+                      "answered": len(answered)})
+    return curve
+
+
+def plot_risk_coverage(curves: dict[str, list[dict[str, float]]], path: Path,
+                       marks: dict[str, float] | None = None, title: str = "") -> Path:
+    """Precision against coverage, one line per curve (and a dot at each operating point)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6, 4.5))
+    for label, curve in curves.items():
+        axes.plot([p["coverage"] for p in curve], [p["precision"] for p in curve],
+                  marker=".", label=label)
+        at = (marks or {}).get(label)
+        if at is not None:
+            point = min(curve, key=lambda p: abs(p["threshold"] - at))
+            axes.scatter([point["coverage"]], [point["precision"]], s=80, zorder=3)
+    axes.set_xlabel("coverage: answerable questions answered with a right page")
+    axes.set_ylabel("precision of answers")
+    axes.set_xlim(0, 1.02)
+    axes.set_ylim(0, 1.02)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower left")
+    axes.set_title(title or "answerability gate: risk-coverage")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+    return path
 
 
 def calibration(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,4 +223,5 @@ def evaluate_answers(runtime: TurnRuntime, answer_set: AnswerSet, limit: int | N
             on_row(row)
     report.summary = summarise(report.rows)
     report.calibration = calibration(report.rows)
+    report.curve = risk_coverage(report.rows)
     return report

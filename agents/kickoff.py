@@ -136,6 +136,7 @@ def run_script(script: Script, runtime: TurnRuntime, run_id: str | None = None
                                   customer_id=conversation.customer_id, message=turn.user,
                                   slots=conversation.slots, history=list(history))
             result = run_turn(request, runtime)
-            history.append(HistoryTurn(user=turn.user, answer=result.answer))
+            history.append(HistoryTurn(user=turn.user, answer=result.answer,
+                                       sources=[c.source_id for c in result.citations]))
             yield turn_line(conversation, index, turn, result, check(turn.expect, result))
         close_session(runtime.memory, scope_of(request), request.session_id)

@@ -11,21 +11,39 @@ Figures: answered right (a cited source answers), answers citing a wrong source,
 precision of answers, gold-evidence token recall and F1 (over answerable questions; a refusal
 scores 0), LLM calls and seconds per question. The test pack is reported, never tuned on.
 
-    python bench/answers.py [--packs dev,test] [--no-naive-rag] [--data-dir DIR]
+With ``--baseline-repo DIR`` (a checkout of an earlier main, e.g. ``git worktree add
+/tmp/baseline 0e7518f``) that checkout's own ``main.py eval answers`` runs on the same packs in
+the same run: once as shipped (its figures) and once with its gate answering everything (its
+probability per question and the page it would cite: its risk-coverage curve).
 
-Writes bench/results/answers.{md,json}.
+    python bench/answers.py [--packs dev,test] [--no-naive-rag] [--baseline-repo DIR]
+
+Writes bench/results/answers.{md,json} and, per pack, the risk-coverage curves of our gate
+(and the baseline's) as bench/results/answers_<pack>_curve.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, open_answer_set, table, write_results
+import yaml
+from _common import RESULTS, ROOT, open_answer_set, table, write_results
 
-from agents.answer_eval import answer_set_settings, evaluate_answers, overlap, summarise
+from agents.answer_eval import (
+    answer_set_settings,
+    evaluate_answers,
+    overlap,
+    plot_risk_coverage,
+    risk_coverage,
+    summarise,
+)
 from agents.runtime import build_runtime
 from config.settings import load_settings
 from storage.retrieval.filters import build_filters
@@ -34,7 +52,8 @@ from tasks.passage_text import split_units
 PACKS = {"dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
          "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support"}
 FIGURES = ("answered_right", "wrong_source_answers", "refused_right", "precision",
-           "evidence_recall", "evidence_f1", "llm_calls", "p50_s", "p95_s")
+           "evidence_recall", "evidence_f1", "llm_calls", "p50_s", "p95_s", "answered_p50_s",
+           "gate_ms_p50")
 NAIVE_PROMPT = ("Answer the customer's question using only these help-centre passages. If they do "
                 "not answer it, say \"I don't know\".\n\n{passages}\n\nQuestion: {question}\n"
                 "Answer:")
@@ -92,12 +111,35 @@ def ours(pack: Path, data_dir: Path, engine: str) -> list[dict[str, Any]]:
         runtime.close()
 
 
+def baseline_run(repo: Path, pack: Path, data_dir: Path, answer_all: bool) -> list[dict[str, Any]]:
+    """The rows of an earlier checkout's own ``eval answers`` (its CLI, its config)."""
+    config = yaml.safe_load((repo / "config" / "assistant.yaml").read_text())
+    if answer_all:  # its fitted gate with both operating points at 0: every question answers
+        fitted = yaml.safe_load((repo / "config" / "answerability.yaml").read_text())
+        config.setdefault("evidence", {})["answerability"] = {**fitted, "answer_at": 0.0,
+                                                             "refuse_below": 0.0}
+    with tempfile.TemporaryDirectory() as work:
+        config_path, output = Path(work) / "config.yaml", Path(work) / "report.json"
+        config_path.write_text(yaml.safe_dump(config))
+        subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "--config",
+                        str(config_path), "eval", "answers", "--dataset", str(pack),
+                        "--output", str(output)], cwd=repo, check=True, capture_output=True)
+        return json.loads(output.read_text())["rows"]
+
+
+def answer_all_curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """A gate's curve from a run in which it answered everything."""
+    return risk_coverage([{**r, "gate_source": r["cited"][0] if r["cited"] else "",
+                           "gate_right": r["right_source"]} for r in rows])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--packs", default="dev,test")
     parser.add_argument("--no-naive-rag", action="store_true")
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-bench-answers"))
+    parser.add_argument("--baseline-repo", type=Path, help="an earlier checkout to compare")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     llm = None
@@ -118,15 +160,35 @@ def main() -> None:
         if llm is not None:
             runs["naive RAG (local model, no checks)"] = naive_rag(opened, llm)
         opened.close()
+        curves = {"supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"])}
+        marks = {"supportcrew (crewai)": settings.evidence.answerability.answer_at}
+        if args.baseline_repo:
+            commit = subprocess.run(["git", "-C", str(args.baseline_repo), "rev-parse", "--short",
+                                     "HEAD"], capture_output=True, text=True).stdout.strip()
+            label = f"main before, {commit or args.baseline_repo.name} (crewai)"
+            base_dir = args.data_dir / "baseline"
+            runs[label] = baseline_run(args.baseline_repo, pack, base_dir, answer_all=False)
+            curves[label] = answer_all_curve(
+                baseline_run(args.baseline_repo, pack, base_dir, answer_all=True))
         results[name] = {label: {"summary": summarise(rows), "rows": rows}
                          for label, rows in runs.items()}
+        results[name]["curves"] = curves
+        plot_risk_coverage(curves, RESULTS / f"answers_{name}_curve.png", marks,
+                           f"doc2dial {name}: risk-coverage of the gate")
     lines = ["# Answers on doc2dial: supportcrew against two baselines (one run)", "",
              "Local model, shipped configuration (roles on auto). Each question is the first turn "
              "of a new conversation, `access_level: public`. dev = doc2dial-support-dev (tuned "
              "on), test = doc2dial-support (reported only).", ""]
     for name, runs in results.items():
+        systems = {label: run for label, run in runs.items() if label != "curves"}
         lines += [f"## {name}", "", *table(("system", *FIGURES), (
-            (label, *(run["summary"][f] for f in FIGURES)) for label, run in runs.items())), ""]
+            (label, *(run["summary"][f] for f in FIGURES)) for label, run in systems.items())),
+            "", f"Risk-coverage (precision / coverage per threshold): `answers_{name}_curve.png`",
+            "", *table(("threshold", *runs["curves"]), (
+                (point["threshold"], *(f"{c[i]['precision']} / {c[i]['coverage']}"
+                                       for c in runs["curves"].values()))
+                for i, point in enumerate(next(iter(runs["curves"].values())))
+                if i % 2 == 0)), ""]
     write_results("answers", lines, results)
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ def configured(base: Settings, on_model: tuple[str, ...], band: float) -> Settin
         gate = base.evidence.answerability
         update["evidence"] = base.evidence.model_copy(update={"answerability": gate.model_copy(
             update={"answer_at": min(1.0, gate.answer_at + band),
-                    "refuse_below": max(0.0, gate.refuse_below - band)})})
+                    "refuse_below": max(0.0, gate.answer_at - band)})})
     return base.model_copy(update=update)
 
 

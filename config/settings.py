@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
 FITTED_ANSWERABILITY = Path(__file__).with_name("answerability.yaml")
+FITTED_LEARNED = Path(__file__).with_name("learned_answerability.yaml")
 
 Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
 PIPELINES: tuple[str, ...] = ("bm25", "dense", "hybrid", "dense+late", "hybrid+late")
@@ -135,7 +136,7 @@ class AnswerabilityModel(_Strict):
     ``probability = sigmoid(bias + sum(weight * (feature - mean) / scale))``. At or above
     ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
     evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
-    ``bench/train_answerability.py`` into config/answerability.yaml.
+    ``bench/fit_logistic_gate.py`` into config/answerability.yaml.
     """
 
     features: list[str] = Field(min_length=1)
@@ -165,22 +166,100 @@ class AnswerabilityModel(_Strict):
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
+class OperatingPoint(_Strict):
+    """One point of the gate's risk-coverage curve, measured on data we may tune on."""
+
+    threshold: float = Field(ge=0, le=1)
+    precision: float = Field(ge=0, le=1)
+    coverage: float = Field(ge=0, le=1)
+
+
+class AnswerabilityGate(_Strict):
+    """Where the learned answerability model's probability (tasks/answerability_model.py) answers
+    (``evidence.gate: learned``).
+
+    ``curve``: precision and coverage of answers per threshold on the dev data, written by
+    ``bench/fit_answerability_gate.py`` into config/learned_answerability.yaml. ``answer_at`` is the
+    lowest threshold from which every point reaches ``evidence.target_precision`` (set it to
+    override the curve); below ``refuse_below`` (``answer_at - undecided_band``) the passages do
+    not answer; in between a judge model may weigh in (it never decides alone).
+    """
+
+    model_dir: Path | None = None
+    curve: list[OperatingPoint] = Field(default_factory=list)
+    answer_at: float | None = Field(None, ge=0, le=1)
+    refuse_below: float | None = Field(None, ge=0, le=1)
+    undecided_band: float = Field(0.1, ge=0, le=0.5)
+    fitted_on: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AnswerabilityGate:
+        thresholds = [p.threshold for p in self.curve]
+        if thresholds != sorted(thresholds):
+            raise ValueError("curve thresholds must be in increasing order")
+        if self.answer_at is None and not self.curve:
+            raise ValueError("give answer_at or a curve to choose it from")
+        if None not in (self.answer_at, self.refuse_below) and \
+                self.refuse_below > self.answer_at:  # type: ignore[operator]
+            raise ValueError("refuse_below must not exceed answer_at")
+        return self
+
+    def threshold_for(self, precision: float) -> float:
+        """The lowest threshold from which every point of the curve has ``precision``; the
+        strictest point when none reaches it."""
+        chosen = self.curve[-1].threshold
+        for point in reversed(self.curve):
+            if point.precision < precision:
+                break
+            chosen = point.threshold
+        return chosen
+
+    def at(self, precision: float) -> AnswerabilityGate:
+        """The gate with its operating points set for ``precision`` (explicit ones are kept)."""
+        answer_at = self.answer_at if self.answer_at is not None else self.threshold_for(precision)
+        refuse_below = self.refuse_below if self.refuse_below is not None else \
+            max(0.0, answer_at - self.undecided_band)
+        return self.model_copy(update={"answer_at": answer_at,
+                                       "refuse_below": min(refuse_below, answer_at)})
+
+
 def fitted_answerability() -> AnswerabilityModel:
-    """The shipped model (config/answerability.yaml)."""
+    """The shipped logistic model (config/answerability.yaml)."""
     return AnswerabilityModel.model_validate(yaml.safe_load(FITTED_ANSWERABILITY.read_text()))
+
+
+def fitted_learned_gate() -> AnswerabilityGate:
+    """The learned gate's shipped dev curve (config/learned_answerability.yaml)."""
+    return AnswerabilityGate.model_validate(yaml.safe_load(FITTED_LEARNED.read_text()))
 
 
 class EvidenceSettings(_Strict):
     """The evidence checks: the answerability gate and the support check of answer sentences.
 
+    ``gate``: ``logistic`` (the default: ``answerability``, a logistic model over question-focused
+    features) or ``learned`` (``learned``: the cross-encoder, its threshold picked from its dev
+    curve for ``target_precision``, the share of answers that must cite a page that answers).
     ``support_*``: an answer sentence needs this late-interaction score (MaxSim mean over its
     word pieces) and this share of its content words in the passage it leans on.
     """
 
+    gate: Literal["logistic", "learned"] = "logistic"
+    target_precision: float = Field(0.95, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
+    learned: AnswerabilityGate = Field(default_factory=fitted_learned_gate)
     support_semantic: float = Field(0.8, ge=0, le=1)
     support_lexical: float = Field(0.6, ge=0, le=1)
     answer_words: int = Field(60, ge=10, le=400)
+
+    @model_validator(mode="after")
+    def _operating_point(self) -> EvidenceSettings:
+        object.__setattr__(self, "learned", self.learned.at(self.target_precision))
+        return self
+
+    def operating_points(self) -> tuple[float, float]:
+        """(answer at or above, refuse below) of the gate in use."""
+        chosen = self.learned if self.gate == "learned" else self.answerability
+        return float(chosen.answer_at or 0.0), float(chosen.refuse_below or 0.0)
 
 
 class LlmSettings(_Strict):

@@ -7,6 +7,7 @@ Usage::
 
     scorer = EvidenceScorer(encoders, settings.evidence, kb.term_statistics)
     scores = scorer.relevance("refund time?", [p.text for p in passages])
+    scorer.answerable("refund time?", ["Refunds take 5 days."])      # [0.98]
     support = scorer.support("Refunds take 5 days.", passages)      # per sentence
 
 Whether the passages answer at all, and what to quote, is tasks/answerability.py.
@@ -15,6 +16,7 @@ Whether the passages answer at all, and what to quote, is tasks/answerability.py
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from config.settings import EvidenceSettings
 from storage.kb.embeddings import Encoders
 from storage.kb.knowledge_base import TermStats
 from storage.kb.model_files import BM25_ASSETS
+from tasks.answerability_model import load_answerability_model
 from tasks.facts import missing_facts
 from tasks.passage_text import split_units
 
@@ -61,6 +64,9 @@ class EvidenceScorer:
         # the knowledge base's term statistics weigh rare question terms; without a knowledge
         # base (a custom retriever) every term weighs the same
         self.term_stats = term_stats or (lambda: TermStats(0, {}))
+        self.answerability_dir = thresholds.learned.model_dir
+        self._answerable: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._answerable_lock = threading.Lock()
         self.min_semantic = thresholds.support_semantic
         self.min_lexical = thresholds.support_lexical
         # a turn scores the same passage sentences for relevance, support and extraction
@@ -79,6 +85,22 @@ class EvidenceScorer:
         while len(self._cache) > TOKEN_CACHE_SIZE:
             self._cache.popitem(last=False)
         return found
+
+    def answerable(self, question: str, texts: Sequence[str]) -> list[float]:
+        """The answerability model's probability that each text answers the question; a
+        turn reads the same windows for the gate and the quote, so each is read once."""
+        with self._answerable_lock:
+            known = {t: self._answerable[(question, t)] for t in texts
+                     if (question, t) in self._answerable}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            model = load_answerability_model(self.answerability_dir)
+            known.update(zip(missing, model.probabilities(question, missing), strict=True))
+            with self._answerable_lock:
+                self._answerable.update({(question, t): known[t] for t in missing})
+                while len(self._answerable) > TOKEN_CACHE_SIZE:
+                    self._answerable.popitem(last=False)
+        return [known[t] for t in texts]
 
     @staticmethod
     def maxsim(query: np.ndarray, document: np.ndarray) -> float:

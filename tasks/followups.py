@@ -4,8 +4,12 @@ refer to, from the conversation and entity memory.
 A typed reference ("that error code", "my order") resolves to the most recent entity of that
 type, from this conversation's messages first, then from the customer's entity memory. A
 message that leans on the previous one ("how do I fix it?", "and for annual plans?") gets the
-previous question's subject terms. The result is *added* to the customer's words as one more
-query; the model's rewrite, when there is one, is another addition.
+previous question's subject terms. Any other message of a conversation ("what are the
+requirements to be eligible") gets the conversation's subject terms as one more phrasing, and
+the page the conversation is about (``subject_pages``) is the gate's prior; the bare message is
+still judged, so a clear change of topic is answered from its own page. The result is *added*
+to the customer's words as one more query; the model's rewrite, when there is one, is another
+addition.
 
 Usage::
 
@@ -36,8 +40,12 @@ SHORT_FOLLOW_UP = 6  # words: a message this short, mid-conversation, leans on t
 
 @dataclass(frozen=True)
 class FollowUp:
+    """One more query for a message of a conversation. ``leans`` says the message does not
+    stand alone (a pronoun, a short message): its bare words are then never judged alone."""
+
     query: str
     source: str
+    leans: bool = True
 
 
 def conversation_entities(history: list[HistoryTurn], memory: list[dict[str, Any]]
@@ -77,4 +85,22 @@ def resolve_follow_up(message: str, history: list[HistoryTurn],
         terms = [t for t in subject_terms(history[-1].user) if t.lower() not in message.lower()]
         if terms:
             return FollowUp(f"{message} {' '.join(terms)}", "the previous question")
+    if history:  # "what are the requirements to be eligible": about the conversation's subject
+        terms = [t for t in conversation_subject(history) if t.lower() not in message.lower()]
+        if terms:
+            return FollowUp(f"{message} {' '.join(terms)}", "the conversation's subject",
+                            leans=False)
     return None
+
+
+def conversation_subject(history: list[HistoryTurn]) -> list[str]:
+    """The subject terms of the conversation: its latest message that was answered with a
+    citation, else its latest message."""
+    answered = [t for t in history if t.sources]
+    return subject_terms((answered or history)[-1].user)
+
+
+def subject_pages(history: list[HistoryTurn]) -> list[str]:
+    """The pages the conversation is about: what its latest cited answer cited."""
+    answered = [t for t in history if t.sources]
+    return list(answered[-1].sources) if answered else []

@@ -24,16 +24,22 @@ Usage::
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from config.settings import Settings
+from tasks import learned_answerability as learned
 from tasks.answerability import quote, read, refocus
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer
-from tasks.followups import named, resolve_follow_up
+from tasks.facts import codes
+from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.judging import assess, decide, wants_human
 from tasks.passage_text import split_sentences
 from tasks.schemas import Citation, DraftAnswer, Judgement, Passage, Reformulation, TurnResult
 from tasks.state import EvidenceView, Route, TurnState
 
+_AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 PROMPT_PASSAGES = 3
 PROMPT_CHARS = 450
 _CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
@@ -75,14 +81,17 @@ def plan_rewrite(state: TurnState) -> bool:
     state.pointed_at = referenced(state.message, state.entities)
     follow_up = resolve_follow_up(state.message, state.history, state.entities)
     state.follow_up = [follow_up.query, follow_up.source] if follow_up else []
+    state.follow_up_leans = bool(follow_up and follow_up.leans)
     if state.round_index > 0:
         need, reason = True, f"round {state.round_index}: the evidence asked for another query"
     elif state.pointed_at:
         need, reason = True, "the message points at a remembered " + state.pointed_at[0]["type"]
     elif not state.history:
         need, reason = False, "no history: the message stands alone"
-    elif follow_up is not None:
+    elif follow_up is not None and follow_up.leans:
         need, reason = True, "the message refers back to the conversation"
+    elif follow_up is not None:
+        need, reason = False, "the message stands alone; the conversation's subject is added"
     else:
         need, reason = False, "the message stands alone"
     state.needs_rewrite, state.rewrite_reason = need, reason
@@ -115,25 +124,66 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
 
 
 def strongest_evidence(scorer: EvidenceScorer, settings: Settings, questions: list[str],
-                       passages: list[Passage]) -> EvidenceView:
-    """Assess each phrasing of the question; keep the one the evidence supports best."""
-    best: EvidenceView | None = None
+                       passages: list[Passage], subject: Sequence[str] = ()) -> EvidenceView:
+    """Assess each phrasing of the question; keep the one the evidence supports best.
+
+    ``subject``: the pages the conversation is about. A phrasing that one of them answers
+    sufficiently wins over another page's, however strong (a follow-up belongs to the page
+    the conversation is about); when none of them answers, the strongest reading decides.
+    """
+    views: list[EvidenceView] = []
     for text in dict.fromkeys(q for q in questions if q and q.strip()):
         found = assess(scorer, text, passages, settings.evidence)
+        index = found.reading.passage_index if found.reading else None
         view = EvidenceView(call=found.call, relevance=found.relevance, coverage=found.coverage,
                             probability=found.probability,
                             features=found.reading.features if found.reading else {},
-                            question=text)
-        if best is None or (_CALL_RANK[view.call], view.probability) > (_CALL_RANK[best.call],
-                                                                         best.probability):
-            best = view
-    assert best is not None
-    return best
+                            question=text,
+                            source_id=passages[index].source_id if index is not None else "")
+        views.append(view)
+    if not views:
+        return EvidenceView()
+    on_subject = [v for v in views if v.source_id in subject and v.call == "sufficient"]
+    return max(on_subject or views, key=lambda v: (_CALL_RANK[v.call], v.probability))
 
 
 def model_role(settings: Settings, role: str) -> bool:
     """Whether ``role`` takes the model's path in this configuration (``roles:``)."""
     return settings.roles.uses_model(role, settings.llm.provider)
+
+
+def wrapped_question(message: str) -> str:
+    """The one question of a message that wraps it in other sentences, else "".
+
+    >>> wrapped_question("My order X was charged twice. How long does a refund take?")
+    'How long does a refund take?'
+    """
+    parts = split_sentences(" ".join(message.split()))
+    asked = [p for p in parts if p.endswith("?")]
+    return asked[0] if len(asked) == 1 and len(parts) > 1 else ""
+
+
+def problem_question(message: str) -> str:
+    """A problem statement ("My backup on build-7 failed with E-429.") asks about its code.
+
+    >>> problem_question("My backup on build-7 failed last night with error E-429.")
+    'What does error E-429 mean?'
+    >>> problem_question("What does E-429 mean?")
+    ''
+    """
+    named = sorted(codes(message))
+    if len(named) > 1:  # a machine's name looks like a code too: the one after "error" is it
+        named = sorted(codes(" ".join(_AFTER_ERROR.findall(message))))
+    if len(named) != 1 or "?" in message:
+        return ""
+    return f"What does error {named[0]} mean?"
+
+
+def first_turn_phrasings(message: str) -> list[str]:
+    """What the gate judges for a message with no history: the whole message, the one
+    question it wraps, and the question a problem statement asks about its code, if any."""
+    extra = [wrapped_question(message), problem_question(message)]
+    return [message, *(q for q in extra if q)]
 
 
 def grounded_phrasings(state: TurnState) -> list[str]:
@@ -144,15 +194,15 @@ def grounded_phrasings(state: TurnState) -> list[str]:
     to another question. A message that wraps one question in context ("My order X was
     charged twice. How long does a refund take?") is also judged by that question alone.
     """
-    parts = split_sentences(" ".join(state.message.split()))
-    asked = [p for p in parts if p.endswith("?")]
-    question = asked[0] if len(asked) == 1 and len(parts) > 1 else ""
+    question = wrapped_question(state.message)
     named = [q for q in state.queries if q.startswith(state.message) and q != state.message]
     resolved = list(dict.fromkeys([*state.follow_up[:1], *named]))
-    if resolved:  # the bare words of a follow-up do not stand alone
-        extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
+    if not resolved:
+        return first_turn_phrasings(state.message)
+    extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
+    if state.follow_up_leans or named:  # the bare words of a follow-up do not stand alone
         return [*resolved, *extra]
-    return [state.message, *([question] if question else [])]
+    return [*first_turn_phrasings(state.message), *resolved, *extra]
 
 
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
@@ -165,11 +215,11 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
     """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
     with state.step("evidence_gate", round=state.round_index) as info:
         state.evidence = strongest_evidence(scorer, settings, grounded_phrasings(state),
-                                            state.passages)
+                                            state.passages, subject_pages(state.history))
         info.update(evidence=state.evidence.call, answerable=state.evidence.probability,
                     features=state.evidence.features,
                     relevance=[round(r, 3) for r in state.evidence.relevance],
-                    question=state.evidence.question)
+                    question=state.evidence.question, source=state.evidence.source_id)
         if state.evidence.call == "sufficient":
             route, state.verdict, why = "answer", "sufficient", "evidence is sufficient"
         elif state.evidence.call == "insufficient":
@@ -178,13 +228,11 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
             why = "evidence is insufficient" + ("" if state.passages else ": no passages")
         elif model_role(settings, "judge"):
             route, why = "ask_judge", "evidence is undecided: the judge decides"
-        else:
-            model = settings.evidence.answerability
-            middle = (model.answer_at + model.refuse_below) / 2
-            answer = state.evidence.probability >= middle
-            state.verdict = "sufficient" if answer else "insufficient"
-            route = "answer" if answer else _next_round_or(state, settings, "refuse")
-            why = f"evidence is undecided; roles.judge is evidence: probability vs {middle:.3f}"
+        else:  # below answer_at: no judge model to weigh in, so the target precision holds
+            state.verdict = "insufficient"
+            route = _next_round_or(state, settings, "refuse")
+            why = ("evidence is undecided; roles.judge is evidence: probability below "
+                   f"{settings.evidence.operating_points()[0]:.3f}")
         info.update(route=route, decided_by=why)
     state.route = route
     if route == "retry":
@@ -268,9 +316,18 @@ def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
     passages = state.passages
     question = state.evidence.question or state.question
     texts = [p.text for p in passages]
-    reading = read(scorer, question, texts, state.evidence.relevance or None)
-    if question != state.message:  # a follow-up's resolution, or the question of a message
-        reading = refocus(scorer, reading, question, state.message, texts)
+    relevance = state.evidence.relevance or None
+    if settings.evidence.gate == "learned":
+        titles = [p.title for p in passages]
+        reading = learned.read(scorer, question, texts, relevance, titles)
+        if question != state.message and reading.passage_index is not None:
+            # a follow-up's resolution, or the question of a message
+            reading = learned.refocus(scorer, reading, question, state.message,
+                                      titles[reading.passage_index])
+    else:
+        reading = read(scorer, question, texts, relevance)
+        if question != state.message:  # a follow-up's resolution, or the question of a message
+            reading = refocus(scorer, reading, question, state.message, texts)
     picked = quote(reading, question, settings.evidence.answer_words)
     if not picked:
         return "", []
@@ -312,8 +369,7 @@ def deadline_result(state: TurnState, scorer: EvidenceScorer, settings: Settings
         return handoff_result(state, settings)
     if state.passages and not state.evidence.question:
         evidence_route(state, scorer, settings)
-    model = settings.evidence.answerability
-    if state.passages and state.evidence.probability >= (model.answer_at + model.refuse_below) / 2:
+    if state.passages and state.evidence.probability >= settings.evidence.operating_points()[0]:
         state.draft_required = False
         return answer_result(state, scorer, settings, None)
     return refuse_result(state, settings)

@@ -1,7 +1,8 @@
 """The judge's verdict: evidence first, the model's opinion where evidence is undecided.
 
-The evidence call comes from the answerability gate (tasks/answerability.py): the fitted model's
-probability that the passages answer the question, against its operating points.
+The evidence call comes from the answerability gate: the fitted logistic model over the
+question-focused features (tasks/answerability.py, the default) or the learned cross-encoder
+(tasks/learned_answerability.py, ``evidence.gate: learned``), against its operating points.
 
 Usage::
 
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from config.settings import EvidenceSettings
+from tasks import learned_answerability as learned
 from tasks.answerability import Reading, read
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
@@ -53,12 +55,16 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
         return Evidence("insufficient", [], 0.0)
     texts = [p.text for p in passages]
     relevance = scorer.relevance(question, texts)
-    reading = read(scorer, question, texts, relevance)
-    model = thresholds.answerability
-    probability = model.probability(reading.features)
-    call: EvidenceCall = "sufficient" if probability >= model.answer_at else \
-        "insufficient" if probability < model.refuse_below else "undecided"
-    return Evidence(call, relevance, reading.features["coverage"], round(probability, 4), reading)
+    if thresholds.gate == "learned":
+        reading = learned.read(scorer, question, texts, relevance, [p.title for p in passages])
+        probability = reading.features["answerable"]
+    else:
+        reading = read(scorer, question, texts, relevance)
+        probability = round(thresholds.answerability.probability(reading.features), 4)
+    answer_at, refuse_below = thresholds.operating_points()
+    call: EvidenceCall = "sufficient" if probability >= answer_at else \
+        "insufficient" if probability < refuse_below else "undecided"
+    return Evidence(call, relevance, reading.features["passage_relevance"], probability, reading)
 
 
 def decide(evidence_call: EvidenceCall, judgement: Judgement | None, message: str

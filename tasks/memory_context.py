@@ -39,8 +39,9 @@ def load_context(memory: MemoryStore | None, request: TurnRequest) -> MemoryCont
         return MemoryContext(scope=None, history=list(request.history),
                              turn_index=len(request.history))
     turns = memory.session_turns(scope, request.session_id)
-    history = list(request.history) or [HistoryTurn(user=t["user"], answer=t.get("answer", ""))
-                                        for t in turns if t.get("status") == "done"]
+    history = list(request.history) or [
+        HistoryTurn(user=t["user"], answer=t.get("answer", ""), sources=t.get("citations", []))
+        for t in turns if t.get("status") == "done"]
     return MemoryContext(scope=scope, history=history, entities=memory.entities(scope),
                          memories=memory.recall(scope, request.message, limit=2),
                          turn_index=max([t["turn_index"] + 1 for t in turns], default=0))

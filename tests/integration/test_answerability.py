@@ -97,13 +97,19 @@ def test_the_judges_sufficient_never_answers_undecided_evidence_alone(settings, 
 
 
 def test_eval_answers_scores_the_near_miss_set(tmp_path):
-    report = tmp_path / "report.json"
+    report, plot = tmp_path / "report.json", tmp_path / "curve.png"
     result = CliRunner().invoke(app, [
         "--data-dir", str(tmp_path), "eval", "answers", "--dataset",
-        str(REPO / "examples" / "answer-sets" / "near-miss"), "--output", str(report)])
+        str(REPO / "examples" / "answer-sets" / "near-miss"), "--output", str(report),
+        "--plot", str(plot)])
     assert result.exit_code == 0, result.output
-    assert "refused right" in result.output and "calibration" in result.output
-    summary = json.loads(report.read_text())["summary"]
+    assert f"risk-coverage curve written to {plot}" in result.output.splitlines()
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    written = json.loads(report.read_text())
+    curve = written["risk_coverage"]
+    assert curve[0]["threshold"] == 0 and curve[-1]["threshold"] == 1
+    assert [p["answered"] for p in curve] == sorted((p["answered"] for p in curve), reverse=True)
+    summary = written["summary"]
     assert summary["questions"] == 28 and summary["llm_calls"] == 0
     assert summary["answered_right"] >= 0.9 and summary["refused_right"] >= 0.9
 
@@ -111,4 +117,60 @@ def test_eval_answers_scores_the_near_miss_set(tmp_path):
 def test_eval_answers_names_a_bad_dataset(tmp_path):
     result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "eval", "answers",
                                       "--dataset", str(tmp_path / "nowhere")])
-    assert result.exit_code != 0 and "not a folder" in result.output
+    assert result.exit_code == 2
+    assert f"error: {tmp_path / 'nowhere'}: not a folder" in result.output.splitlines()
+
+
+def test_eval_answers_refuses_a_plot_that_is_not_png_before_asking_anything(tmp_path):
+    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "eval", "answers", "--dataset",
+                                      str(REPO / "examples" / "answer-sets" / "near-miss"),
+                                      "--plot", str(tmp_path / "curve.svg")])
+    assert result.exit_code == 2
+    assert f"error: --plot {tmp_path / 'curve.svg'}: the plot is written as PNG; name a .png " \
+        "file" in result.output.splitlines()
+    assert not (tmp_path / "eval").exists()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_follow_up_without_a_pronoun_is_read_with_the_conversations_page(settings, example_kb,
+                                                                           engine):
+    from tasks.schemas import HistoryTurn
+
+    runtime, llm = evidence_runtime(settings, example_kb, engine)
+    history = [HistoryTurn(user="How do I export our data?", answer="...",
+                           sources=["data/export.md"])]
+    result = ask(runtime, "how long is the download link valid", slots=ENTERPRISE,
+                 history=history)
+    assert result.verdict == "answered" and llm.seen == []
+    assert [c.source_id for c in result.citations] == ["data/export.md"]
+    assert "7 days" in result.answer
+    [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
+    assert gate.detail["source"] == "data/export.md"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_greeting_and_a_problem_statement_wrap_the_question_they_ask(settings, example_kb,
+                                                                       engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "Hi, good morning. The nightly job on build-server-7 failed with "
+                          "error E-429 again.", slots=ENTERPRISE)
+    assert result.verdict == "answered"
+    assert [c.source_id for c in result.citations] == ["api/rate-limits.md"]
+    assert "Retry-After" in result.answer
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings, example_kb,
+                                                                        engine):
+    learned = settings.model_copy(update={"evidence": settings.evidence.model_copy(
+        update={"gate": "learned"})})
+    runtime, llm = evidence_runtime(learned, example_kb, engine)
+    near_miss = ask(runtime, "What does error PAY-309 mean?", slots=ENTERPRISE)
+    assert near_miss.verdict == "idk" and not near_miss.citations
+    answered = ask(runtime, "How long is the password reset link valid?", slots=ENTERPRISE)
+    assert answered.verdict == "answered" and llm.seen == []
+    assert [c.source_id for c in answered.citations] == ["accounts/reset-password.md"]
+    assert "60 minutes" in answered.answer
+    [gate] = [s for s in answered.trace.steps if s.name == "evidence_gate"]
+    assert gate.detail["answerable"] >= learned.evidence.learned.answer_at
+    assert gate.detail["features"]["windows_read"] > 0

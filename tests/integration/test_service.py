@@ -121,7 +121,8 @@ def test_sessions_are_invisible_to_other_tenants(client):
 
 
 @pytest.mark.parametrize(("body", "status"), [
-    ({"message": ""}, 422), ({"message": "x" * 20000}, 422), ({"message": 42}, 422),
+    ({"message": ""}, 422), ({"message": "   \n "}, 422), ({"message": "x" * 20000}, 422),
+    ({"message": 42}, 422),
     ({"text": "hi"}, 422), ({}, 422)])
 def test_bad_messages_get_clear_4xx(client, body, status):
     session = new_session(client)

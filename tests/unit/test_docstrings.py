@@ -16,8 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "terminal")
-DOCTESTED = ("tasks.facts", "tasks.passage_text", "tasks.answerability", "agents.progress",
-             "agents.answer_eval")
+DOCTESTED = ("tasks.facts", "tasks.passage_text", "tasks.answerability_model", "tasks.gates",
+             "agents.progress", "agents.answer_eval")
 
 
 def module_names() -> list[str]:

@@ -39,9 +39,28 @@ def test_the_conversation_wins_over_older_memory():
 
 
 @pytest.mark.parametrize(("message", "history"), [
-    ("How do I export my data as CSV files?", REFUND),  # stands alone
     ("How do I fix it?", []),                           # nothing to refer to
-    ("Where is my order from last week?", PAYMENT),     # no order known
+    ("Where is my order from last week?", []),          # no order known, no conversation
 ])
-def test_standalone_or_unresolvable_messages_get_nothing(message, history):
+def test_unresolvable_messages_get_nothing(message, history):
     assert resolve_follow_up(message, history, []) is None
+
+
+def test_a_message_without_a_pronoun_gets_the_conversations_subject_and_still_stands_alone():
+    answered = [HistoryTurn(user="Hi. I'd like to ask about dental insurance for veterans.",
+                            answer="...", sources=["va-dental"]),
+                HistoryTurn(user="thanks", answer="...")]
+    found = resolve_follow_up("what are the requirements to be eligible for the program",
+                              answered, [])
+    assert found is not None and not found.leans
+    assert found.source == "the conversation's subject"
+    # the subject is the latest *answered* message's, not the thanks after it
+    assert "dental insurance veterans" in found.query
+
+
+def test_the_subject_pages_are_the_latest_cited_answers():
+    from tasks.followups import subject_pages
+
+    history = [HistoryTurn(user="a", sources=["p1"]), HistoryTurn(user="b", sources=["p2", "p3"]),
+               HistoryTurn(user="c")]
+    assert subject_pages(history) == ["p2", "p3"] and subject_pages([]) == []

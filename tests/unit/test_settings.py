@@ -65,6 +65,16 @@ def test_bad_env_value_is_named(monkeypatch):
          "bias: 0}}\n", "scale must be positive"),
         ("evidence: {answerability: {features: [a], mean: [0], scale: [1], weights: [1], "
          "bias: 0, answer_at: 0.3, refuse_below: 0.6}}\n", "refuse_below must not exceed"),
+        ("evidence: {gate: neural}\n", "evidence.gate"),
+        ("evidence: {learned: {curve: []}}\n", "give answer_at or a curve"),
+        ("evidence: {learned: {curve: [{threshold: 0.5, precision: 1, coverage: 0.2}, "
+         "{threshold: 0.1, precision: 0.9, coverage: 0.8}]}}\n", "increasing order"),
+        ("evidence: {learned: {answer_at: 0.3, refuse_below: 0.6}}\n",
+         "refuse_below must not exceed"),
+        ("evidence: {learned: {answer_at: 1.5}}\n", "learned.answer_at"),
+        ("evidence: {target_precision: 0}\n", "evidence.target_precision"),
+        ("evidence: {learned: {curve: [{threshold: 0.5, precision: 2, coverage: 0}]}}\n",
+         "precision"),
     ],
 )
 def test_malformed_files_give_one_clear_error(tmp_path, text, expected):
@@ -90,8 +100,39 @@ def test_roles_take_the_evidence_path_with_the_local_model_only_on_auto():
     assert not forced.uses_model("respond", "openai/gpt-4o-mini")
 
 
+def test_the_target_precision_picks_the_threshold_from_the_curve(tmp_path):
+    curve = ("[{threshold: 0.1, precision: 0.80, coverage: 0.9}, "
+             "{threshold: 0.3, precision: 0.96, coverage: 0.8}, "
+             "{threshold: 0.5, precision: 0.94, coverage: 0.7}, "
+             "{threshold: 0.7, precision: 1.00, coverage: 0.5}]")
+    def gate(text):
+        return load_settings(write(tmp_path, text)).evidence.learned
+
+    # every point from the threshold on must reach the target: 0.5 misses 0.95, so 0.7
+    assert gate(f"evidence: {{learned: {{curve: {curve}}}}}\n").answer_at == 0.7
+    lenient = gate(f"evidence: {{target_precision: 0.9, learned: {{curve: {curve}}}}}\n")
+    assert lenient.answer_at == 0.3 and lenient.refuse_below == pytest.approx(0.2)
+    # nothing reaches it: the strictest point
+    assert gate("evidence: {target_precision: 1.0, learned: {curve: "
+                "[{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n").answer_at == 0.2
+    explicit = gate(f"evidence: {{learned: {{curve: {curve}, answer_at: 0.42}}}}\n")
+    assert explicit.answer_at == 0.42
+
+
 def test_the_shipped_answerability_model_orders_its_probabilities():
-    model = load_settings().evidence.answerability
+    evidence = load_settings().evidence
+    model = evidence.answerability
     weak = dict.fromkeys(model.features, 0.0)
     strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0}
     assert model.probability(strong) > model.answer_at > model.probability(weak)
+    assert evidence.gate == "logistic" and evidence.operating_points() == (
+        model.answer_at, model.refuse_below)
+
+
+def test_the_shipped_learned_gate_reaches_its_target_on_dev():
+    evidence = load_settings().evidence
+    gate = evidence.learned
+    assert gate.curve, "config/learned_answerability.yaml holds the dev curve"
+    at = [p for p in gate.curve if p.threshold >= gate.answer_at]
+    assert at and all(p.precision >= evidence.target_precision for p in at)
+    assert 0 < gate.refuse_below <= gate.answer_at < 1

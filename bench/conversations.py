@@ -1,0 +1,108 @@
+"""Multi-turn conversations on both engines: answered right, refused right, precision, with
+the follow-ups (every turn after the first) counted separately.
+
+Scripts are kickoff files of ``examples/kickoff`` (``conversations.yaml``: openers, follow-ups
+that mostly name no pronoun, near misses of the conversation's page, topic changes; and
+``follow-ups.yaml``). A turn with ``expect: {verdict: answered, cites: [...]}`` is answered right
+when it answers citing one of those pages; ``verdict: idk`` or ``handoff`` is refused right when
+it does not answer. Turns without an expectation (an opener that only states the problem) are
+not scored.
+
+    python bench/conversations.py [--scripts conversations.yaml,follow-ups.yaml] [--data-dir DIR]
+
+Writes bench/results/conversations.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, table, write_results
+
+from agents.answer_eval import percentile
+from agents.kickoff import load_script, run_script
+from agents.runtime import build_runtime
+from config.settings import load_settings
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
+
+FIGURES = ("answered_right", "refused_right", "precision", "turns", "p50_s", "p95_s")
+
+
+def scored(line: dict[str, Any]) -> dict[str, Any] | None:
+    """One scored turn, or None when the script expects nothing of it."""
+    expect = line.get("expect") or {}
+    want = expect.get("verdict")
+    if want is None:
+        return None
+    cited = {c["source_id"] for c in line["citations"]}
+    answered = line["verdict"] == "answered"
+    right_page = answered and bool(cited & set(expect.get("cites", [])))
+    return {"conversation": line["conversation_id"], "turn": line["turn_index"],
+            "user": line["user"], "want": want, "verdict": line["verdict"],
+            "cited": sorted(cited), "answered": answered,
+            "right": right_page if want == "answered" else not answered,
+            "seconds": line["trace"]["duration_ms"] / 1000}
+
+
+def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    answerable = [t for t in turns if t["want"] == "answered"]
+    refusable = [t for t in turns if t["want"] != "answered"]
+    answered = [t for t in turns if t["answered"]]
+    seconds = sorted(t["seconds"] for t in turns)
+    return {"answered_right": f"{sum(t['right'] for t in answerable)}/{len(answerable)}",
+            "refused_right": f"{sum(t['right'] for t in refusable)}/{len(refusable)}",
+            "precision": round(sum(t["want"] == "answered" and t["right"] for t in answered)
+                               / len(answered), 3) if answered else None,
+            "turns": len(turns), "p50_s": round(percentile(seconds, 0.5), 2),
+            "p95_s": round(percentile(seconds, 0.95), 2)}
+
+
+def run(engine: str, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]:
+    settings = load_settings()
+    kb = KnowledgeBase.open(settings, data_dir)
+    ingest_paths(kb, [ROOT / "examples" / "kb"], prune=True)
+    kb.close()
+    runtime = build_runtime(settings, data_dir, engine=engine, process="sequential")
+    turns = []
+    try:
+        for name in scripts:
+            for line in run_script(load_script(ROOT / "examples" / "kickoff" / name), runtime):
+                turn = scored(line)
+                if turn is not None:
+                    turns.append({"set": name, **turn})
+    finally:
+        runtime.close()
+    return turns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scripts", default="conversations.yaml,follow-ups.yaml")
+    parser.add_argument("--engines", default="crewai,autogen")
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-bench-conv"))
+    args = parser.parse_args()
+    scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]
+    results: dict[str, Any] = {}
+    rows = []
+    for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+        turns = run(engine, scripts, args.data_dir / engine)
+        for name in scripts:
+            mine = [t for t in turns if t["set"] == name]
+            for part, chosen in (("all turns", mine),
+                                 ("follow-ups", [t for t in mine if t["turn"] > 0])):
+                summary = figures(chosen)
+                rows.append((engine, name, part, *(summary[f] for f in FIGURES)))
+                results.setdefault(engine, {}).setdefault(name, {})[part] = summary
+        results[engine]["turns"] = turns
+    lines = ["# Multi-turn conversations (examples/kickoff), shipped configuration", "",
+             "Follow-ups = every turn after a conversation's first. Local model, roles on auto.",
+             "", *table(("engine", "script", "turns", *FIGURES), rows), ""]
+    write_results("conversations", lines, results)
+
+
+if __name__ == "__main__":
+    main()

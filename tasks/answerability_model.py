@@ -1,0 +1,143 @@
+"""The learned answerability model: does this window of a passage answer the question?
+
+A cross-encoder fine-tuned from the shipped all-MiniLM-L6-v2 on SQuAD 2.0 (questions with
+adversarial unanswerables) by ``bench/train_answerability.py``, exported to int8 ONNX and run
+with onnxruntime. It reads (question, window): a window is two adjacent units of a passage
+(sentences, list items) with the headings they stand under, the same cut in training and at
+turn time (``windows``). The probability that a passage answers is the best window's.
+
+Usage::
+
+    model = load_answerability_model()
+    spans = windows(split_units(passage_text), title="Refunds")
+    model.probabilities("How long does a refund take?", [w.text for w in spans])   # [0.97, 0.02]
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from tasks.passage_text import Unit
+
+WINDOW = 2
+MAX_TOKENS = 256
+QUESTION_TOKENS = 96
+BATCH = 32
+
+
+@dataclass(frozen=True)
+class Window:
+    """Units ``first .. last - 1`` of a passage, as the model reads them (``text``)."""
+
+    text: str
+    first: int
+    last: int
+
+
+def heading_context(units: Sequence[Unit], index: int, title: str = "") -> str:
+    """What a unit stands under: the passage's title (else its first heading) and the last
+    heading before the unit.
+
+    >>> from tasks.passage_text import split_units
+    >>> units = split_units("# Plans\\n## Pro\\nPro costs $15.")
+    >>> heading_context(units, 2), heading_context(units, 2, title="Pricing")
+    ('Plans > Pro', 'Pricing > Pro')
+    """
+    above = [units[i].text for i in range(index + 1) if units[i].kind == "heading"]
+    first = title or (above[0] if above else "")
+    last = above[-1] if above else ""
+    return " > ".join(dict.fromkeys(p for p in (first, last) if p))
+
+
+def windows(units: Sequence[Unit], title: str = "") -> list[Window]:
+    """Every run of ``WINDOW`` adjacent units of one section (a window never crosses a heading)
+    that holds a quotable unit, read under the section's headings.
+
+    >>> from tasks.passage_text import split_units
+    >>> [w.text for w in windows(split_units("## Refunds\\nCards: 5 days. PayPal: 1 day."))]
+    ['Refunds. Cards: 5 days. PayPal: 1 day.']
+    >>> [w.text for w in windows(split_units("Intro line here.\\n## Pro\\nPro costs $15."), "Plans")]
+    ['Plans. Intro line here.', 'Plans > Pro. Pro costs $15.']
+    """
+    sections: list[list[int]] = [[]]
+    for index, unit in enumerate(units):
+        if unit.kind == "heading":
+            sections.append([])
+        else:
+            sections[-1].append(index)
+    spans: list[Window] = []
+    for section in sections:
+        for offset in range(max(1, len(section) - WINDOW + 1)) if section else ():
+            members = section[offset:offset + WINDOW]
+            if not any(units[i].quotable for i in members):
+                continue
+            context = heading_context(units, members[0], title)
+            text = " ".join(units[i].text for i in members)
+            spans.append(Window(f"{context}. {text}" if context else text, members[0],
+                                members[-1] + 1))
+    return spans
+
+
+class AnswerabilityModel:
+    """The int8 ONNX cross-encoder with its tokenizer; thread-safe, one session per process."""
+
+    def __init__(self, model_dir: Path, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
+                                             providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
+        self._tokenizer.no_padding()
+        self.card = json.loads((model_dir / "model_card.json").read_text(encoding="utf-8"))
+        self._lock = threading.Lock()
+
+    def probabilities(self, question: str, texts: Sequence[str]) -> list[float]:
+        """P(answers) for each text read against the question."""
+        if not texts:
+            return []
+        question = self._clip(question)
+        scores: list[float] = []
+        for start in range(0, len(texts), BATCH):
+            scores += self._batch(question, list(texts[start:start + BATCH]))
+        return scores
+
+    def _clip(self, question: str) -> str:
+        encoding = self._tokenizer.encode(question, add_special_tokens=False)
+        if len(encoding.ids) <= QUESTION_TOKENS:
+            return question
+        return question[:encoding.offsets[QUESTION_TOKENS - 1][1]]
+
+    def _batch(self, question: str, texts: list[str]) -> list[float]:
+        encodings = self._tokenizer.encode_batch([(question, t) for t in texts])
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(texts), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            n = len(encoding.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        with self._lock:
+            logits = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        return [float(p) for p in 1.0 / (1.0 + np.exp(-np.asarray(logits).reshape(-1)))]
+
+
+@lru_cache(maxsize=2)
+def load_answerability_model(model_dir: Path | None = None) -> AnswerabilityModel:
+    """The shipped model (``storage/kb/assets/answerability``), loaded once per process."""
+    from storage.kb.model_files import answerability_dir
+
+    return AnswerabilityModel(answerability_dir(model_dir))
