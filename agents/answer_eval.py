@@ -173,8 +173,8 @@ def plot_risk_coverage(curves: dict[str, list[dict[str, float]]], path: Path,
         axes.plot([p["coverage"] for p in curve], [p["precision"] for p in curve],
                   marker=".", label=label)
         at = (marks or {}).get(label)
-        if at is not None:
-            point = min(curve, key=lambda p: abs(p["threshold"] - at))
+        if at is not None:  # the operating point: the first threshold at or above it
+            point = next((p for p in curve if p["threshold"] >= at), curve[-1])
             axes.scatter([point["coverage"]], [point["precision"]], s=80, zorder=3)
     axes.set_xlabel("coverage: answerable questions answered with a right page")
     axes.set_ylabel("precision of answers")

@@ -11,6 +11,7 @@ Usage (first import of a bench script)::
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -74,3 +75,13 @@ def write_results(name: str, lines: list[str], data: object) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+
+
+def comparison_parser(doc: str | None, data_dir: str) -> argparse.ArgumentParser:
+    """A bench script's arguments: its docstring as help, ``--data-dir`` and
+    ``--baseline-repo`` (an earlier checkout run beside this one)."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=Path(data_dir))
+    parser.add_argument("--baseline-repo", type=Path, help="an earlier checkout to compare")
+    return parser

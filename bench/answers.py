@@ -24,7 +24,6 @@ Writes bench/results/answers.{md,json} and, per pack, the risk-coverage curves o
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import RESULTS, ROOT, open_answer_set, table, write_results
+from _common import RESULTS, ROOT, comparison_parser, open_answer_set, table, write_results
 
 from agents.answer_eval import (
     answer_set_settings,
@@ -99,8 +98,11 @@ def naive_rag(opened: Any, llm: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def ours(pack: Path, data_dir: Path, engine: str) -> list[dict[str, Any]]:
+def ours(pack: Path, data_dir: Path, engine: str, gate: str = "") -> list[dict[str, Any]]:
     settings = answer_set_settings(load_settings(), pack.name, data_dir)
+    if gate:
+        settings = settings.model_copy(update={"evidence": settings.evidence.model_copy(
+            update={"gate": gate})})
     opened = open_answer_set(pack, data_dir, settings)  # ingests, idempotently
     answer_set = opened.answer_set
     opened.close()
@@ -134,12 +136,9 @@ def answer_all_curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = comparison_parser(__doc__, "/tmp/supportcrew-bench-answers")
     parser.add_argument("--packs", default="dev,test")
     parser.add_argument("--no-naive-rag", action="store_true")
-    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-bench-answers"))
-    parser.add_argument("--baseline-repo", type=Path, help="an earlier checkout to compare")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     llm = None
@@ -154,14 +153,18 @@ def main() -> None:
         runs: dict[str, list[dict[str, Any]]] = {}
         for engine in ("crewai", "autogen"):
             runs[f"supportcrew ({engine})"] = ours(pack, args.data_dir, engine)
+        runs["supportcrew, learned gate (crewai)"] = ours(pack, args.data_dir, "crewai", "learned")
         settings = answer_set_settings(load_settings(), pack.name, args.data_dir)
         opened = open_answer_set(pack, args.data_dir, settings)
         runs["BM25 top-1, first two sentences"] = bm25_top1(opened)
         if llm is not None:
             runs["naive RAG (local model, no checks)"] = naive_rag(opened, llm)
         opened.close()
-        curves = {"supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"])}
-        marks = {"supportcrew (crewai)": settings.evidence.answerability.answer_at}
+        learned = "supportcrew, learned gate (crewai)"
+        curves = {"supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"]),
+                  learned: risk_coverage(runs[learned])}
+        marks = {"supportcrew (crewai)": settings.evidence.answerability.answer_at,
+                 learned: settings.evidence.learned.answer_at or 0.0}
         if args.baseline_repo:
             commit = subprocess.run(["git", "-C", str(args.baseline_repo), "rev-parse", "--short",
                                      "HEAD"], capture_output=True, text=True).stdout.strip()

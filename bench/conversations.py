@@ -8,18 +8,24 @@ when it answers citing one of those pages; ``verdict: idk`` or ``handoff`` is re
 it does not answer. Turns without an expectation (an opener that only states the problem) are
 not scored.
 
-    python bench/conversations.py [--scripts conversations.yaml,follow-ups.yaml] [--data-dir DIR]
+With ``--baseline-repo DIR`` (a checkout of an earlier main) the same scripts also run through
+that checkout's own ``main.py kickoff`` on CrewAI, in the same run.
+
+    python bench/conversations.py [--scripts conversations.yaml,follow-ups.yaml] [--baseline-repo DIR]
 
 Writes bench/results/conversations.{md,json}.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, table, write_results
+from _common import ROOT, comparison_parser, table, write_results
 
 from agents.answer_eval import percentile
 from agents.kickoff import load_script, run_script
@@ -78,18 +84,39 @@ def run(engine: str, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]
     return turns
 
 
+def baseline(repo: Path, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]:
+    """The scripts through an earlier checkout's own ``kickoff`` (its CLI, its config)."""
+    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "ingest",
+                    str(ROOT / "examples" / "kb"), "--prune"], cwd=repo, check=True,
+                   capture_output=True)
+    turns = []
+    for name in scripts:
+        with tempfile.TemporaryDirectory() as work:
+            output = Path(work) / "turns.jsonl"
+            subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "kickoff",
+                            str(ROOT / "examples" / "kickoff" / name), "--output", str(output)],
+                           cwd=repo, capture_output=True)  # exit 1 when expectations fail
+            for line in output.read_text().splitlines():
+                turn = scored(json.loads(line))
+                if turn is not None:
+                    turns.append({"set": name, **turn})
+    return turns
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = comparison_parser(__doc__, "/tmp/supportcrew-bench-conv")
     parser.add_argument("--scripts", default="conversations.yaml,follow-ups.yaml")
     parser.add_argument("--engines", default="crewai,autogen")
-    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-bench-conv"))
     args = parser.parse_args()
     scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]
     results: dict[str, Any] = {}
     rows = []
-    for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
-        turns = run(engine, scripts, args.data_dir / engine)
+    systems = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if args.baseline_repo:
+        systems.append("main before (crewai)")
+    for engine in systems:
+        turns = baseline(args.baseline_repo, scripts, args.data_dir / "baseline") \
+            if engine.startswith("main before") else run(engine, scripts, args.data_dir / engine)
         for name in scripts:
             mine = [t for t in turns if t["set"] == name]
             for part, chosen in (("all turns", mine),
@@ -100,7 +127,7 @@ def main() -> None:
         results[engine]["turns"] = turns
     lines = ["# Multi-turn conversations (examples/kickoff), shipped configuration", "",
              "Follow-ups = every turn after a conversation's first. Local model, roles on auto.",
-             "", *table(("engine", "script", "turns", *FIGURES), rows), ""]
+             "", *table(("engine", "script", "part", *FIGURES), rows), ""]
     write_results("conversations", lines, results)
 
 

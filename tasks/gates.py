@@ -202,7 +202,9 @@ def grounded_phrasings(state: TurnState) -> list[str]:
     extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
     if state.follow_up_leans or named:  # the bare words of a follow-up do not stand alone
         return [*resolved, *extra]
-    return [*first_turn_phrasings(state.message), *resolved, *extra]
+    # a message that stands alone is judged by its own words: the conversation's subject terms
+    # only brought its page into the search (a neighbour's words must not make it answer)
+    return first_turn_phrasings(state.message)
 
 
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
