@@ -89,11 +89,12 @@ def score_turn(question: LabelledQuestion, result: TurnResult) -> dict[str, Any]
     if question.answerable and question.evidence:
         recall, f1 = overlap(result.answer if answered else "", " ".join(question.evidence))
     trace = result.trace
+    source = gate_source(result)
     return {"id": question.id, "question": question.question, "answerable": question.answerable,
             "verdict": result.verdict, "cited": cited, "right_source": right_source,
             "probability": gate_probability(result), "answer": result.answer,
-            "gate_source": gate_source(result),
-            "gate_right": question.answerable and gate_source(result) in question.doc_ids,
+            "gate_source": source,
+            "gate_right": question.answerable and source in question.doc_ids,
             "evidence_recall": recall, "evidence_f1": f1,
             "llm_calls": trace.llm_calls if trace else 0,
             # the gate's reading and the extractive answer's quote (their wall time)

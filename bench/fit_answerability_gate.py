@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 from _common import ROOT, open_answer_set, table, write_results
 
+from agents.answer_eval import risk_coverage
 from config.settings import AnswerabilityGate, load_settings
 from tasks.gates import first_turn_phrasings
 from tasks.judging import assess
@@ -80,18 +81,12 @@ def rows_for(directory: Path, data_dir: Path) -> list[dict[str, Any]]:
 
 
 def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Precision and coverage of answers at evenly spaced thresholds (and 0)."""
-    answerable = sum(r["answerable"] for r in rows if r["real"])
-    points = []
-    for step in range(CURVE_POINTS):
-        threshold = round(step / (CURVE_POINTS - 1), 3)
-        answered = [r for r in rows if r["cited"] and r["probability"] >= threshold]
-        right = sum(r["right"] for r in answered)
-        points.append({"threshold": threshold,
-                       "precision": round(right / len(answered), 4) if answered else 1.0,
-                       "coverage": round(sum(r["right"] for r in answered if r["real"])
-                                         / max(answerable, 1), 4)})
-    return points
+    """Precision and coverage of answers at evenly spaced thresholds (twins count as answers
+    that cite a wrong page; coverage is over the real answerable questions)."""
+    points = risk_coverage([{"answerable": r["answerable"], "probability": r["probability"],
+                             "gate_source": r["cited"], "gate_right": r["right"]} for r in rows],
+                           CURVE_POINTS)
+    return [{k: p[k] for k in ("threshold", "precision", "coverage")} for p in points]
 
 
 def main() -> None:

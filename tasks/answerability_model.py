@@ -15,7 +15,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,30 +77,34 @@ def windows(units: Sequence[Unit], title: str = "") -> list[Window]:
             members = section[offset:offset + WINDOW]
             if not any(units[i].quotable for i in members):
                 continue
-            context = heading_context(units, members[0], title)
             text = " ".join(units[i].text for i in members)
-            spans.append(Window(f"{context}. {text}" if context else text, members[0],
-                                members[-1] + 1))
+            spans.append(Window(read_as(heading_context(units, members[0], title), text),
+                                members[0], members[-1] + 1))
     return spans
+
+
+def read_as(context: str, text: str) -> str:
+    """What the model reads: the headings, then the text.
+
+    >>> read_as("Refunds", "Cards: 5 days."), read_as("", "Cards: 5 days.")
+    ('Refunds. Cards: 5 days.', 'Cards: 5 days.')
+    """
+    return f"{context}. {text}" if context else text
 
 
 class AnswerabilityModel:
     """The int8 ONNX cross-encoder with its tokenizer; thread-safe, one session per process."""
 
-    def __init__(self, model_dir: Path, threads: int | None = None) -> None:
+    def __init__(self, model_dir: Path) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
+        self._session = ort.InferenceSession(str(model_dir / "model.onnx"),
                                              providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
         self._tokenizer.no_padding()
-        self.card = json.loads((model_dir / "model_card.json").read_text(encoding="utf-8"))
         self._lock = threading.Lock()
 
     def probabilities(self, question: str, texts: Sequence[str]) -> list[float]:

@@ -28,13 +28,12 @@ import re
 from collections.abc import Sequence
 
 from config.settings import Settings
-from tasks import learned_answerability as learned
-from tasks.answerability import quote, read, refocus
+from tasks.answerability import quote
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
 from tasks.followups import named, resolve_follow_up, subject_pages
-from tasks.judging import assess, decide, wants_human
+from tasks.judging import assess, decide, read_passages, wants_human
 from tasks.passage_text import split_sentences
 from tasks.schemas import Citation, DraftAnswer, Judgement, Passage, Reformulation, TurnResult
 from tasks.state import EvidenceView, Route, TurnState
@@ -194,17 +193,15 @@ def grounded_phrasings(state: TurnState) -> list[str]:
     to another question. A message that wraps one question in context ("My order X was
     charged twice. How long does a refund take?") is also judged by that question alone.
     """
-    question = wrapped_question(state.message)
     named = [q for q in state.queries if q.startswith(state.message) and q != state.message]
     resolved = list(dict.fromkeys([*state.follow_up[:1], *named]))
-    if not resolved:
-        return first_turn_phrasings(state.message)
-    extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
-    if state.follow_up_leans or named:  # the bare words of a follow-up do not stand alone
-        return [*resolved, *extra]
     # a message that stands alone is judged by its own words: the conversation's subject terms
     # only brought its page into the search (a neighbour's words must not make it answer)
-    return first_turn_phrasings(state.message)
+    if not resolved or not (state.follow_up_leans or named):
+        return first_turn_phrasings(state.message)
+    question = wrapped_question(state.message)  # the bare words of a follow-up do not stand alone
+    extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
+    return [*resolved, *extra]
 
 
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
@@ -317,19 +314,9 @@ def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
     """The contiguous sentences of the passage that answers, quoted with one citation."""
     passages = state.passages
     question = state.evidence.question or state.question
-    texts = [p.text for p in passages]
-    relevance = state.evidence.relevance or None
-    if settings.evidence.gate == "learned":
-        titles = [p.title for p in passages]
-        reading = learned.read(scorer, question, texts, relevance, titles)
-        if question != state.message and reading.passage_index is not None:
-            # a follow-up's resolution, or the question of a message
-            reading = learned.refocus(scorer, reading, question, state.message,
-                                      titles[reading.passage_index])
-    else:
-        reading = read(scorer, question, texts, relevance)
-        if question != state.message:  # a follow-up's resolution, or the question of a message
-            reading = refocus(scorer, reading, question, state.message, texts)
+    # a follow-up's resolution, or the question of a message: the message's words pick too
+    reading = read_passages(scorer, question, passages, state.evidence.relevance or None,
+                            settings.evidence, state.message)
     picked = quote(reading, question, settings.evidence.answer_words)
     if not picked:
         return "", []

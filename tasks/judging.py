@@ -8,6 +8,7 @@ Usage::
 
     evidence = assess(scorer, question, passages, settings.evidence)
     evidence.call, evidence.probability        # "sufficient", 0.93
+    reading = read_passages(scorer, question, passages, None, settings.evidence, message)
     verdict, note = decide(evidence.call, judgement, message)
 """
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from config.settings import EvidenceSettings
 from tasks import learned_answerability as learned
-from tasks.answerability import Reading, read
+from tasks.answerability import Reading, read, refocus
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 
@@ -53,18 +54,33 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     """The answerability gate's call on the passages for this phrasing of the question."""
     if not passages:
         return Evidence("insufficient", [], 0.0)
-    texts = [p.text for p in passages]
-    relevance = scorer.relevance(question, texts)
-    if thresholds.gate == "learned":
-        reading = learned.read(scorer, question, texts, relevance, [p.title for p in passages])
-        probability = reading.features["answerable"]
-    else:
-        reading = read(scorer, question, texts, relevance)
-        probability = round(thresholds.answerability.probability(reading.features), 4)
+    relevance = scorer.relevance(question, [p.text for p in passages])
+    reading = read_passages(scorer, question, passages, relevance, thresholds, quoting=False)
+    probability = reading.features["answerable"] if thresholds.gate == "learned" else \
+        round(thresholds.answerability.probability(reading.features), 4)
     answer_at, refuse_below = thresholds.operating_points()
     call: EvidenceCall = "sufficient" if probability >= answer_at else \
         "insufficient" if probability < refuse_below else "undecided"
-    return Evidence(call, relevance, reading.features["passage_relevance"], probability, reading)
+    return Evidence(call, relevance, reading.features.get("coverage", 0.0), probability, reading)
+
+
+def read_passages(scorer: EvidenceScorer, question: str, passages: list[Passage],
+                  relevance: list[float] | None, thresholds: EvidenceSettings,
+                  message: str = "", quoting: bool = True) -> Reading:
+    """The reading of the gate in use (``evidence.gate``); with ``message`` (the customer's
+    own words, when ``question`` is another phrasing) they add their focus to what is quoted.
+    ``quoting=False``: only where the answer is and how well, not which units to quote."""
+    texts = [p.text for p in passages]
+    if thresholds.gate == "learned":
+        titles = [p.title for p in passages]
+        reading = learned.read(scorer, question, texts, relevance, titles, quoting=quoting)
+        if message and message != question and reading.passage_index is not None:
+            reading = learned.refocus(scorer, reading, question, message,
+                                      titles[reading.passage_index])
+        return reading
+    reading = read(scorer, question, texts, relevance)
+    return refocus(scorer, reading, question, message, texts) \
+        if message and message != question else reading
 
 
 def decide(evidence_call: EvidenceCall, judgement: Judgement | None, message: str

@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from tasks.answerability import READ_PASSAGES, Reading
-from tasks.answerability_model import Window, heading_context, windows
+from tasks.answerability_model import Window, heading_context, read_as, windows
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
 from tasks.passage_text import Unit, split_units
@@ -61,14 +61,14 @@ def unit_focus(scorer: EvidenceScorer, question: str, units: list[Unit], title: 
 
 
 def _alone_text(units: list[Unit], index: int, title: str) -> str:
-    context = heading_context(units, index, title)
-    return f"{context}. {units[index].text}" if context else units[index].text
+    return read_as(heading_context(units, index, title), units[index].text)
 
 
 def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
-         relevance: Sequence[float] | None = None, titles: Sequence[str] | None = None
-         ) -> Reading:
-    """The learned reading of the passages closest to the question."""
+         relevance: Sequence[float] | None = None, titles: Sequence[str] | None = None,
+         quoting: bool = True) -> Reading:
+    """The learned reading of the passages closest to the question; ``quoting`` also reads the
+    answering passage's units alone, to pick what to quote (the gate needs only the windows)."""
     features = dict.fromkeys(FEATURES, 0.0)
     if not passages or not question.strip():
         return Reading(features)
@@ -88,8 +88,9 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
     reading = Reading(features)
     _, answerable, index = best
     if index is not None and spans[index]:
-        focus = unit_focus(scorer, question, cut[index], titles[index])
-        reading = Reading(features, index, cut[index], focus, int(np.argmax(focus)))
+        focus = unit_focus(scorer, question, cut[index], titles[index]) if quoting else []
+        reading = Reading(features, index, cut[index], focus,
+                          int(np.argmax(focus)) if focus else 0)
     ranked = [*sorted(relevance, reverse=True), 0.0]
     features.update(answerable=answerable, passage_relevance=ranked[0],
                     margin=ranked[0] - ranked[1], windows_read=float(len(texts)))
