@@ -30,7 +30,7 @@ from agents.runtime import TurnRuntime
 from agents.turn_steps import TurnFailed, is_outage, outage_errors
 from agents.usage import UsageLedger
 from tasks.gates import deadline_result
-from tasks.memory_context import save_result
+from tasks.memory_context import claim_turn, save_result
 from tasks.schemas import LlmCallTrace, TurnRequest, TurnResult
 from tasks.state import STEP_LISTENER, TurnState
 
@@ -80,7 +80,11 @@ class TurnWatch:
                 return self.live.model_copy(deep=True)
             except RuntimeError:  # changed while copied: try again
                 continue
-        return TurnState.for_request(self.live.request) if self.live.request else self.live
+        if self.live.request is None:
+            return self.live
+        fresh = TurnState.for_request(self.live.request)
+        fresh.turn_index = self.live.turn_index
+        return fresh
 
 
 def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch,
@@ -142,6 +146,7 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime,
     reserve = min(EVIDENCE_RESERVE_S, runtime.settings.turn_timeout_s / 4)
     with UsageLedger.activate() as ledger, turn_deadline(deadline - reserve, cancel):
         try:
+            state.turn_index = claim_turn(runtime.memory, request)
             state = _run_engine(runtime, state, watch, cancel)
             result = state.result or TurnResult(
                 session_id=request.session_id, verdict="error",

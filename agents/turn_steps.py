@@ -7,7 +7,7 @@ the retriever found. The engines decide *when* these run (a CrewAI ``Flow``, an 
 
 Usage::
 
-    load_context(state, runtime)                  # history, entities, memories; turn stored
+    load_context(state, runtime)                  # history, entities, memories
     inputs = role_inputs("judge", state)          # {"question": ..., "passages": ...}
     tool = bind_search_tool(state, runtime)
     with state.step("retrieve") as info:
@@ -24,7 +24,7 @@ from agents.search_tool import KnowledgeBaseSearchTool
 from storage.qdrant.store import StoreError
 from tasks.gates import model_role, render_entities, render_history, render_passages
 from tasks.memory_context import load_context as load_memory
-from tasks.memory_context import save_pending
+from tasks.memory_context import save_entities
 from tasks.schemas import TurnRequest
 from tasks.state import TurnState
 
@@ -70,18 +70,18 @@ def is_outage(exc: BaseException) -> bool:
 
 
 def load_context(state: TurnState, runtime: Any) -> None:
-    """Session history, entity memory and long-term memories; the user's turn is stored first."""
+    """Session history, entity memory and long-term memories (the turn's slot was claimed by
+    ``run_turn`` before the engine started)."""
     assert state.request is not None
     with state.step("context") as info:
         try:
-            context = load_memory(runtime.memory, state.request)
-            save_pending(runtime.memory, state.request, context)
+            context = load_memory(runtime.memory, state.request, state.turn_index)
+            save_entities(runtime.memory, state.request, context)
         except outage_errors() as exc:
             raise RetrievalUnavailable(f"memory store: {exc}") from exc
         state.history = context.history
         state.entities = context.entities
         state.memories = context.memories
-        state.turn_index = context.turn_index
         info.update(history=len(context.history), entities=[
             f"{e['type']}:{e['value']}" for e in context.entities[:8]],
             memories=[m["session_id"] for m in context.memories])

@@ -30,10 +30,11 @@ from config.settings import Settings
 from service.auth import authenticate
 from service.context import PilotContext
 from service.errors import ApiError, error_body, field_of
+from service.headers import SecurityHeaders
 from service.limits import RequestLimits
 from service.pilot_store import PilotStore
 from service.routes import health, page, search, sessions
-from service.routes.page import STATIC
+from service.routes.page import PAGE_HEADERS, STATIC
 from storage.qdrant.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         if runtime is None:
             pilot.runtime.close()
 
-    app = FastAPI(title="supportcrew pilot", version="0.1.0", lifespan=lifespan)
+    # no /docs or /redoc: their pages load scripts from a CDN, which the page's CSP forbids
+    app = FastAPI(title="supportcrew pilot", version="0.1.0", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.pilot = pilot
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for router in (page.router, health.router, sessions.router, search.router):
@@ -91,4 +94,5 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     app.add_middleware(RequestLimits, max_bytes=settings.pilot.max_request_bytes,
                        check_key=lambda headers: authenticate(headers, settings.pilot.api_keys),
                        error_body=error_body)
+    app.add_middleware(SecurityHeaders, headers=PAGE_HEADERS)
     return app

@@ -24,13 +24,15 @@ from service.errors import ApiError
 
 @dataclass
 class PilotContext:
-    """The running service: settings, the turn runtime, the pilot store, per-session locks."""
+    """The running service: settings, the turn runtime, the pilot store, per-session locks and
+    the turns running now."""
 
     settings: Settings
     runtime: Any = None
     store: Any = None
     locks: defaultdict[str, asyncio.Lock] = field(
         default_factory=lambda: defaultdict(asyncio.Lock))
+    running: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
 def pilot_context(request: Request) -> PilotContext:

@@ -18,13 +18,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.retrieval.results import SearchResultList
+from tasks.schemas import PlainText
 
 
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=2000)
-    filter: dict[str, str] | str | None = None
+    query: PlainText = Field(min_length=1, max_length=2000)
+    filter: dict[PlainText, PlainText] | PlainText | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("query")

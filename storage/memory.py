@@ -8,7 +8,8 @@ Usage::
 
     memory = MemoryStore(store, encoders)
     scope = Scope("c-001")
-    memory.add_turn(scope, "s1", 0, {"user": "...", "answer": "...", "verdict": "answered"})
+    index = memory.claim_turn(scope, "s1", {"user": "..."})     # 0: the pending turn's slot
+    memory.add_turn(scope, "s1", index, {"user": "...", "answer": "...", "verdict": "answered"})
     memory.upsert_entities(scope, [Entity("order", "ORD-55812")], source="s1#0")
     memory.remember(scope, "s1", summary="...", resolution="...", sources=["billing/refunds.md"])
     memory.recall(scope, "where is my refund?")
@@ -20,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +42,19 @@ SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
 _NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
 _MAX_ID = 200
+MAX_ENTITIES_PER_WRITE = 32  # one message naming hundreds of ids stores the first 32
+_STRIPES = 64
+
+
+class _StripedLocks:
+    """A fixed set of locks picked by key: per-customer (or per-session) locking without a lock
+    per key kept forever."""
+
+    def __init__(self) -> None:
+        self._locks = [threading.Lock() for _ in range(_STRIPES)]
+
+    def __call__(self, key: str) -> threading.Lock:
+        return self._locks[zlib.crc32(key.encode()) % _STRIPES]
 
 
 class ScopeError(ValueError):
@@ -85,6 +100,10 @@ class Entity:
     attributes: dict[str, str] = field(default_factory=dict)
 
 
+def _stamped(scope: Scope, payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "customer_id": scope.customer_id, "tenant": scope.tenant}
+
+
 class MemoryStore:
     """The three memory collections behind the storage interface (Edge or server)."""
 
@@ -92,6 +111,8 @@ class MemoryStore:
         self.store = store
         self.encoders = encoders
         self._merge_lock = threading.Lock()
+        self._customer_locks = _StripedLocks()
+        self._session_locks = _StripedLocks()
         self._ready = False
 
     def ensure(self) -> None:
@@ -113,9 +134,8 @@ class MemoryStore:
 
     def _write(self, name: str, scope: Scope, point_id: str, text: str,
                payload: dict[str, Any]) -> None:
-        stamped = {**payload, "customer_id": scope.customer_id, "tenant": scope.tenant}
         self.store.upsert(name, [PointData(id=point_id, dense=self._vector(text),
-                                           payload=stamped)])
+                                           payload=_stamped(scope, payload))])
 
     # -- sessions --------------------------------------------------------------------------
     def add_turn(self, scope: Scope, session_id: str, turn_index: int,
@@ -128,6 +148,16 @@ class MemoryStore:
         self._write(SESSIONS, scope, scope.key("turn", session_id, turn_index),
                     str(record.get("user", "")), payload)
 
+    def claim_turn(self, scope: Scope, session_id: str, record: dict[str, Any]) -> int:
+        """Claim the session's next turn index and store ``record`` there as ``pending``, in one
+        step per session: two turns of one session in this process never get the same index,
+        and a turn that ends late writes only the slot it claimed."""
+        with self._session_locks(scope.key("session", session_id)):
+            index = max((t["turn_index"] + 1 for t in self.session_turns(scope, session_id)),
+                        default=0)
+            self.add_turn(scope, session_id, index, {**record, "status": "pending"})
+        return index
+
     def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:
         self.ensure()
         records = self.store.scroll(SESSIONS, self._where(scope, Match("session_id",
@@ -136,14 +166,21 @@ class MemoryStore:
 
     # -- entities --------------------------------------------------------------------------
     def upsert_entities(self, scope: Scope, entities: Sequence[Entity], source: str) -> None:
-        """Add or refresh entities: first/last seen, attributes merged, source turns kept."""
+        """Add or refresh entities: first/last seen, attributes merged, source turns kept.
+
+        At most ``MAX_ENTITIES_PER_WRITE`` per call, encoded and written in one batch, under a
+        lock of the customer's alone: other customers' turns never wait for this one."""
+        entities = list({(e.type, e.value): e for e in entities}.values())[
+            :MAX_ENTITIES_PER_WRITE]
         if not entities:
             return
         self.ensure()
         now = time.time()
-        with self._merge_lock:
+        with self._customer_locks(scope.key("entities")):
             known = {(p["type"], p["value"]): p for p in self.entities(scope)}
-            for entity in entities:
+            points = []
+            texts = [f"{e.type} {e.value}" for e in entities]
+            for entity, vector in zip(entities, self.encoders.dense.encode(texts), strict=True):
                 previous = known.get((entity.type, entity.value), {})
                 sources = list(previous.get("source_turns", []))
                 if source not in sources:
@@ -152,8 +189,9 @@ class MemoryStore:
                            "attributes": {**previous.get("attributes", {}), **entity.attributes},
                            "first_seen": previous.get("first_seen", now), "last_seen": now,
                            "source_turns": sources}
-                self._write(ENTITIES, scope, scope.key("entity", entity.type, entity.value),
-                            f"{entity.type} {entity.value}", payload)
+                points.append(PointData(id=scope.key("entity", entity.type, entity.value),
+                                        dense=vector.dense, payload=_stamped(scope, payload)))
+            self.store.upsert(ENTITIES, points)
 
     def entities(self, scope: Scope) -> list[dict[str, Any]]:
         self.ensure()

@@ -2,8 +2,9 @@
 
 Usage::
 
-    context = load_context(runtime.memory, request)        # history, entities, memories
-    save_pending(runtime.memory, request, context)          # before the crew runs
+    index = claim_turn(runtime.memory, request)             # before any work: the turn's slot
+    context = load_context(runtime.memory, request, index)  # history, entities, memories
+    save_entities(runtime.memory, request, context)
     save_result(runtime.memory, request, context, result)   # after
     close_session(runtime.memory, scope, session_id)        # long-term memory of a resolution
 """
@@ -33,27 +34,36 @@ def scope_of(request: TurnRequest) -> Scope | None:
     return Scope(request.customer_id, request.slots.get("tenant", ""))
 
 
-def load_context(memory: MemoryStore | None, request: TurnRequest) -> MemoryContext:
+def claim_turn(memory: MemoryStore | None, request: TurnRequest) -> int:
+    """The turn's index, claimed once before any work: the user's message is stored there as
+    ``pending``, so a failure loses nothing and a late turn can only finish its own slot."""
     scope = scope_of(request)
     if memory is None or scope is None:
-        return MemoryContext(scope=None, history=list(request.history),
-                             turn_index=len(request.history))
+        return len(request.history)
+    return memory.claim_turn(scope, request.session_id,
+                             {"user": request.message, "slots": request.slots})
+
+
+def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: int
+                 ) -> MemoryContext:
+    """History (finished turns before this one), entities and long-term memories."""
+    scope = scope_of(request)
+    if memory is None or scope is None:
+        return MemoryContext(scope=None, history=list(request.history), turn_index=turn_index)
     turns = memory.session_turns(scope, request.session_id)
     history = list(request.history) or [
         HistoryTurn(user=t["user"], answer=t.get("answer", ""), sources=t.get("citations", []))
-        for t in turns if t.get("status") == "done"]
+        for t in turns if t.get("status") == "done" and t["turn_index"] < turn_index]
     return MemoryContext(scope=scope, history=history, entities=memory.entities(scope),
                          memories=memory.recall(scope, request.message, limit=2),
-                         turn_index=max([t["turn_index"] + 1 for t in turns], default=0))
+                         turn_index=turn_index)
 
 
-def save_pending(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext
-                 ) -> None:
-    """Store the user's turn before the crew runs, so a failure loses nothing."""
+def save_entities(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext
+                  ) -> None:
+    """The entities the message names, into the customer's entity memory."""
     if memory is None or context.scope is None:
         return
-    memory.add_turn(context.scope, request.session_id, context.turn_index,
-                    {"user": request.message, "slots": request.slots, "status": "pending"})
     memory.upsert_entities(context.scope, extract(request.message),
                            source=f"{request.session_id}#{context.turn_index}")
 

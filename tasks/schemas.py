@@ -22,7 +22,18 @@ def _not_blank(text: str) -> str:
     return text
 
 
-CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000), AfterValidator(_not_blank)]
+def _valid_unicode(text: str) -> str:
+    """Text that can be stored and shown: a lone surrogate (JSON ``"\\ud800"``) is refused."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the text holds a lone surrogate: not valid Unicode") from None
+    return text
+
+
+PlainText = Annotated[str, AfterValidator(_valid_unicode)]
+CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000),
+                            AfterValidator(_valid_unicode), AfterValidator(_not_blank)]
 
 Verdict = Literal["answered", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
@@ -41,7 +52,7 @@ class TurnRequest(BaseModel):
     session_id: str = Field(min_length=1, max_length=200)
     customer_id: str | None = Field(default=None, max_length=200)
     message: CustomerMessage
-    slots: dict[str, str] = Field(default_factory=dict)
+    slots: dict[PlainText, PlainText] = Field(default_factory=dict)
     history: list[HistoryTurn] = Field(default_factory=list)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -20,25 +20,30 @@ from service.auth import Caller
 from service.context import Authed, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
 from storage.memory import Scope, ScopeError, check_id
-from tasks.schemas import CustomerMessage, TurnRequest, TurnResult
+from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 
 
 class NewSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    customer_id: str | None = Field(default=None, min_length=1, max_length=200)
-    slots: dict[str, str] = Field(default_factory=dict)
+    customer_id: PlainText | None = Field(default=None, min_length=1, max_length=200)
+    slots: dict[PlainText, PlainText] = Field(default_factory=dict)
 
     @field_validator("customer_id")
     @classmethod
     def _memory_accepts_it(cls, value: str | None) -> str | None:
-        """The same rules the memory scope applies, so a session never outlives its id."""
+        """The same rules the memory scope applies, so a session never outlives its id; ids of
+        anonymous web visitors are the service's to give, never a caller's."""
         if value is not None:
             try:
                 check_id("customer_id", value)
             except ScopeError as exc:
                 raise ValueError(str(exc)) from None
+            if value.startswith(ANONYMOUS):
+                raise ValueError(f"customer ids starting with {ANONYMOUS!r} name anonymous "
+                                 "web visitors and cannot be given")
         return value
 
 
@@ -51,12 +56,12 @@ class Feedback(BaseModel):
     model_config = ConfigDict(extra="forbid")
     turn_index: int = Field(ge=0)
     rating: Literal["up", "down"]
-    comment: str = Field(default="", max_length=2000)
+    comment: PlainText = Field(default="", max_length=2000)
 
 
 class Handoff(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(default="requested by the customer", max_length=500)
+    reason: PlainText = Field(default="requested by the customer", max_length=500)
 
 
 def sse_event(name: str, data: dict[str, Any]) -> str:
@@ -84,6 +89,21 @@ def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, di
     return 200, payload
 
 
+def start_turn(pilot: PilotContext, request: TurnRequest, lock: str,
+               on_step: Callable[[str], None] | None = None) -> asyncio.Task[TurnResult]:
+    """The turn as a task of its own, holding the session's lock for as long as it runs: a
+    client that disconnects (or a request that is cancelled) never lets the session's next
+    message start beside it."""
+    async def locked() -> TurnResult:
+        async with pilot.locks[lock]:
+            return await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
+
+    task = asyncio.ensure_future(locked())
+    pilot.running.add(task)  # a reference, so the task lives on without its caller
+    task.add_done_callback(pilot.running.discard)
+    return task
+
+
 async def turn_events(pilot: PilotContext, request: TurnRequest, who: Caller, lock: str
                       ) -> AsyncIterator[str]:
     """Server-sent events: one ``step`` event as each step starts, then ``result``."""
@@ -93,17 +113,16 @@ async def turn_events(pilot: PilotContext, request: TurnRequest, who: Caller, lo
     def on_step(step: str) -> None:
         loop.call_soon_threadsafe(steps.put_nowait, step)
 
-    async with pilot.locks[lock]:
-        turn = asyncio.ensure_future(run_in_threadpool(run_turn, request, pilot.runtime, on_step))
-        while not (turn.done() and steps.empty()):
-            waiting = asyncio.ensure_future(steps.get())
-            await asyncio.wait({turn, waiting}, return_when=asyncio.FIRST_COMPLETED)
-            if waiting.done():
-                step = waiting.result()
-                yield sse_event("step", {"step": step, "label": progress_label(step)})
-            else:
-                waiting.cancel()
-        status, body = shown(pilot, turn.result(), who)
+    turn = start_turn(pilot, request, lock, on_step)
+    while not (turn.done() and steps.empty()):
+        waiting = asyncio.ensure_future(steps.get())
+        await asyncio.wait({turn, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            step = waiting.result()
+            yield sse_event("step", {"step": step, "label": progress_label(step)})
+        else:
+            waiting.cancel()
+    status, body = shown(pilot, turn.result(), who)
     yield sse_event("result" if status == 200 else "error", body)
 
 
@@ -119,7 +138,7 @@ async def new_session(body: NewSession, who: Authed, pilot: Pilot) -> dict[str, 
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
     session_id = uuid.uuid4().hex
-    customer = body.customer_id or f"anon-{session_id}"
+    customer = body.customer_id or f"{ANONYMOUS}{session_id}"
     header = await run_in_threadpool(pilot.store.create_session, who.tenant, session_id,
                                      customer, owner_of(who), dict(body.slots))
     return {"session_id": session_id, "customer_id": customer, "slots": header["slots"]}
@@ -148,8 +167,7 @@ async def message(session_id: str, body: NewMessage, who: Authed, pilot: Pilot, 
         return StreamingResponse(turn_events(pilot, request, who, lock),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    async with pilot.locks[lock]:
-        result = await run_in_threadpool(run_turn, request, pilot.runtime)
+    result = await asyncio.shield(start_turn(pilot, request, lock))
     status, payload = shown(pilot, result, who)
     return JSONResponse(payload, status_code=status)
 

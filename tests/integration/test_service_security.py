@@ -206,3 +206,46 @@ def test_a_bug_is_a_json_500_with_nothing_of_it_shown(pilot, monkeypatch):
     assert response.status_code == 500
     assert response.json() == {"error": {"code": "internal",
                                          "message": "something went wrong on our side"}}
+
+
+LONE_SURROGATE = '"\\ud800"'  # valid JSON, not valid Unicode text
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/sessions", '{"slots": {"product": ' + LONE_SURROGATE + '}}'),
+    ("/v1/sessions", '{"customer_id": ' + LONE_SURROGATE + '}'),
+    ("/v1/search", '{"query": "refund", "filter": {"product": ' + LONE_SURROGATE + '}}'),
+    ("/v1/search", '{"query": ' + LONE_SURROGATE + '}'),
+])
+def test_a_lone_surrogate_is_a_named_422_not_a_500(client, path, body):
+    response = client.post(path, content=body, headers={**auth("backend"),
+                                                         "Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    details = response.json()["error"]["details"]
+    assert any("unicode" in d["problem"].lower() for d in details), details
+
+
+def test_a_lone_surrogate_in_a_message_is_refused_and_nothing_is_stored(client):
+    session = client.post("/v1/sessions", json={}, headers=auth("starter")).json()["session_id"]
+    response = client.post(f"/v1/sessions/{session}/messages",
+                           content='{"message": "refund ' + LONE_SURROGATE[1:-1] + '"}',
+                           headers={**auth("starter"), "Content-Type": "application/json"})
+    assert response.status_code == 422
+    assert client.get(f"/v1/sessions/{session}", headers=auth("starter")).json()["turns"] == []
+
+
+def test_no_key_can_name_an_anonymous_visitor(client):
+    visitor = client.post("/v1/sessions", json={}, headers=auth("starter")).json()
+    assert visitor["customer_id"].startswith("anon-")
+    response = client.post("/v1/sessions", json={"customer_id": visitor["customer_id"]},
+                           headers=auth("backend"))
+    assert response.status_code == 422
+    assert "anonymous" in response.json()["error"]["details"][0]["problem"]
+
+
+def test_every_response_carries_the_pages_security_headers_and_no_cdn_docs_page(client):
+    assert client.get("/docs").status_code == 404
+    for response in (client.get("/openapi.json"), client.get("/healthz"),
+                     client.post("/v1/sessions", json={}, headers=auth("starter"))):
+        assert "default-src 'none'" in response.headers["content-security-policy"], response.url
+        assert response.headers["x-content-type-options"] == "nosniff"
