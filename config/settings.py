@@ -302,6 +302,8 @@ class ApiKey(_Strict):
 
     ``slots`` are the enforced slots of every caller using the key (a public website widget:
     ``{access_level: public}``); ``trust_customer_id`` lets a trusted backend name customers.
+    ``role``: ``customer`` keys hold conversations; ``agent`` keys (support staff) work the
+    hand-off queue of their tenant; ``admin`` keys also read the knowledge-gap report.
     """
 
     name: str = Field(min_length=1, max_length=80)
@@ -309,12 +311,15 @@ class ApiKey(_Strict):
     tenant: str = Field("", max_length=200)
     slots: dict[str, str] = Field(default_factory=dict)
     trust_customer_id: bool = False
+    role: Literal["customer", "agent", "admin"] = "customer"
 
 
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
+    # a session without a message for this long is closed: its long-term memory is written
+    idle_close_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
 
 
 class Messages(_Strict):

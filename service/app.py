@@ -13,6 +13,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -31,9 +32,10 @@ from service.auth import authenticate
 from service.context import PilotContext
 from service.errors import ApiError, error_body, field_of
 from service.headers import SecurityHeaders
+from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.pilot_store import PilotStore
-from service.routes import health, page, search, sessions
+from service.routes import handoffs, health, page, search, sessions
 from service.routes.page import PAGE_HEADERS, STATIC
 from storage.qdrant.store import StoreError
 
@@ -52,7 +54,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
             pilot.runtime = await run_in_threadpool(build_runtime, settings, data_dir)
         kb = pilot.runtime.knowledge_base()
         pilot.store = PilotStore(kb.store, kb.encoders)
+        sweeper = asyncio.create_task(sweep_forever(pilot))
         yield
+        sweeper.cancel()
         if runtime is None:
             pilot.runtime.close()
 
@@ -61,7 +65,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
                   docs_url=None, redoc_url=None)
     app.state.pilot = pilot
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for router in (page.router, health.router, sessions.router, search.router):
+    for router in (page.router, health.router, sessions.router, handoffs.router,
+                   search.router):
         app.include_router(router)
 
     @app.exception_handler(ApiError)

@@ -31,6 +31,7 @@ class Caller:
     tenant: str
     slots: dict[str, str] = field(default_factory=dict)
     trust_customer_id: bool = False
+    role: str = "customer"
 
 
 def hash_key(key: str) -> str:
@@ -59,5 +60,5 @@ def authenticate(headers: Mapping[str, str], keys: Sequence[ApiKey]) -> Caller:
     for issued in keys:
         if hmac.compare_digest(digest, issued.sha256):
             return Caller(issued.name, issued.tenant, dict(issued.slots),
-                          issued.trust_customer_id)
+                          issued.trust_customer_id, issued.role)
     raise AuthError("unknown API key")

@@ -53,6 +53,35 @@ def caller(request: Request, pilot: Pilot) -> Caller:
 Authed = Annotated[Caller, Depends(caller)]
 
 
+def require_role(who: Caller, *roles: str) -> None:
+    """403 unless the key's role is one of ``roles``."""
+    if who.role not in roles:
+        raise ApiError(403, "wrong_role", f"this route needs a key with role "
+                       f"{' or '.join(roles)}; this key's role is {who.role}")
+
+
+def customer_caller(who: Authed) -> Caller:
+    """A key that holds conversations (role ``customer``)."""
+    require_role(who, "customer")
+    return who
+
+
+def staff_caller(who: Authed) -> Caller:
+    """A support person's key (role ``agent`` or ``admin``)."""
+    require_role(who, "agent", "admin")
+    return who
+
+
+def admin_caller(who: Authed) -> Caller:
+    require_role(who, "admin")
+    return who
+
+
+Customer = Annotated[Caller, Depends(customer_caller)]
+Staff = Annotated[Caller, Depends(staff_caller)]
+Admin = Annotated[Caller, Depends(admin_caller)]
+
+
 def owner_of(who: Caller) -> str:
     """Who a session belongs to: keys with the same tenant, enforced slots and trust."""
     return hashlib.sha256(json.dumps([who.tenant, sorted(who.slots.items()),

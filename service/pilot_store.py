@@ -10,6 +10,12 @@ Usage::
     pilot.create_session(header)
     pilot.session("acme", session_id)          # None for another tenant's session
     pilot.add_feedback("acme", session_id, turn_index=0, rating="up", comment="clear")
+    pilot.mark_handoff("acme", session_id, "requested by the customer")
+    pilot.handoffs("acme")                     # handed-off, unresolved sessions, oldest first
+    pilot.resolve("acme", session_id, note="refund sent", by="agent-ana", remembered=True)
+
+A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``;
+``memory_written`` says its long-term memory has been written (on resolution or when idle).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class PilotStore:
     def __init__(self, store: Store, encoders: Encoders) -> None:
         self.store = store
         self.encoders = encoders
+        self._vectors: dict[str, Any] = {}
         spec = CollectionSpec(dense_dim=encoders.dense.dim, sparse=False, tokens=False,
                               keyword_indexes=("tenant", "session_id"))
         for name in (SESSIONS, FEEDBACK):
@@ -36,17 +43,32 @@ class PilotStore:
                 store.create_collection(name, spec)
 
     def _point(self, key: str, text: str, payload: dict[str, Any]) -> PointData:
-        vector = self.encoders.dense.encode([text or "session"])[0].dense
+        text = text or "session"
+        vector = self._vectors.get(text)  # headers all share one text: encoded once
+        if vector is None:
+            vector = self.encoders.dense.encode([text])[0].dense
+            if text == "session":
+                self._vectors[text] = vector
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=payload)
+
+    def _save(self, header: dict[str, Any]) -> dict[str, Any]:
+        self.store.upsert(SESSIONS, [self._point(f"{header['tenant']}/{header['session_id']}",
+                                                 "session", header)])
+        return header
+
+    def update(self, tenant: str, session_id: str, **changes: Any) -> dict[str, Any] | None:
+        """The session's header with ``changes`` applied and stored; None when unknown."""
+        header = self.session(tenant, session_id)
+        return None if header is None else self._save({**header, **changes})
 
     def create_session(self, tenant: str, session_id: str, customer_id: str, owner: str,
                        slots: dict[str, str]) -> dict[str, Any]:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
-        header = {"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
-                  "owner": owner, "slots": slots, "created": time.time(), "handoff": False}
-        self.store.upsert(SESSIONS, [self._point(f"{tenant}/{session_id}", "session", header)])
-        return header
+        now = time.time()
+        return self._save({"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
+                           "owner": owner, "slots": slots, "created": now, "handoff": False,
+                           "status": "open", "last_message_at": now, "memory_written": False})
 
     def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
         found = list(self.store.scroll(SESSIONS, AllOf((Match("tenant", (tenant,)),
@@ -54,12 +76,35 @@ class PilotStore:
         return found[0].payload if found else None
 
     def mark_handoff(self, tenant: str, session_id: str, reason: str) -> dict[str, Any] | None:
+        """Hand the session to people (once: a second hand-off keeps the first time and reason)."""
         header = self.session(tenant, session_id)
-        if header is None:
-            return None
-        header = {**header, "handoff": True, "handoff_reason": reason, "handoff_at": time.time()}
-        self.store.upsert(SESSIONS, [self._point(f"{tenant}/{session_id}", "session", header)])
-        return header
+        if header is None or header.get("handoff"):
+            return header
+        return self._save({**header, "handoff": True, "status": "handoff",
+                           "handoff_reason": reason, "handoff_at": time.time()})
+
+    def resolve(self, tenant: str, session_id: str, note: str, by: str, remembered: bool
+                ) -> dict[str, Any] | None:
+        """Close the session (``remembered``: its long-term memory was written)."""
+        return self.update(tenant, session_id, status="resolved", resolution=note,
+                           resolved_by=by, resolved_at=time.time(), memory_written=remembered)
+
+    def sessions(self, tenant: str) -> list[dict[str, Any]]:
+        """Every session header of the tenant, oldest first."""
+        found = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
+        return sorted((r.payload for r in found), key=lambda h: h["created"])
+
+    def handoffs(self, tenant: str) -> list[dict[str, Any]]:
+        """Sessions waiting for a person: handed off, not resolved, oldest hand-off first."""
+        waiting = [h for h in self.sessions(tenant) if h.get("status") == "handoff"]
+        return sorted(waiting, key=lambda h: h.get("handoff_at", h["created"]))
+
+    def idle(self, older_than: float) -> list[dict[str, Any]]:
+        """Sessions of every tenant whose last message is before ``older_than`` (epoch seconds)
+        and whose long-term memory is not written yet."""
+        return [r.payload for r in self.store.scroll(SESSIONS)
+                if not r.payload.get("memory_written")
+                and r.payload.get("last_message_at", r.payload["created"]) < older_than]
 
     def add_feedback(self, tenant: str, session_id: str, turn_index: int,
                      rating: Literal["up", "down"], comment: str) -> dict[str, Any]:
@@ -68,6 +113,9 @@ class PilotStore:
         self.store.upsert(FEEDBACK, [self._point(f"{tenant}/{session_id}/{turn_index}",
                                                  comment, record)])
         return record
+
+    def all_feedback(self, tenant: str) -> list[dict[str, Any]]:
+        return [r.payload for r in self.store.scroll(FEEDBACK, Match("tenant", (tenant,)))]
 
     def feedback(self, tenant: str, session_id: str) -> list[dict[str, Any]]:
         records = self.store.scroll(FEEDBACK, AllOf((Match("tenant", (tenant,)),

@@ -148,14 +148,15 @@ class MemoryStore:
         self._write(SESSIONS, scope, scope.key("turn", session_id, turn_index),
                     str(record.get("user", "")), payload)
 
-    def claim_turn(self, scope: Scope, session_id: str, record: dict[str, Any]) -> int:
-        """Claim the session's next turn index and store ``record`` there as ``pending``, in one
-        step per session: two turns of one session in this process never get the same index,
-        and a turn that ends late writes only the slot it claimed."""
+    def claim_turn(self, scope: Scope, session_id: str, record: dict[str, Any],
+                   status: str = "pending") -> int:
+        """Claim the session's next turn index and store ``record`` there with ``status``, in
+        one step per session: two turns of one session in this process never get the same
+        index, and a turn that ends late writes only the slot it claimed."""
         with self._session_locks(scope.key("session", session_id)):
             index = max((t["turn_index"] + 1 for t in self.session_turns(scope, session_id)),
                         default=0)
-            self.add_turn(scope, session_id, index, {**record, "status": "pending"})
+            self.add_turn(scope, session_id, index, {**record, "status": status})
         return index
 
     def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:

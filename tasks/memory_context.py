@@ -79,18 +79,24 @@ def save_result(memory: MemoryStore | None, request: TurnRequest, context: Memor
         "llm_calls": result.trace.llm_calls})
 
 
-def close_session(memory: MemoryStore | None, scope: Scope | None, session_id: str) -> bool:
-    """Write a long-term memory when the session ended answered or handed off."""
+def close_session(memory: MemoryStore | None, scope: Scope | None, session_id: str,
+                  resolution: str = "") -> bool:
+    """Write a long-term memory when the session ended answered or handed off, or when a person
+    resolved it (``resolution``: their note)."""
     if memory is None or scope is None:
         return False
-    turns = [t for t in memory.session_turns(scope, session_id) if t.get("status") == "done"]
+    stored = memory.session_turns(scope, session_id)
+    asked = [t for t in stored if t.get("user")]
+    turns = [t for t in stored if t.get("status") == "done"]
     resolved = [t for t in turns if t.get("verdict") in ("answered", "handoff")]
-    if not resolved:
+    if not asked or not (resolved or resolution):
         return False
-    last = resolved[-1]
-    entities = ", ".join(f"{e.type} {e.value}" for t in turns for e in extract(t["user"]))
-    summary = turns[0]["user"] + (f" ({entities})" if entities else "")
-    memory.remember(scope, session_id, summary=summary[:500],
-                    resolution=f"{last['verdict']}: {last.get('answer', '')[:400]}",
+    entities = ", ".join(f"{e.type} {e.value}" for t in asked for e in extract(t["user"]))
+    summary = asked[0]["user"] + (f" ({entities})" if entities else "")
+    if resolution:
+        outcome = f"resolved by our support team: {resolution[:400]}"
+    else:
+        outcome = f"{resolved[-1]['verdict']}: {resolved[-1].get('answer', '')[:400]}"
+    memory.remember(scope, session_id, summary=summary[:500], resolution=outcome,
                     sources=sorted({s for t in resolved for s in t.get("citations", [])}))
     return True

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from service.context import Authed, Pilot
+from service.context import Customer, Pilot
 from service.errors import ApiError
 from service.search_api import SearchRequest, to_response
 
@@ -14,7 +14,7 @@ router = APIRouter(tags=["search"])
 
 
 @router.post("/v1/search")
-async def search(body: SearchRequest, who: Authed, pilot: Pilot) -> JSONResponse:
+async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONResponse:
     slots = dict(who.slots)
     if who.tenant:
         slots["tenant"] = who.tenant

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
@@ -17,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agents.progress import progress_label
 from agents.turn import run_turn
 from service.auth import Caller
-from service.context import Authed, Pilot, PilotContext, owned_session, owner_of
+from service.context import Customer, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
 from storage.memory import Scope, ScopeError, check_id
+from tasks.entities import extract
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -96,7 +98,11 @@ def start_turn(pilot: PilotContext, request: TurnRequest, lock: str,
     message start beside it."""
     async def locked() -> TurnResult:
         async with pilot.locks[lock]:
-            return await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
+            result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
+            if result.handoff:  # the gate handed the conversation to people
+                await run_in_threadpool(pilot.store.mark_handoff, request.slots.get("tenant", ""),
+                                        request.session_id, f"the assistant: {result.verdict}")
+            return result
 
     task = asyncio.ensure_future(locked())
     pilot.running.add(task)  # a reference, so the task lives on without its caller
@@ -127,7 +133,7 @@ async def turn_events(pilot: PilotContext, request: TurnRequest, who: Caller, lo
 
 
 @router.post("", status_code=201)
-async def new_session(body: NewSession, who: Authed, pilot: Pilot) -> dict[str, Any]:
+async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str, Any]:
     rules = pilot.settings.slots
     for name in body.slots:
         if name not in rules:
@@ -145,14 +151,18 @@ async def new_session(body: NewSession, who: Authed, pilot: Pilot) -> dict[str, 
 
 
 @router.post("/{session_id}/messages", response_model=None)
-async def message(session_id: str, body: NewMessage, who: Authed, pilot: Pilot, http: Request
+async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot, http: Request
                   ) -> JSONResponse | StreamingResponse:
     """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
+    if header.get("status") == "resolved":
+        raise ApiError(409, "session_resolved", "this conversation was resolved by our support "
+                       "team: start a new session")
+    await run_in_threadpool(pilot.store.update, who.tenant, session_id,  # idle again later
+                            last_message_at=time.time(), memory_written=False)
     if header.get("handoff"):
-        result = TurnResult(session_id=session_id, answer=pilot.settings.messages.handoff,
-                            verdict="handoff", handoff=True)
+        result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         if streaming:
             return StreamingResponse(iter([sse_event("result", result.model_dump(mode="json"))]),
                                      media_type="text/event-stream")
@@ -172,8 +182,20 @@ async def message(session_id: str, body: NewMessage, who: Authed, pilot: Pilot, 
     return JSONResponse(payload, status_code=status)
 
 
+def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str
+                   ) -> TurnResult:
+    """A message after the hand-off: stored for the person who takes the conversation."""
+    scope = Scope(header["customer_id"], who.tenant)
+    memory = pilot.runtime.memory
+    index = memory.claim_turn(scope, header["session_id"], {"user": message},
+                              status="waiting_for_agent")
+    memory.upsert_entities(scope, extract(message), source=f"{header['session_id']}#{index}")
+    return TurnResult(session_id=header["session_id"], answer=pilot.settings.messages.handoff,
+                      verdict="handoff", handoff=True, turn_index=index)
+
+
 @router.get("/{session_id}")
-async def get_session(session_id: str, who: Authed, pilot: Pilot) -> dict[str, Any]:
+async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     scope = Scope(header["customer_id"], who.tenant)
     turns = await run_in_threadpool(pilot.runtime.memory.session_turns, scope, session_id)
@@ -182,7 +204,7 @@ async def get_session(session_id: str, who: Authed, pilot: Pilot) -> dict[str, A
 
 
 @router.post("/{session_id}/feedback", status_code=201)
-async def feedback(session_id: str, body: Feedback, who: Authed, pilot: Pilot) -> dict[str, Any]:
+async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     turns = await run_in_threadpool(pilot.runtime.memory.session_turns,
                                     Scope(header["customer_id"], who.tenant), session_id)
@@ -193,7 +215,9 @@ async def feedback(session_id: str, body: Feedback, who: Authed, pilot: Pilot) -
 
 
 @router.post("/{session_id}/handoff")
-async def handoff(session_id: str, body: Handoff, who: Authed, pilot: Pilot) -> dict[str, Any]:
+async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot
+                  ) -> dict[str, Any]:
+    """The customer asks for a person: the session joins the tenant's hand-off queue."""
     await run_in_threadpool(owned_session, pilot, who, session_id)
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
                                      body.reason)

@@ -1,0 +1,47 @@
+"""Sessions nobody wrote to for ``pilot.idle_close_minutes`` are closed: their long-term memory
+is written the way ``kickoff`` and a person's resolution write it, so a returning customer of
+the pilot is remembered. A background task of the service runs the sweep every minute.
+
+Usage::
+
+    closed = close_idle_sessions(pilot, now=time.time())   # session ids whose memory was written
+    task = asyncio.create_task(sweep_forever(pilot))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from fastapi.concurrency import run_in_threadpool
+
+from storage.memory import Scope
+from tasks.memory_context import close_session
+
+log = logging.getLogger(__name__)
+SWEEP_EVERY_S = 60.0
+
+
+def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
+    """Write the memory of every idle session (each once); the ids of those remembered."""
+    now = time.time() if now is None else now
+    older_than = now - pilot.settings.pilot.idle_close_minutes * 60
+    remembered = []
+    for header in pilot.store.idle(older_than):
+        scope = Scope(header["customer_id"], header["tenant"])
+        if close_session(pilot.runtime.memory, scope, header["session_id"],
+                         header.get("resolution", "")):
+            remembered.append(header["session_id"])
+        pilot.store.update(header["tenant"], header["session_id"], memory_written=True)
+    return remembered
+
+
+async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await run_in_threadpool(close_idle_sessions, pilot)
+        except Exception:  # the sweep retries next minute; the service keeps serving
+            log.exception("closing idle sessions failed")

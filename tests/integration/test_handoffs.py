@@ -1,0 +1,145 @@
+"""The hand-off queue through the real service: a customer hands off, keeps writing, a person
+reads the whole conversation, replies, resolves; the resolution becomes the customer's memory.
+Idle sessions are remembered too. Roles and tenants bound every route."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from config.settings import ApiKey
+from service.app import create_app
+from service.auth import hash_key
+from service.idle_sessions import close_idle_sessions
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.memory import Scope
+from storage.qdrant.edge_store import EdgeStore
+from tests.helpers import answering_llm, scripted_runtime, with_api_keys
+
+pytestmark = pytest.mark.integration
+PUBLIC = {"access_level": "public", "tier": "basic"}
+KEYS = [
+    ApiKey(name="widget", sha256=hash_key("widget-key"), tenant="acme", slots=PUBLIC),
+    ApiKey(name="backend", sha256=hash_key("backend-key"), tenant="acme", slots=PUBLIC,
+           trust_customer_id=True),
+    ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
+    ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
+    ApiKey(name="globex-agent", sha256=hash_key("globex-agent-key"), tenant="globex",
+           role="agent"),
+]
+
+
+def auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {name}-key"}
+
+
+@pytest.fixture
+def pilot(settings, example_kb, tmp_path):
+    from storage.kb.ingest import ingest_paths
+    from tests.conftest import EXAMPLE_KB
+
+    configured = with_api_keys(settings, *KEYS)
+    store = EdgeStore(tmp_path / "data")
+    kb = KnowledgeBase(configured, store, example_kb.encoders)
+    ingest_paths(kb, [EXAMPLE_KB])
+    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
+    app = create_app(configured, tmp_path, runtime)
+    with TestClient(app) as client:
+        yield client, app.state.pilot
+    store.close()
+
+
+def post(client, path, key, **body):
+    return client.post(path, json=body, headers=auth(key))
+
+
+def test_a_hand_off_round_trip_through_the_service(pilot):
+    client, _ = pilot
+    session = post(client, "/v1/sessions", "backend", customer_id="c-77").json()["session_id"]
+    first = post(client, f"/v1/sessions/{session}/messages", "backend",
+                 message="How long does a refund take?")
+    assert first.json()["verdict"] == "answered"
+    assert post(client, f"/v1/sessions/{session}/handoff", "backend",
+                reason="refund still missing").status_code == 200
+    later = post(client, f"/v1/sessions/{session}/messages", "backend",
+                 message="Order ORD-55812 has had no refund for three weeks.").json()
+    assert later["verdict"] == "handoff" and later["turn_index"] == 1
+
+    [queued] = client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"]
+    assert queued["session"]["session_id"] == session
+    assert queued["session"]["handoff_reason"] == "refund still missing"
+    assert queued["waiting"] == 1
+    assert [t["status"] for t in queued["turns"]] == ["done", "waiting_for_agent"]
+    assert queued["citations"] == ["billing/refunds.md"]
+    assert {"type": "order", "value": "ORD-55812"}.items() <= queued["entities"][0].items()
+
+    reply = post(client, f"/v1/sessions/{session}/agent-messages", "ana",
+                 message="I have re-sent the refund; it arrives in 2 days.")
+    assert reply.status_code == 201 and reply.json()["turn_index"] == 2
+    seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()["turns"]
+    assert (seen[-1]["from"], seen[-1]["answer"]) == (
+        "agent", "I have re-sent the refund; it arrives in 2 days.")
+
+    resolved = post(client, f"/v1/sessions/{session}/resolve", "ana", note="refund re-sent")
+    assert resolved.json()["remembered"] is True
+    assert resolved.json()["session"]["status"] == "resolved"
+    assert client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"] == []
+    closed = post(client, f"/v1/sessions/{session}/messages", "backend", message="thanks")
+    assert closed.status_code == 409 and closed.json()["error"]["code"] == "session_resolved"
+
+    _, pilot_context = pilot
+    [memory] = pilot_context.runtime.memory.recall(Scope("c-77", "acme"), "refund")
+    assert memory["resolution"] == "resolved by our support team: refund re-sent"
+
+
+def test_staff_routes_need_a_staff_key_of_the_same_tenant(pilot):
+    client, _ = pilot
+    session = post(client, "/v1/sessions", "widget").json()["session_id"]
+    post(client, f"/v1/sessions/{session}/handoff", "widget")
+    refused = client.get("/v1/handoffs", headers=auth("widget"))
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "wrong_role"
+    assert post(client, f"/v1/sessions/{session}/agent-messages", "widget",
+                message="hi").status_code == 403
+    assert post(client, "/v1/sessions", "ana").status_code == 403  # staff do not chat
+    assert client.get("/v1/handoffs", headers=auth("globex-agent")).json()["handoffs"] == []
+    assert post(client, f"/v1/sessions/{session}/agent-messages", "globex-agent",
+                message="hi").status_code == 404
+    assert post(client, f"/v1/sessions/{session}/resolve", "globex-agent",
+                note="x").status_code == 404
+    assert len(client.get("/v1/handoffs", headers=auth("lead")).json()["handoffs"]) == 1
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("agent-messages", {"message": "   "}), ("agent-messages", {}),
+    ("resolve", {"note": ""}), ("resolve", {"note": "x", "extra": 1}),
+])
+def test_bad_staff_requests_are_named_and_store_nothing(pilot, path, body):
+    client, _ = pilot
+    session = post(client, "/v1/sessions", "widget").json()["session_id"]
+    response = client.post(f"/v1/sessions/{session}/{path}", json=body, headers=auth("ana"))
+    assert response.status_code == 422
+    assert client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()["turns"] == []
+
+
+def test_a_person_replying_takes_the_conversation_over(pilot):
+    client, _ = pilot
+    session = post(client, "/v1/sessions", "widget").json()["session_id"]
+    post(client, f"/v1/sessions/{session}/agent-messages", "ana", message="Hello, I am Ana.")
+    later = post(client, f"/v1/sessions/{session}/messages", "widget",
+                 message="How long does a refund take?").json()
+    assert later["verdict"] == "handoff"  # the assistant no longer answers over a person
+
+
+def test_idle_sessions_are_remembered_once(pilot):
+    client, pilot_context = pilot
+    session = post(client, "/v1/sessions", "backend", customer_id="c-9").json()["session_id"]
+    post(client, f"/v1/sessions/{session}/messages", "backend",
+         message="How long does a refund take?")
+    header = pilot_context.store.session("acme", session)
+    minutes = pilot_context.settings.pilot.idle_close_minutes
+    assert close_idle_sessions(pilot_context, now=header["last_message_at"] + 1) == []
+    later = header["last_message_at"] + minutes * 60 + 1
+    assert close_idle_sessions(pilot_context, now=later) == [session]
+    assert close_idle_sessions(pilot_context, now=later) == []
+    [memory] = pilot_context.runtime.memory.recall(Scope("c-9", "acme"), "refund")
+    assert memory["session_id"] == session and memory["resolution"].startswith("answered")
