@@ -346,6 +346,50 @@ def chat(
         runtime.close()
 
 
+report_app = typer.Typer(help="Reports for support leads.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
+
+
+@report_app.command("gaps")
+@friendly_errors
+def report_gaps(
+    tenant: TenantOption = "",
+    since: Annotated[str, typer.Option(help="7d, 24h, 30m or an ISO date; empty: all.")] = "",
+    slot: Annotated[list[str] | None, typer.Option(
+        "--slot", help="Slot the nearest article is searched under, key=value.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What customers asked that the knowledge base could not answer, grouped by meaning:
+    refused and handed-off turns, answers rated not helpful (largest group first)."""
+    import time
+
+    from service.gaps import tenant_gap_report
+    from service.pilot_store import PilotStore
+    from storage.memory import MemoryStore
+    from storage.retrieval.retriever import QdrantRetriever
+    from tasks.gap_report import parse_since
+
+    start = parse_since(since, time.time())
+    slots = {"access_level": "internal", **parse_slots(slot or [])}
+    with open_kb() as kb:
+        report = tenant_gap_report(MemoryStore(kb.store, kb.encoders),
+                                   PilotStore(kb.store, kb.encoders), QdrantRetriever(kb=kb),
+                                   tenant, start, slots)
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    table = Table(title=f"knowledge gaps: {report.questions} question(s)")
+    for column in ("#", "asked", "kinds", "examples", "nearest article"):
+        table.add_column(column)
+    for rank, cluster in enumerate(report.clusters, start=1):
+        near = cluster.nearest_article
+        table.add_row(str(rank), str(cluster.size),
+                      ", ".join(f"{k} {n}" for k, n in cluster.kinds.items()),
+                      "\n".join(cluster.examples),
+                      f"{near.source_id} ({near.score:.2f})" if near else "-")
+    console.print(table if report.clusters else "no unanswered questions stored")
+
+
 keys_app = typer.Typer(help="Pilot API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 

@@ -35,7 +35,7 @@ from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.pilot_store import PilotStore
-from service.routes import handoffs, health, page, search, sessions
+from service.routes import handoffs, health, page, reports, search, sessions
 from service.routes.page import PAGE_HEADERS, STATIC
 from storage.qdrant.store import StoreError
 
@@ -66,7 +66,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     app.state.pilot = pilot
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for router in (page.router, health.router, sessions.router, handoffs.router,
-                   search.router):
+                   reports.router, search.router):
         app.include_router(router)
 
     @app.exception_handler(ApiError)

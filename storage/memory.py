@@ -165,6 +165,13 @@ class MemoryStore:
                                                                        (session_id,))))
         return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
 
+    def tenant_turns(self, tenant: str, since: float = 0.0) -> list[dict[str, Any]]:
+        """Every customer's turns of ``tenant`` since ``since`` (epoch seconds): the one read
+        across customers, for the tenant's own knowledge-gap report (staff, never a customer)."""
+        self.ensure()
+        records = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
+        return [r.payload for r in records if r.payload.get("ts", 0.0) >= since]
+
     # -- entities --------------------------------------------------------------------------
     def upsert_entities(self, scope: Scope, entities: Sequence[Entity], source: str) -> None:
         """Add or refresh entities: first/last seen, attributes merged, source turns kept.

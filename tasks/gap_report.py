@@ -1,0 +1,140 @@
+"""The knowledge-gap report: what customers asked that the knowledge base could not answer
+(refused turns, hand-offs, answers rated "not helpful"), grouped by meaning, largest group
+first, each with its size, three example questions and the nearest existing article. What a
+support lead reads every Monday to decide which article to write next.
+
+Questions are embedded with the shipped MiniLM encoder and grouped by agglomerative
+clustering (scikit-learn, average linkage over cosine distance, cut at ``distance``).
+
+Usage::
+
+    gaps = gap_questions(turns, feedback)              # turns of memory.tenant_turns(...)
+    report = cluster_gaps(gaps, encoders.dense.encode, nearest=lambda text: ("faq.md", "FAQ", 0.4))
+    report.clusters[0].size, report.clusters[0].examples
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+GapKind = Literal["refused", "handoff", "not_helpful"]
+DISTANCE = 0.45  # cosine distance under which two questions ask the same thing
+EXAMPLES = 3
+
+
+class GapQuestion(BaseModel):
+    text: str
+    kind: GapKind
+    session_id: str
+    turn_index: int
+    ts: float = 0.0
+
+
+class NearestArticle(BaseModel):
+    source_id: str
+    title: str
+    score: float
+
+
+class GapCluster(BaseModel):
+    size: int
+    kinds: dict[str, int]
+    examples: list[str]
+    nearest_article: NearestArticle | None = None
+
+
+class GapReport(BaseModel):
+    questions: int
+    clusters: list[GapCluster] = Field(default_factory=list)
+
+
+def gap_questions(turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
+                  ) -> list[GapQuestion]:
+    """The customer messages of refused or handed-off turns, and of turns rated "down" (each
+    message once, its first reason kept)."""
+    by_turn = {(t["session_id"], t["turn_index"]): t for t in turns if t.get("user")}
+    found: dict[tuple[str, int], GapQuestion] = {}
+    for turn in by_turn.values():
+        kind = {"idk": "refused", "handoff": "handoff"}.get(turn.get("verdict", ""))
+        if turn.get("status") == "waiting_for_agent":
+            kind = "handoff"
+        if kind:
+            found[(turn["session_id"], turn["turn_index"])] = GapQuestion(
+                text=turn["user"], kind=kind, session_id=turn["session_id"],
+                turn_index=turn["turn_index"], ts=turn.get("ts", 0.0))
+    for rating in feedback:
+        key = (rating["session_id"], rating["turn_index"])
+        if rating.get("rating") == "down" and key in by_turn and key not in found:
+            turn = by_turn[key]
+            found[key] = GapQuestion(text=turn["user"], kind="not_helpful", session_id=key[0],
+                                     turn_index=key[1], ts=turn.get("ts", 0.0))
+    return sorted(found.values(), key=lambda q: q.ts)
+
+
+def cluster_gaps(questions: Sequence[GapQuestion], encode: Callable[[list[str]], list[Any]],
+                 nearest: Callable[[str], tuple[str, str, float] | None] | None = None,
+                 distance: float = DISTANCE, top: int = 20) -> GapReport:
+    """Group ``questions`` by meaning; the ``top`` largest groups, each with the article
+    ``nearest(text)`` finds for its most central question."""
+    if not questions:
+        return GapReport(questions=0)
+    vectors = np.array([np.asarray(e.dense, dtype=np.float32)
+                        for e in encode([q.text for q in questions])])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
+    labels = _labels(vectors, distance)
+    clusters = []
+    for label in sorted(set(labels), key=lambda c: -int(np.sum(labels == c))):
+        members = np.flatnonzero(labels == label)
+        centre = vectors[members].mean(axis=0)
+        central = [questions[i] for i in members[np.argsort(-(vectors[members] @ centre))]]
+        kinds: dict[str, int] = {}
+        for question in central:
+            kinds[question.kind] = kinds.get(question.kind, 0) + 1
+        found = nearest(central[0].text) if nearest else None
+        clusters.append(GapCluster(
+            size=len(members), kinds=kinds,
+            examples=list(dict.fromkeys(q.text for q in central))[:EXAMPLES],
+            nearest_article=NearestArticle(source_id=found[0], title=found[1],
+                                           score=round(found[2], 3)) if found else None))
+        if len(clusters) == top:
+            break
+    return GapReport(questions=len(questions), clusters=clusters)
+
+
+def _labels(vectors: np.ndarray, distance: float) -> np.ndarray:
+    if len(vectors) == 1:
+        return np.zeros(1, dtype=int)
+    from sklearn.cluster import AgglomerativeClustering
+
+    model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance,
+                                    metric="cosine", linkage="average")
+    return model.fit_predict(vectors)
+
+
+def parse_since(text: str | None, now: float) -> float:
+    """``7d``, ``24h``, ``30m``, an ISO date or time (UTC when it names no zone), or empty
+    (everything) -> epoch seconds.
+
+    >>> parse_since("2d", now=200_000.0)
+    27200.0
+    """
+    import datetime as dt
+
+    if not text:
+        return 0.0
+    units = {"d": 86400, "h": 3600, "m": 60}
+    amount, unit = text[:-1], text[-1:]
+    if unit in units and amount.isdigit():
+        return now - int(amount) * units[unit]
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"since {text!r}: give 7d, 24h, 30m or an ISO date such as "
+                         "2026-11-24") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp()

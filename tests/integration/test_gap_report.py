@@ -1,0 +1,106 @@
+"""The knowledge-gap report on a seeded history: refused, handed-off and "not helpful" turns of
+one tenant, grouped by meaning, with the nearest article; through the CLI and the service."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from config.settings import ApiKey
+from main import app as cli
+from service.app import create_app
+from service.auth import hash_key
+from service.gaps import tenant_gap_report
+from service.pilot_store import PilotStore
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.memory import MemoryStore, Scope
+from storage.qdrant.edge_store import EdgeStore
+from storage.retrieval.retriever import QdrantRetriever
+from tests.helpers import answering_llm, scripted_runtime, with_api_keys
+
+pytestmark = pytest.mark.integration
+SEEDED = [  # (tenant, customer, message, verdict)
+    ("acme", "c-1", "Can I pay my invoice in Japanese yen?", "idk"),
+    ("acme", "c-2", "Do you accept payment in yen?", "idk"),
+    ("acme", "c-3", "Is paying in Japanese yen possible?", "handoff"),
+    ("acme", "c-1", "Do you have a fax number for sending documents?", "idk"),
+    ("acme", "c-4", "What is your fax number?", "idk"),
+    ("acme", "c-5", "How long does a refund take?", "answered"),
+    ("acme", "c-6", "How do I reset my password?", "answered"),
+    ("globex", "c-9", "Can I pay my invoice in Swiss francs?", "idk"),
+]
+
+
+@pytest.fixture
+def seeded(settings, example_kb, tmp_path):
+    from storage.kb.ingest import ingest_paths
+    from tests.conftest import EXAMPLE_KB
+
+    store = EdgeStore(tmp_path / "data")
+    kb = KnowledgeBase(settings, store, example_kb.encoders)
+    ingest_paths(kb, [EXAMPLE_KB])
+    memory, pilot = MemoryStore(store, kb.encoders), PilotStore(store, kb.encoders)
+    for number, (tenant, customer, message, verdict) in enumerate(SEEDED):
+        memory.add_turn(Scope(customer, tenant), f"s{number}", 0,
+                        {"user": message, "status": "done", "verdict": verdict})
+    pilot.add_feedback("acme", "s6", 0, "down", "did not help")  # the password answer
+    yield kb, memory, pilot
+    store.close()
+
+
+def test_unanswered_questions_are_grouped_by_meaning_with_the_nearest_article(seeded):
+    kb, memory, pilot = seeded
+    report = tenant_gap_report(memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0,
+                               {"access_level": "internal"})
+    assert report.questions == 6  # 5 unanswered + 1 rated down; globex and answers left out
+    sizes = [c.size for c in report.clusters]
+    assert sizes[0] == 3 and sorted(sizes) == [1, 2, 3]
+    yen = report.clusters[0]
+    assert all("yen" in example for example in yen.examples)
+    assert yen.kinds == {"refused": 2, "handoff": 1}
+    assert yen.nearest_article.source_id.startswith("billing/")
+    [fax] = [c for c in report.clusters if c.size == 2]
+    assert all("fax" in example for example in fax.examples)
+    [password] = [c for c in report.clusters if c.size == 1]
+    assert password.kinds == {"not_helpful": 1}
+    assert password.nearest_article.source_id == "accounts/reset-password.md"
+
+
+def test_the_report_only_counts_turns_since(seeded):
+    kb, memory, pilot = seeded
+    report = tenant_gap_report(memory, pilot, QdrantRetriever(kb=kb), "acme", 4e9, {})
+    assert report.questions == 0 and report.clusters == []
+
+
+def test_the_service_serves_the_report_to_admin_keys_only(seeded, settings, tmp_path):
+    kb = seeded[0]
+    keys = [ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin",
+                   slots={"access_level": "internal"}),
+            ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent")]
+    configured = with_api_keys(settings, *keys)
+    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=kb.store)
+    with TestClient(create_app(configured, tmp_path, runtime)) as client:
+        lead = {"Authorization": "Bearer lead-key"}
+        report = client.get("/v1/reports/gaps", headers=lead).json()
+        assert report["questions"] == 6 and report["clusters"][0]["size"] == 3
+        assert client.get("/v1/reports/gaps",
+                          headers={"Authorization": "Bearer ana-key"}).status_code == 403
+        bad = client.get("/v1/reports/gaps?since=last-week", headers=lead)
+        assert bad.status_code == 422 and "since 'last-week'" in bad.json()["error"]["message"]
+
+
+def test_the_cli_prints_the_report_and_names_a_bad_since(tmp_path, example_kb):
+    runner = CliRunner()
+    data = tmp_path / "cli"
+    from tests.conftest import EXAMPLE_KB
+
+    assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
+    empty = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--json"])
+    assert empty.exit_code == 0, empty.output
+    assert json.loads(empty.stdout) == {"questions": 0, "clusters": []}
+    bad = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--since", "soon"])
+    assert bad.exit_code != 0
+    assert "error: since 'soon': give 7d, 24h, 30m or an ISO date" in bad.output
