@@ -35,7 +35,7 @@ from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.pilot_store import PilotStore
-from service.routes import handoffs, health, page, reports, search, sessions
+from service.routes import handoffs, health, me, page, reports, search, sessions
 from service.routes.page import PAGE_HEADERS, STATIC
 from storage.qdrant.store import StoreError
 
@@ -65,7 +65,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
                   docs_url=None, redoc_url=None)
     app.state.pilot = pilot
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for router in (page.router, health.router, sessions.router, handoffs.router,
+    for router in (page.router, health.router, me.router, sessions.router, handoffs.router,
                    reports.router, search.router):
         app.include_router(router)
 

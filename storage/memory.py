@@ -133,9 +133,9 @@ class MemoryStore:
         return AllOf((scope.condition(), *extra))
 
     def _write(self, name: str, scope: Scope, point_id: str, text: str,
-               payload: dict[str, Any]) -> None:
-        self.store.upsert(name, [PointData(id=point_id, dense=self._vector(text),
-                                           payload=_stamped(scope, payload))])
+               payload: dict[str, Any], insert_only: bool = False) -> None:
+        point = PointData(id=point_id, dense=self._vector(text), payload=_stamped(scope, payload))
+        (self.store.insert_new if insert_only else self.store.upsert)(name, [point])
 
     # -- sessions --------------------------------------------------------------------------
     def add_turn(self, scope: Scope, session_id: str, turn_index: int,
@@ -150,14 +150,26 @@ class MemoryStore:
 
     def claim_turn(self, scope: Scope, session_id: str, record: dict[str, Any],
                    status: str = "pending") -> int:
-        """Claim the session's next turn index and store ``record`` there with ``status``, in
-        one step per session: two turns of one session in this process never get the same
-        index, and a turn that ends late writes only the slot it claimed."""
-        with self._session_locks(scope.key("session", session_id)):
-            index = max((t["turn_index"] + 1 for t in self.session_turns(scope, session_id)),
-                        default=0)
-            self.add_turn(scope, session_id, index, {**record, "status": status})
-        return index
+        """Claim the session's next turn index and store ``record`` there with ``status``.
+
+        The slot is taken with an insert-only write and read back: of two turns that reach one
+        index at once, in this process or in another worker over the same Qdrant, exactly one
+        finds its own claim there and the other moves on to the next index. A turn that ends
+        late writes only the slot it claimed."""
+        with self._session_locks(scope.key("session", session_id)):  # this process: no retries
+            stored = {t["turn_index"]: t for t in self.session_turns(scope, session_id)}
+            index = max(stored, default=-1) + 1
+            while True:
+                claim = uuid.uuid4().hex
+                payload = {**record, "status": status, "claim": claim}
+                self._write(SESSIONS, scope, scope.key("turn", session_id, index),
+                            str(record.get("user", "")),
+                            {**payload, "session_id": session_id, "turn_index": index,
+                             "ts": time.time()}, insert_only=True)
+                stored = {t["turn_index"]: t for t in self.session_turns(scope, session_id)}
+                if stored.get(index, {}).get("claim") == claim:
+                    return index
+                index = max(stored) + 1
 
     def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:
         self.ensure()

@@ -1,11 +1,12 @@
-"""The web chat page, served with a strict Content-Security-Policy."""
+"""The web chat page (``/``) and the agent desk (``/agent``), served with a strict
+Content-Security-Policy."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from fastapi import APIRouter
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, Response
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 # the page holds an API key: only its own script and styles run, links cannot be framed
@@ -23,3 +24,13 @@ router = APIRouter(include_in_schema=False)
 @router.get("/")
 async def page() -> FileResponse:
     return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+
+@router.get("/agent")
+async def agent_desk() -> FileResponse:
+    return FileResponse(STATIC / "agent.html", headers=PAGE_HEADERS)
+
+
+@router.get("/favicon.ico")
+async def favicon() -> Response:
+    return Response(status_code=204)  # no icon, and no 404 in the browser's console

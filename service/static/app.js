@@ -1,6 +1,7 @@
 // The pilot's chat page: plain JS, no build step. Talks to /v1/sessions on the same origin.
 "use strict";
-const state = { key: null, session: null };
+const state = { key: null, session: null, seenReplies: new Set(), polling: null };
+const POLL_MS = 3000;
 const $ = (id) => document.getElementById(id);
 const UNREACHABLE = "The support service cannot be reached. Check your connection and try again.";
 
@@ -80,7 +81,7 @@ function addMessage(role, text) {
   const item = document.createElement("li");
   item.className = role;
   const who = document.createElement("strong");
-  who.textContent = role === "user" ? "You: " : "Support: ";
+  who.textContent = { user: "You: ", agent: "Support team (a person): " }[role] || "Support: ";
   const body = document.createElement("span");
   body.textContent = text;
   item.append(who, body);
@@ -135,6 +136,23 @@ function addFeedback(item, turnIndex) {
   item.append(box);
 }
 
+// After a hand-off, a person's replies arrive in the session: poll for them.
+async function showAgentReplies() {
+  const session = await api(`/v1/sessions/${state.session}`);
+  for (const turn of session.turns) {
+    if (turn.from === "agent" && !state.seenReplies.has(turn.turn_index)) {
+      state.seenReplies.add(turn.turn_index);
+      addMessage("agent", turn.answer);
+    }
+  }
+}
+
+function waitForPeople() {
+  if (state.polling) return;
+  state.polling = setInterval(() => showAgentReplies().catch((err) => showError(err.message)),
+                              POLL_MS);
+}
+
 $("key-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   state.key = $("api-key").value.trim();
@@ -176,7 +194,10 @@ $("ask").addEventListener("submit", async (event) => {
     if (result.verdict === "answered" && result.turn_index !== null) {
       addFeedback(item, result.turn_index);
     }
-    if (result.handoff) $("handoff").hidden = false;
+    if (result.handoff) {
+      $("handoff").hidden = false;
+      waitForPeople();
+    }
   } catch (err) {
     showError(err.message);
   } finally {

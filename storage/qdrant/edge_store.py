@@ -167,6 +167,12 @@ class EdgeStore:
 
     # -- points ---------------------------------------------------------------------------
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
+        self._write(name, points, None)
+
+    def insert_new(self, name: str, points: Sequence[PointData]) -> None:
+        self._write(name, points, qe.UpdateMode.InsertOnly)
+
+    def _write(self, name: str, points: Sequence[PointData], mode: Any) -> None:
         if not points:
             return
         edge_points = []
@@ -178,7 +184,7 @@ class EdgeStore:
             if p.tokens is not None:
                 vector["tokens"] = np.asarray(p.tokens, dtype=np.float32)
             edge_points.append(qe.Point(p.id, vector, p.payload))
-        self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points))
+        self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points, update_mode=mode))
 
     def delete(self, name: str, where: Condition) -> None:
         self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(to_edge_filter(where)))

@@ -127,6 +127,12 @@ class ServerStore:
         self._client.delete_collection(name)
 
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
+        self._write(name, points, None)
+
+    def insert_new(self, name: str, points: Sequence[PointData]) -> None:
+        self._write(name, points, models.UpdateMode.INSERT_ONLY)
+
+    def _write(self, name: str, points: Sequence[PointData], mode: Any) -> None:
         if not points:
             return
         structs = []
@@ -139,7 +145,7 @@ class ServerStore:
             if p.tokens is not None:
                 vector["tokens"] = _plain(p.tokens)
             structs.append(models.PointStruct(id=p.id, vector=vector, payload=p.payload))
-        self._client.upsert(name, points=structs, wait=True)
+        self._client.upsert(name, points=structs, wait=True, update_mode=mode)
 
     def delete(self, name: str, where: Condition) -> None:
         self._client.delete(

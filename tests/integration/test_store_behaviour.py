@@ -188,3 +188,14 @@ def test_second_process_cannot_open_an_embedded_store(tmp_path):
         assert done.returncode == 3, done.stderr
         assert "open in another process" in done.stdout
         assert edge.count("kb") == 4
+
+
+def test_insert_new_leaves_an_existing_point_as_it_is(store):
+    backend, name = store, store.test_collection
+    taken = POINTS[0]
+    backend.insert_new(name, [PointData(id=taken.id, dense=taken.dense,
+                                        payload={"n": 99, "claim": "late"}),
+                              point(9, unit(0, 0, 0, 1), {"claim": "new"})])
+    by_n = {r.payload["n"]: r.payload for r in backend.scroll(name)}
+    assert 99 not in by_n and by_n[1]["source_id"] == "a"
+    assert by_n[9]["claim"] == "new"

@@ -138,3 +138,22 @@ def test_a_stream_that_disconnects_keeps_the_session_locked_until_its_turn_ends(
     assert [(t["turn_index"], t["status"]) for t in turns] == [(0, "done"), (1, "done")]
     assert turns[0]["user"] == "How long does a refund take?"
     store.close()
+
+
+def test_two_workers_over_one_store_never_claim_the_same_turn(tmp_path, example_kb):
+    """Two MemoryStores (two pilot workers: their in-process locks are separate) over one
+    store: concurrent claims in one session still get distinct indices."""
+    store = EdgeStore(tmp_path / "shared")
+    workers = [MemoryStore(store, example_kb.encoders) for _ in range(2)]
+    workers[0].ensure()
+    scope, claimed = Scope("c-1"), []
+    threads = [threading.Thread(target=lambda n=n: claimed.append(
+        workers[n % 2].claim_turn(scope, "s1", {"user": f"message {n}"}))) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(claimed) == list(range(8))
+    assert sorted(t["user"] for t in workers[0].session_turns(scope, "s1")) == [
+        f"message {n}" for n in range(8)]
+    store.close()

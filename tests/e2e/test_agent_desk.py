@@ -1,0 +1,81 @@
+"""The hand-off round trip in real headless Chromium: a customer on the chat page is handed
+off, a person on the agent desk reads the conversation, replies (the customer's page shows it
+as from a person) and resolves it; an admin key also sees the knowledge-gap chart."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.test_web_page import CHROMIUM
+from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
+
+pytestmark = pytest.mark.integration
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def server(settings, example_kb, tmp_path):
+    from config.settings import ApiKey
+    from service.app import create_app
+    from service.auth import hash_key
+    from storage.qdrant.edge_store import EdgeStore
+
+    configured = with_api_keys(
+        settings,
+        ApiKey(name="web", sha256=hash_key("web-key"), slots={"access_level": "customer"}),
+        ApiKey(name="ana", sha256=hash_key("ana-key"), role="agent"),
+        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"))
+    memory_store = EdgeStore(tmp_path / "memory")
+    runtime = scripted_runtime(configured, example_kb, answering_llm(), memory_store)
+    with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):
+        yield url
+    memory_store.close()
+
+
+def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        problems: list[str] = []
+        customer, agent = browser.new_page(), browser.new_page()
+        for page in (customer, agent):
+            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        customer.goto(server)
+        customer.get_by_label("Access key").fill("web-key")
+        customer.get_by_role("button", name="Start").click()
+        question = customer.get_by_label("Your question")
+        question.fill("I want to talk to a human about my invoice")
+        question.press("Enter")
+        customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+
+        agent.goto(server + "/agent")
+        agent.get_by_label("Agent key").fill("ana-key")
+        agent.get_by_role("button", name="Open the queue").click()
+        agent.get_by_role("button", name="I want to talk to a human").click()
+        transcript = agent.locator("#transcript")
+        transcript.get_by_text("I want to talk to a human about my invoice").wait_for()
+        assert agent.locator("#gaps-section").is_hidden()  # an agent key: no report
+        agent.get_by_label("Your reply").fill("Hi, this is Ana. Which invoice is it?")
+        agent.get_by_role("button", name="Send reply").click()
+        transcript.get_by_text("Hi, this is Ana. Which invoice is it?").wait_for()
+
+        reply = customer.locator("li.agent")
+        reply.wait_for(timeout=15_000)  # the chat page polls for people's replies
+        assert "Support team (a person): Hi, this is Ana." in reply.inner_text()
+
+        agent.get_by_label("Resolution note").fill("invoice re-sent")
+        agent.get_by_role("button", name="Resolve").click()
+        agent.get_by_text("No conversation is waiting.").wait_for()
+
+        lead = browser.new_page()
+        lead.goto(server + "/agent")
+        lead.get_by_label("Agent key").fill("lead-key")
+        lead.get_by_role("button", name="Open the queue").click()
+        gaps = lead.locator("#gaps li")
+        gaps.first.wait_for(timeout=15_000)
+        assert "talk to a human" in gaps.first.inner_text()
+        assert lead.locator("#gaps meter").count() >= 1
+        assert not problems, problems  # no CSP violation, no script error
+        browser.close()
