@@ -37,25 +37,37 @@ SETS = [DEV, ROOT / "examples" / "answer-sets" / "near-miss"]
 AUGMENT_DEPTH = 10
 
 
-def rows_for(directory: Path, data_dir: Path) -> list[dict]:
+def features_of(opened: object, question: str, passages: list, with_learned: bool
+                ) -> dict[str, float]:
+    """The logistic gate's features of the passages; with ``with_learned``, also the learned
+    model's best window probability (``learned``), to see whether it adds to them."""
+    texts = [p.text for p in passages]
+    features = dict(read(opened.scorer, question, texts).features)
+    if with_learned:
+        from tasks.learned_answerability import read as learned_read
+
+        features["learned"] = learned_read(opened.scorer, question, texts,
+                                           quoting=False).features["answerable"]
+    return features
+
+
+def rows_for(directory: Path, data_dir: Path, with_learned: bool = False) -> list[dict]:
     """Feature rows of one answer set: every question, plus gold-removed twins."""
     opened = open_answer_set(directory, data_dir)
     rows = []
     for question in opened.answer_set.questions:
         found = opened.search(question.question)
-        reading = read(opened.scorer, question.question, [p.text for p in found])
         rows.append({"set": opened.answer_set.name, "id": question.id, "real": True,
                      "answerable": question.answerable, "question": question.question,
                      "top_gold": bool(found) and found[0].source_id in question.doc_ids,
-                     **reading.features})
+                     **features_of(opened, question.question, found, with_learned)})
         if question.answerable:
             deeper = opened.search(question.question, top_k=AUGMENT_DEPTH)
             kept = [p for p in deeper if p.source_id not in question.doc_ids]
             kept = kept[:opened.settings.retrieval.top_k]
-            twin = read(opened.scorer, question.question, [p.text for p in kept])
             rows.append({"set": opened.answer_set.name, "id": question.id, "real": False,
                          "answerable": False, "question": question.question, "top_gold": False,
-                         **twin.features})
+                         **features_of(opened, question.question, kept, with_learned)})
     opened.close()
     return rows
 
@@ -125,11 +137,17 @@ def main() -> None:
     parser.add_argument("--features", default="", help="comma-separated; default: searched")
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--with-learned", action="store_true",
+                        help="also offer the learned model's probability as a feature "
+                             "(an experiment: the product's logistic gate does not compute it)")
     args = parser.parse_args()
     rows = [row for directory in SETS if directory.exists()
-            for row in rows_for(directory, args.data_dir / directory.name)]
+            for row in rows_for(directory, args.data_dir / directory.name, args.with_learned)]
+    candidates = (*FEATURES, "learned") if args.with_learned else FEATURES
     subsets = [args.features.split(",")] if args.features else [
-        list(s) for n in (2, 3, 4) for s in itertools.combinations(FEATURES, n)]
+        list(s) for n in (2, 3, 4) for s in itertools.combinations(candidates, n)]
+    if args.with_learned and not args.dry_run:
+        parser.error("--with-learned is an experiment: add --dry-run")
     ranking = []
     for subset in subsets:
         held_out = cross_validated(rows, subset, args.c)
