@@ -318,6 +318,7 @@ class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
+    body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
     # a session without a message for this long is closed: its long-term memory is written
     idle_close_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
 

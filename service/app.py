@@ -93,11 +93,11 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = "too_large" if exc.status_code == 413 else "http_error"
+        code = {413: "too_large", 408: "body_timeout"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 
     app.add_middleware(RequestLimits, max_bytes=settings.pilot.max_request_bytes,
                        check_key=lambda headers: authenticate(headers, settings.pilot.api_keys),
-                       error_body=error_body)
+                       error_body=error_body, body_timeout_s=settings.pilot.body_timeout_s)
     app.add_middleware(SecurityHeaders, headers=PAGE_HEADERS)
     return app

@@ -3,15 +3,18 @@
 ``/v1/`` requests are authenticated from their headers first (401 before any body byte is
 read), then the body is capped: a ``Content-Length`` over the limit is refused at once, and a
 body without one (chunked) is counted as it arrives and refused at ``limit + 1`` bytes, so a
-huge upload never sits in memory.
+huge upload never sits in memory. A body that stops arriving for ``body_timeout_s`` is a 408:
+a slow client cannot hold a connection open by trickling its body.
 
 Usage::
 
-    app.add_middleware(RequestLimits, max_bytes=100_000, check_key=lambda headers: ...)
+    app.add_middleware(RequestLimits, max_bytes=100_000, check_key=lambda headers: ...,
+                       error_body=error_body, body_timeout_s=10.0)
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,8 +33,10 @@ def too_large_message(max_bytes: int) -> str:
 
 class RequestLimits:
     def __init__(self, app: Any, max_bytes: int, check_key: Callable[[Mapping[str, str]], Any],
-                 error_body: Callable[..., dict[str, Any]]) -> None:
+                 error_body: Callable[..., dict[str, Any]], body_timeout_s: float = 10.0
+                 ) -> None:
         self.app = app
+        self.body_timeout_s = body_timeout_s
         self.max_bytes = max_bytes
         self.check_key = check_key
         self.error_body = error_body
@@ -57,7 +62,11 @@ class RequestLimits:
 
         async def counted() -> dict[str, Any]:
             nonlocal received
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+            except TimeoutError:
+                raise HTTPException(408, f"the request body stopped arriving for "
+                                    f"{self.body_timeout_s:g} s") from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:

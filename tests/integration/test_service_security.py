@@ -249,3 +249,29 @@ def test_every_response_carries_the_pages_security_headers_and_no_cdn_docs_page(
                      client.post("/v1/sessions", json={}, headers=auth("starter"))):
         assert "default-src 'none'" in response.headers["content-security-policy"], response.url
         assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_body_that_stops_arriving_gets_408_and_the_connection_is_freed(settings, example_kb,
+                                                                         tmp_path):
+    configured = with_api_keys(settings, *KEYS)
+    configured = configured.model_copy(update={"pilot": configured.pilot.model_copy(
+        update={"body_timeout_s": 1.0})})
+    store = EdgeStore(tmp_path / "slow")
+    kb = KnowledgeBase(configured, store, example_kb.encoders)
+    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
+    with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):
+        port = int(url.rsplit(":", 1)[1])
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        head = ["POST /v1/search HTTP/1.1", "Host: 127.0.0.1", "Content-Length: 50",
+                "Content-Type: application/json", "Authorization: Bearer starter-key"]
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"query": ')
+        reply = b""
+        while b"body_timeout" not in reply:  # the status line, then the JSON error
+            part = sock.recv(65536)
+            if not part:
+                break
+            reply += part
+        sock.close()
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+    assert b"body_timeout" in reply
+    store.close()
