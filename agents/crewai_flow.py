@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crewai.flow.flow import Flow, listen, or_, router, start
+from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
 from pydantic import PrivateAttr
 
 from agents.crews import (
@@ -61,12 +61,20 @@ from tasks.schemas import DraftAnswer, Judgement, Reformulation
 from tasks.state import TurnState
 
 
-class SupportTurnFlow(Flow[TurnState]):
+class TurnFlowState(FlowState, TurnState):
+    """The turn's state as a Flow state, defined once (given a plain model, CrewAI would
+    define a new state class for every turn's Flow)."""
+
+
+class SupportTurnFlow(Flow[TurnFlowState]):
     """One customer turn. Build one per turn with :meth:`for_turn`; its state is the turn's."""
 
     _runtime: Any = PrivateAttr(default=None)
     _engine: Any = PrivateAttr(default=None)
     _tool: Any = PrivateAttr(default=None)
+    # the customer's memory is supportcrew's own (Qdrant, scoped): no CrewAI Memory (and its
+    # LanceDB storage) is built for every turn's Flow, the way CrewAI's own inner flows skip it
+    _skip_auto_memory: bool = PrivateAttr(default=True)
 
     @classmethod
     def for_turn(cls, runtime: Any, engine: Any) -> SupportTurnFlow:

@@ -35,7 +35,6 @@ class PilotStore:
     def __init__(self, store: Store, encoders: Encoders) -> None:
         self.store = store
         self.encoders = encoders
-        self._vectors: dict[str, Any] = {}
         spec = CollectionSpec(dense_dim=encoders.dense.dim, sparse=False, tokens=False,
                               keyword_indexes=("tenant", "session_id"))
         for name in (SESSIONS, FEEDBACK):
@@ -43,12 +42,7 @@ class PilotStore:
                 store.create_collection(name, spec)
 
     def _point(self, key: str, text: str, payload: dict[str, Any]) -> PointData:
-        text = text or "session"
-        vector = self._vectors.get(text)  # headers all share one text: encoded once
-        if vector is None:
-            vector = self.encoders.dense.encode([text])[0].dense
-            if text == "session":
-                self._vectors[text] = vector
+        vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=payload)
 
     def _save(self, header: dict[str, Any]) -> dict[str, Any]:

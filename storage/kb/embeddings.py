@@ -12,6 +12,8 @@ Usage::
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +25,9 @@ from storage.kb.model_files import bm25_dir, minilm_dir
 from storage.qdrant.store import SparseVec
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+CACHE_SIZE = 512
+CACHED_CALL_TEXTS = 4
+CACHED_TEXT_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class DenseEncoder:
         if model_dir is None and settings.model == MINILM:
             model_dir = minilm_dir(settings.max_tokens)
         self.batch_size = settings.batch_size
+        self._cache: OrderedDict[str, DenseEncoding] = OrderedDict()
+        self._cache_lock = threading.Lock()
         self._model = TextEmbedding(
             settings.model,
             specific_model_path=str(model_dir) if model_dir else None,
@@ -55,7 +62,25 @@ class DenseEncoder:
         return int(self.encode(["dimension probe"])[0].dense.shape[0])
 
     def encode(self, texts: Sequence[str]) -> list[DenseEncoding]:
-        """Encode texts in batches, shortest first, returned in input order."""
+        """Encode texts in batches, shortest first, returned in input order.
+
+        A call with a few short texts (a customer's message: searched, stored twice in the
+        session, recalled from memory) is answered from a small cache shared by every caller,
+        so one message is encoded once per turn."""
+        if len(texts) > CACHED_CALL_TEXTS or any(len(t) > CACHED_TEXT_CHARS for t in texts):
+            return self._encode_all(texts)
+        with self._cache_lock:
+            known = {t: self._cache[t] for t in texts if t in self._cache}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            known.update(zip(missing, self._encode_all(missing), strict=True))
+            with self._cache_lock:
+                self._cache.update((t, known[t]) for t in missing)
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return [known[t] for t in texts]
+
+    def _encode_all(self, texts: Sequence[str]) -> list[DenseEncoding]:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         results: list[DenseEncoding | None] = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
