@@ -29,7 +29,6 @@ from autogen_core import CancellationToken
 from autogen_core.tools import BaseTool as AutoGenTool
 from pydantic import BaseModel
 
-from agents.autogen_client import BaseLLMChatClient
 from agents.evidence_tools import EvidenceTool
 from agents.search_tool import KnowledgeBaseSearchTool
 from agents.turn_steps import (
@@ -193,8 +192,8 @@ class _ModelRole(_TurnAgent):
             return None
 
     def _record_remote_usage(self, response: Response) -> None:
-        """autogen-ext's clients report usage on messages; ours records it itself."""
-        if isinstance(self.services.client, BaseLLMChatClient):
+        """autogen-ext's clients report usage on messages; ours record it themselves."""
+        if getattr(self.services.client, "records_usage", False):
             return
         for message in [*(response.inner_messages or []), response.chat_message]:
             usage = getattr(message, "models_usage", None)

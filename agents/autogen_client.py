@@ -13,6 +13,7 @@ Usage::
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
@@ -26,9 +27,12 @@ from autogen_core.models import (
     RequestUsage,
 )
 from autogen_core.tools import Tool, ToolSchema
+from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel
 
-from agents.usage import UsageLedger, acting_as, current_role, merge_into_current
+from agents.deadline import ModelServerError, call_timeout
+from agents.llm_factory import api_key_for
+from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
 
 
 def _role(message: LLMMessage) -> str:
@@ -45,6 +49,8 @@ def _text(message: LLMMessage) -> str:
 
 class BaseLLMChatClient(ChatCompletionClient):
     """Adapts a supportcrew LLM backend to AutoGen's model-client interface."""
+
+    records_usage = True  # its backend records every call itself
 
     def __init__(self, llm: Any, role: str = "") -> None:
         self._llm = llm
@@ -118,16 +124,40 @@ class BaseLLMChatClient(ChatCompletionClient):
         return 4096 - self.count_tokens(messages)
 
 
+class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
+    """autogen-ext's OpenAI client bounded by the turn: each request's timeout is the time left
+    before the evidence reserve (none is sent without enough), no client retries, a failure is
+    a ``ModelServerError`` naming the server, and every request is recorded with its time."""
+
+    records_usage = True
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.server = config.get("base_url") or "api.openai.com"
+
+    async def create(self, messages: Sequence[LLMMessage], *args: Any,
+                     extra_create_args: Mapping[str, Any] = {}, **kwargs: Any) -> CreateResult:
+        bounded = {**extra_create_args, "timeout": call_timeout()}
+        started = time.perf_counter()
+        try:
+            result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
+        except Exception as exc:
+            record_call(0, 0, (time.perf_counter() - started) * 1000,
+                        purpose=f"failed: {type(exc).__name__}")
+            raise ModelServerError(f"model server {self.server}: {type(exc).__name__}: "
+                                   f"{str(exc)[:200]}") from exc
+        record_call(result.usage.prompt_tokens, result.usage.completion_tokens,
+                    (time.perf_counter() - started) * 1000, purpose="ok")
+        return result
+
+
 def openai_client(settings: Any) -> Any:
     """autogen-ext's OpenAI client for ``openai/...`` providers or any OpenAI-compatible
     ``base_url`` (vLLM, ``python -m llama_cpp.server``)."""
-    import os
-
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
     model = settings.provider.split("/", 1)[-1]
-    return OpenAIChatCompletionClient(
-        model=model, base_url=settings.base_url, api_key=os.environ.get(settings.api_key_env, ""),
-        temperature=settings.temperature, seed=settings.seed,
+    return TurnBoundOpenAIClient(
+        model=model, base_url=settings.base_url, api_key=api_key_for(settings),
+        temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
+        max_retries=0,
         model_info=ModelInfo(vision=False, function_calling=True, json_output=True,
                              family="unknown", structured_output=True))

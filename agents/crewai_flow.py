@@ -164,7 +164,8 @@ class SupportTurnFlow(Flow[TurnFlowState]):
             except Exception as exc:
                 if is_outage(exc):
                     raise
-                error = f"{type(exc).__name__}: {str(exc)[:120]}"
+                error = f"{type(exc).__name__}: {str(exc)[:160]}"
+                self.state.note(f"retrieve failed ({error})")
             finally:
                 release(instance)
             record_retrieval(self.state, self._tool, before, info, error, extra)

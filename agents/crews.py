@@ -77,8 +77,8 @@ class SupportAgents:
             warnings.simplefilter("ignore", UserWarning)
             return Agent(config=self.agents_config[name], llm=self.llm,
                          tools=tools if tools is not None else self.tools.get(name, []),
-                         allow_delegation=False, max_iter=1, verbose=False,
-                         step_callback=callback)
+                         allow_delegation=False, max_iter=1, max_retry_limit=0,
+                         verbose=False, step_callback=callback)
 
     @agent
     def reformulator(self) -> Agent:

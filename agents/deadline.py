@@ -50,3 +50,21 @@ def time_left() -> float:
 
 def expired() -> bool:
     return time_left() <= 0
+
+
+MIN_CALL_S = 0.5
+DEFAULT_CALL_TIMEOUT_S = 60.0
+
+
+class ModelServerError(RuntimeError):
+    """A model server failed a request (down, HTTP error, timeout, not a completion): the role
+    takes its evidence path. Never an ``OSError``: it is not a knowledge-base outage."""
+
+
+def call_timeout(configured: float | None = None) -> float:
+    """The HTTP timeout of a model request starting now: the configured one, cut to the time
+    left in the turn; :class:`DeadlineExceeded` when too little is left to start one."""
+    left = time_left()
+    if left < MIN_CALL_S:
+        raise DeadlineExceeded("no time left in the turn for a model call")
+    return min(configured or DEFAULT_CALL_TIMEOUT_S, left)

@@ -21,6 +21,7 @@ from typing import Any
 from config.settings import LlmSettings
 
 KEYLESS_PROVIDERS = ("ollama/", "ollama_chat/", "hosted_vllm/")
+NO_KEY = "none"  # what a server without authentication is sent as the bearer key
 
 
 class LlmConfigError(RuntimeError):
@@ -29,7 +30,7 @@ class LlmConfigError(RuntimeError):
 
 def _check_reachable(base_url: str, api_key: str | None) -> None:
     request = urllib.request.Request(base_url.rstrip("/") + "/models")
-    if api_key:
+    if api_key and api_key != NO_KEY:
         request.add_header("Authorization", f"Bearer {api_key}")
     try:
         with urllib.request.urlopen(request, timeout=5):
@@ -53,15 +54,31 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
             seed=settings.seed,
             max_tokens=settings.max_tokens,
         )
-    api_key = os.environ.get(settings.api_key_env)
-    needs_key = settings.base_url is None and not settings.provider.startswith(KEYLESS_PROVIDERS)
-    if needs_key and not api_key:
-        raise LlmConfigError(
-            f"llm.provider {settings.provider!r} needs an API key: set {settings.api_key_env}")
+    api_key = api_key_for(settings)
     if check and settings.base_url:
         _check_reachable(settings.base_url, api_key)
+    if settings.base_url or settings.provider.startswith("openai/"):
+        from agents.remote_llm import TurnBoundOpenAI
+
+        return TurnBoundOpenAI(model=settings.provider.split("/", 1)[-1],
+                               base_url=settings.base_url, api_key=api_key,
+                               temperature=settings.temperature, seed=settings.seed,
+                               max_tokens=settings.max_tokens, max_retries=0)
     from crewai import LLM
 
     return LLM(model=settings.provider, base_url=settings.base_url, api_key=api_key,
                temperature=settings.temperature, seed=settings.seed,
                max_tokens=settings.max_tokens)
+
+
+def api_key_for(settings: LlmSettings) -> str | None:
+    """The key from ``llm.api_key_env``. A ``base_url`` server (llama.cpp, vLLM, a local
+    Ollama) may need none: it gets the placeholder ``none``; a hosted provider without its key
+    is one clear error at start."""
+    api_key = os.environ.get(settings.api_key_env) or None
+    if api_key is None and settings.base_url:
+        return NO_KEY
+    if api_key is None and not settings.provider.startswith(KEYLESS_PROVIDERS):
+        raise LlmConfigError(
+            f"llm.provider {settings.provider!r} needs an API key: set {settings.api_key_env}")
+    return api_key

@@ -102,8 +102,8 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
         from agents.autogen_client import BaseLLMChatClient, openai_client
         from agents.autogen_team import AutoGenEngine
 
-        remote = llm_settings is not None and llm_settings.provider != "local" and not getattr(
-            llm, "records_usage", False)
+        remote = llm_settings is not None and llm_settings.provider != "local" and (
+            getattr(llm, "remote_server", False) or not getattr(llm, "records_usage", False))
         client = openai_client(llm_settings) if remote else BaseLLMChatClient(llm)
         return AutoGenEngine(client, specs, process=process)
     from agents.crewai_engine import CrewAIEngine

@@ -1,0 +1,106 @@
+"""Model-server faults are model faults, on both engines: a server that is down after start,
+hangs, answers HTTP 500 or answers garbage gives the evidence outcome within the turn's
+deadline, a trace note naming the model server, every request in the trace, and never the
+"trouble reaching our knowledge base" reply. A server down at start is one error at start.
+
+The servers are small loopback test doubles (what a real server cannot be made to do)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+
+import pytest
+
+from agents.llm_factory import LlmConfigError, build_llm
+from agents.runtime import TurnRuntime, build_engine
+from agents.turn import run_turn
+from config.settings import LlmSettings
+from storage.retrieval.retriever import QdrantRetriever
+from tasks.evidence import EvidenceScorer
+from tasks.schemas import TurnRequest
+from tests.helpers import REFUND, free_port, send_json
+
+pytestmark = pytest.mark.integration
+TIMEOUT_S = 4.0
+
+
+class Faulty(BaseHTTPRequestHandler):
+    mode: ClassVar[str] = "500"
+    requests: ClassVar[int] = 0
+
+    def do_GET(self) -> None:  # /v1/models: the reachability check at start
+        send_json(self, {"object": "list", "data": [{"id": "m", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        Faulty.requests += 1
+        if Faulty.mode == "hang":
+            time.sleep(30)
+            return
+        if Faulty.mode == "500":
+            send_json(self, {"error": {"message": "boom"}}, status=500)
+            return
+        data = b"<html>not a completion</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+@pytest.fixture
+def server():
+    running = ThreadingHTTPServer(("127.0.0.1", free_port()), Faulty)
+    running.daemon_threads = True
+    threading.Thread(target=running.serve_forever, daemon=True).start()
+    Faulty.requests = 0
+    yield running
+    running.shutdown()
+
+
+def runtime_for(settings, example_kb, engine: str, base_url: str) -> TurnRuntime:
+    remote = LlmSettings(provider="openai/m", base_url=base_url)
+    llm = build_llm(remote, check=False)
+    configured = settings.model_copy(update={"llm": remote, "turn_timeout_s": TIMEOUT_S})
+    return TurnRuntime(configured, QdrantRetriever(kb=example_kb),
+                       build_engine(engine, llm, "sequential", remote),
+                       EvidenceScorer(example_kb.encoders, settings.evidence,
+                                      example_kb.term_statistics))
+
+
+def ask(runtime: TurnRuntime):
+    return run_turn(TurnRequest(session_id="f", customer_id="c-1",
+                                message="How long does a refund take?",
+                                slots={"tier": "basic", "access_level": "customer"}), runtime)
+
+
+@pytest.mark.parametrize("engine", ["crewai", "autogen"])
+@pytest.mark.parametrize("mode", ["down", "hang", "500", "garbage"])
+def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(server, settings, example_kb,
+                                                                  engine, mode, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server needs none
+    Faulty.mode = mode
+    url = (f"http://127.0.0.1:{free_port()}/v1" if mode == "down"
+           else f"http://127.0.0.1:{server.server_address[1]}/v1")
+    result = ask(runtime_for(settings, example_kb, engine, url))
+    assert result.verdict == "answered", result.trace.notes
+    assert REFUND in result.answer
+    assert [c.source_id for c in result.citations] == ["billing/refunds.md"]
+    notes = " ".join(result.trace.notes)
+    assert "model server" in notes and "knowledge base" not in result.answer
+    assert result.trace.duration_ms < (TIMEOUT_S + 1.0) * 1000
+    failed = [c for c in result.trace.calls if c.ms > 0]
+    assert result.trace.llm_calls >= 1 and failed  # every request is in the trace, timed
+    if mode != "down":
+        assert result.trace.llm_calls == Faulty.requests
+
+
+def test_a_server_down_at_start_is_one_error_at_start():
+    with pytest.raises(LlmConfigError, match="unreachable"):
+        build_llm(LlmSettings(provider="openai/m", base_url=f"http://127.0.0.1:{free_port()}/v1"))
