@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from agents.deadline import ModelServerError, call_timeout
 from agents.llm_factory import api_key_for
+from agents.structured_output import response_format
 from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
 
 
@@ -131,13 +132,19 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
 
     records_usage = True
 
-    def __init__(self, **config: Any) -> None:
+    def __init__(self, structured_output: str = "json_schema", **config: Any) -> None:
         super().__init__(**config)
         self.server = config.get("base_url") or "api.openai.com"
+        self.structured_output = structured_output
 
     async def create(self, messages: Sequence[LLMMessage], *args: Any,
                      extra_create_args: Mapping[str, Any] = {}, **kwargs: Any) -> CreateResult:
         bounded = {**extra_create_args, "timeout": call_timeout()}
+        asked = kwargs.get("json_output")
+        if isinstance(asked, type) and self.structured_output != "json_schema":
+            kwargs["json_output"] = None  # asked the way this server accepts, parsed by the agent
+            if self.structured_output == "json_object":
+                bounded["response_format"] = response_format(asked, "json_object")
         started = time.perf_counter()
         try:
             result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
@@ -151,11 +158,12 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
         return result
 
 
-def openai_client(settings: Any) -> Any:
+def openai_client(settings: Any, structured_output: str = "json_schema") -> Any:
     """autogen-ext's OpenAI client for ``openai/...`` providers or any OpenAI-compatible
     ``base_url`` (vLLM, ``python -m llama_cpp.server``)."""
     model = settings.provider.split("/", 1)[-1]
     return TurnBoundOpenAIClient(
+        structured_output=structured_output,
         model=model, base_url=settings.base_url, api_key=api_key_for(settings),
         temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
         max_retries=0,

@@ -63,12 +63,26 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
         return TurnBoundOpenAI(model=settings.provider.split("/", 1)[-1],
                                base_url=settings.base_url, api_key=api_key,
                                temperature=settings.temperature, seed=settings.seed,
-                               max_tokens=settings.max_tokens, max_retries=0)
+                               max_tokens=settings.max_tokens, max_retries=0,
+                               structured_output=structured_mode(settings, api_key, check))
     from crewai import LLM
 
     return LLM(model=settings.provider, base_url=settings.base_url, api_key=api_key,
                temperature=settings.temperature, seed=settings.seed,
                max_tokens=settings.max_tokens)
+
+
+def structured_mode(settings: LlmSettings, api_key: str | None, check: bool = True) -> str:
+    """``llm.structured_output``, with ``auto`` resolved: OpenAI's own API takes
+    ``json_schema``; a ``base_url`` server is probed once at start (when ``check``)."""
+    if settings.structured_output != "auto":
+        return settings.structured_output
+    if settings.base_url is None or not check:
+        return "json_schema"
+    from agents.structured_output import probe_structured_output
+
+    return probe_structured_output(settings.base_url, api_key,
+                                   settings.provider.split("/", 1)[-1])
 
 
 def api_key_for(settings: LlmSettings) -> str | None:

@@ -9,7 +9,9 @@ CrewAI's native OpenAI client with three changes a support turn needs:
   :class:`ModelServerError` naming the server, never an ``OSError`` that the turn would take
   for a knowledge-base outage;
 * every request, failed or late ones included, is recorded in the turn's ledger with its time
-  and status.
+  and status;
+* typed outputs are asked the way the server accepts (``structured_output``, see
+  ``agents/structured_output.py``) and parsed here when not ``json_schema``.
 
 Usage::
 
@@ -24,27 +26,38 @@ import time
 from typing import Any
 
 from crewai.llms.providers.openai.completion import OpenAICompletion
+from pydantic import BaseModel
 
 from agents.deadline import DeadlineExceeded, ModelServerError, call_timeout
+from agents.structured_output import response_format
 from agents.usage import record_call
+from tasks.role_output import RoleFailed, parse_output
 
 _LAST_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "supportcrew_last_usage", default=None)
+_RESPONSE_FORMAT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "supportcrew_response_format", default=None)
 
 
 class TurnBoundOpenAI(OpenAICompletion):
     records_usage: bool = True
     remote_server: bool = True  # AutoGen talks to the same server with its own client
+    structured_output: str = "json_schema"
 
     def _get_sync_client(self) -> Any:
         return super()._get_sync_client().with_options(timeout=call_timeout(self.timeout),
                                                        max_retries=0)
 
-    def call(self, *args: Any, **kwargs: Any) -> Any:
+    def call(self, *args: Any, response_model: type[BaseModel] | None = None,
+             **kwargs: Any) -> Any:
         started = time.perf_counter()
         _LAST_USAGE.set(None)
+        asked = None
+        if response_model is not None and self.structured_output != "json_schema":
+            asked, response_model = response_model, None
+        _RESPONSE_FORMAT.set(response_format(asked, self.structured_output) if asked else None)
         try:
-            result = super().call(*args, **kwargs)
+            result = super().call(*args, response_model=response_model, **kwargs)
         except DeadlineExceeded:
             raise
         except Exception as exc:
@@ -55,7 +68,18 @@ class TurnBoundOpenAI(OpenAICompletion):
         usage = _LAST_USAGE.get() or {}
         record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
                     (time.perf_counter() - started) * 1000, purpose="ok")
+        if asked is not None and isinstance(result, str):
+            try:
+                return parse_output(result, asked)
+            except RoleFailed:
+                return result  # the role's own parsing notes what was wrong
         return result
+
+    def _prepare_completion_params(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        params = super()._prepare_completion_params(*args, **kwargs)
+        if _RESPONSE_FORMAT.get() is not None:
+            params["response_format"] = _RESPONSE_FORMAT.get()
+        return params
 
     def _extract_openai_token_usage(self, response: Any) -> dict[str, Any]:
         usage = super()._extract_openai_token_usage(response)

@@ -104,7 +104,8 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
 
         remote = llm_settings is not None and llm_settings.provider != "local" and (
             getattr(llm, "remote_server", False) or not getattr(llm, "records_usage", False))
-        client = openai_client(llm_settings) if remote else BaseLLMChatClient(llm)
+        client = (openai_client(llm_settings, getattr(llm, "structured_output", "json_schema"))
+                  if remote else BaseLLMChatClient(llm))
         return AutoGenEngine(client, specs, process=process)
     from agents.crewai_engine import CrewAIEngine
 

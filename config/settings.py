@@ -263,6 +263,11 @@ class EvidenceSettings(_Strict):
 
 
 class LlmSettings(_Strict):
+    """The chat model. ``structured_output``: how typed role outputs are asked of a server:
+    ``json_schema`` (OpenAI's response_format), ``json_object`` (with the schema beside it, as
+    llama.cpp's server takes it), ``none`` (the prompt's JSON instructions alone), or ``auto``:
+    a one-time probe at start picks the first one the server accepts."""
+
     provider: str = "local"
     model_path: Path | None = None
     max_tokens: int = Field(256, ge=16, le=4096)
@@ -270,6 +275,7 @@ class LlmSettings(_Strict):
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int = 7
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
 
 
 RoleChoice = Literal["model", "evidence", "auto"]

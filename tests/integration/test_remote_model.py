@@ -47,6 +47,7 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
 
 class OpenAICompatible(BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
+    refuse_json_schema: ClassVar[bool] = False  # as llama.cpp's server does: HTTP 500
 
     def do_GET(self) -> None:  # /v1/models: the reachability check at start
         send_json(self, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
@@ -54,6 +55,10 @@ class OpenAICompatible(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         OpenAICompatible.seen.append(body)
+        kind = (body.get("response_format") or {}).get("type")
+        if OpenAICompatible.refuse_json_schema and kind == "json_schema":
+            send_json(self, {"error": {"message": "json_schema not supported"}}, status=500)
+            return
         message = reply_for(body)
         send_json(self, {"id": "cmpl-1", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "test-model"),
@@ -73,6 +78,7 @@ def endpoint(monkeypatch):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     OpenAICompatible.seen = []
+    OpenAICompatible.refuse_json_schema = False
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
@@ -82,6 +88,8 @@ def endpoint(monkeypatch):
 def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, example_kb, engine):
     remote = LlmSettings(provider="openai/test-model", base_url=endpoint)
     llm = build_llm(remote)
+    assert llm.structured_output == "json_schema"  # the probe's first choice was accepted
+    OpenAICompatible.seen = []
     # provider openai/...: roles on auto take the model path
     runtime = TurnRuntime(settings.model_copy(update={"llm": remote}),
                           QdrantRetriever(kb=example_kb),
@@ -100,3 +108,27 @@ def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, examp
     assert result.trace.llm_calls == len(OpenAICompatible.seen) == 2  # retriever, responder
     assert result.trace.prompt_tokens == 200 and result.trace.completion_tokens == 20
     assert [c.role for c in result.trace.calls] == ["retriever", "responder"]
+
+
+@pytest.mark.parametrize("engine", ["crewai", "autogen"])
+def test_a_server_refusing_json_schema_is_asked_for_json_objects(endpoint, settings, example_kb,
+                                                                 engine):
+    OpenAICompatible.refuse_json_schema = True
+    remote = LlmSettings(provider="openai/test-model", base_url=endpoint)
+    llm = build_llm(remote)  # structured_output: auto probes the server once
+    assert llm.structured_output == "json_object"
+    probes = len(OpenAICompatible.seen)
+    runtime = TurnRuntime(settings.model_copy(update={"llm": remote}),
+                          QdrantRetriever(kb=example_kb),
+                          build_engine(engine, llm, "sequential", remote),
+                          EvidenceScorer(example_kb.encoders, settings.evidence,
+                                         example_kb.term_statistics))
+    result = run_turn(TurnRequest(session_id="j", customer_id="c-1",
+                                  message="How long does a refund take?",
+                                  slots={"tier": "basic", "access_level": "customer"}), runtime)
+    assert result.verdict == "answered" and result.answer == REFUND, result.trace.notes
+    asked = OpenAICompatible.seen[probes:]
+    kinds = {(b.get("response_format") or {}).get("type") for b in asked}
+    assert "json_schema" not in kinds and "json_object" in kinds
+    assert all("schema" in b["response_format"] for b in asked if b.get("response_format"))
+    assert not [n for n in result.trace.notes if "failed" in n]
