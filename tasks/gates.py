@@ -117,6 +117,7 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
             detail["from_long_term_memory"] = remembered["session_id"]
             break
     state.queries = queries
+    state.rewrite_failed = reformulation is None
     state.advisory = rewrite.advisory_filters.as_dict()
     detail.update(queries=queries, advisory_filters=state.advisory)
     return detail
@@ -205,8 +206,12 @@ def grounded_phrasings(state: TurnState) -> list[str]:
 
 
 def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
-    """Another round only when a model could phrase or search differently; else ``final``."""
+    """Another round only when a model could phrase or search differently; else ``final``.
+    A round whose reformulation failed (a slow or failing model) is the last: the next one
+    would repeat the same search."""
     rephrasing = model_role(settings, "reformulate") or model_role(settings, "retrieve")
+    if state.rewrite_failed and model_role(settings, "reformulate"):
+        return final
     return "retry" if rephrasing and state.round_index < settings.max_rounds else final
 
 

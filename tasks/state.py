@@ -70,6 +70,7 @@ class TurnState(BaseModel):
     round_index: int = 0
     needs_rewrite: bool = False
     rewrite_reason: str = ""
+    rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
     pointed_at: list[dict[str, Any]] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]
     follow_up_leans: bool = False  # the message does not stand alone without the follow-up

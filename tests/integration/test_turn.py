@@ -144,6 +144,21 @@ def test_unanswerable_question_is_refused_without_asking_the_judge(make_runtime,
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_reformulation_ends_the_rounds_instead_of_repeating_the_search(
+        make_runtime, settings, engine):
+    def failing(_prompt: str) -> str:
+        raise RuntimeError("model server down")
+
+    llm = ScriptedLLM(model="scripted").script(tools=[SEARCH], Reformulation=[failing])
+    result = ask(make_runtime(llm, engine), "Do you offer a student discount?")
+    assert result.verdict == "idk"
+    gates = steps(result, "evidence_gate")
+    assert [g.detail["route"] for g in gates] == ["retry", "refuse"]  # not max_rounds + 1
+    assert sum("reformulate failed" in n for n in result.trace.notes) == 1
+    assert roles(result).count("retriever") == 2  # one search per round, not three
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_asking_for_a_person_hands_off(make_runtime, settings, engine):
     llm = ScriptedLLM(model="scripted").script(tools=[SEARCH])
     result = ask(make_runtime(llm, engine), "My invoice is wrong again, let me talk to a human")
