@@ -45,13 +45,43 @@ def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
+# the words of courtesy: a sentence made of nothing else ("Of course.", "Sure, I can help you
+# with that.", "Happy to help!") states nothing to check
+_COURTESY = frozenset((
+    "course", "sure", "certainly", "absolutely", "definitely", "happy", "glad", "help", "helping",
+    "assist", "assisting", "hello", "hi", "hey", "thanks", "thank", "welcome", "great", "okay",
+    "ok", "good", "morning", "afternoon", "evening", "let", "see", "look", "question",
+    "questions", "ask", "asking", "alright", "right", "please", "anything", "else"))
+
+
+def makes_claim(sentence: str) -> bool:
+    """Whether a sentence states something to check; courtesy alone does not.
+
+    >>> makes_claim("Of course."), makes_claim("Sure, I can help you with that!")
+    (False, False)
+    >>> makes_claim("Of course. Refunds take 5 days.")
+    True
+    """
+    return bool(content_words(sentence) - _COURTESY) or bool(re.search(r"\d", sentence))
+
+
 @dataclass(frozen=True)
 class SentenceSupport:
+    """``claim``: the sentence states something; one that does not (courtesy) needs no
+    support and is never shown as evidence."""
+
     sentence: str
     passage_index: int | None
     semantic: float
     lexical: float
     supported: bool
+    claim: bool = True
+
+
+def verified(support: Sequence[SentenceSupport]) -> bool:
+    """An answer passes the support check: it makes a claim, and every claim is supported."""
+    claims = [s for s in support if s.claim]
+    return bool(claims) and all(s.supported for s in claims)
 
 
 class EvidenceScorer:
@@ -129,6 +159,9 @@ class EvidenceScorer:
         passage_words = [content_words(p) for p in passages]
         results = []
         for sentence, tokens in zip(answer_sentences, self.token_vectors(answer_sentences), strict=True):
+            if not makes_claim(sentence):
+                results.append(SentenceSupport(sentence, None, 0.0, 0.0, True, claim=False))
+                continue
             words = content_words(sentence)
             best = (None, 0.0, 0.0)
             for index, (doc_tokens, doc_words) in enumerate(zip(passage_tokens, passage_words,

@@ -39,8 +39,10 @@ def _names(sentence: str) -> set[str]:
         if word in _NOT_NAMES or len(word) < 2:
             continue
         inner_caps = any(c.isupper() for c in word[1:])
-        starts = position == 0 or sentence[:match.start()].rstrip().endswith((".", ":", "!", "?",
-                                                                             "(", '"', "-"))
+        before = sentence[:match.start()].rstrip()
+        # a bullet's dash starts an item; a dash between words ("Service - Veterans") does not
+        starts = position == 0 or before.endswith((".", ":", "!", "?", "(", '"')) or (
+            before.endswith("-") and not before[:-1].strip())
         if inner_caps or (word[0].isupper() and not starts):
             found.add(word)
     return found
@@ -65,6 +67,17 @@ def codes(text: str) -> set[str]:
 
 
 def missing_facts(sentence: str, passage: str) -> list[str]:
-    """The facts of ``sentence`` that ``passage`` does not contain (case-insensitive)."""
+    """The facts of ``sentence`` that ``passage`` does not contain (case-insensitive; a number
+    or code must stand whole: "15" is not in "2015").
+
+    >>> missing_facts("Use form 15.", "Form 2015 and form 150 are gone.")
+    ['15']
+    """
     text = _normal(passage)
-    return sorted(f for f in facts(sentence) if _normal(f) not in text)
+    return sorted(f for f in facts(sentence) if not _stands_in(_normal(f), text))
+
+
+def _stands_in(fact: str, text: str) -> bool:
+    if fact[:1].isalnum() and fact[-1:].isalnum():
+        return re.search(rf"(?<![a-z0-9]){re.escape(fact)}(?![a-z0-9])", text) is not None
+    return fact in text

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from config.settings import Settings
 from tasks.answerability import quote
 from tasks.entities import referenced
-from tasks.evidence import EvidenceScorer
+from tasks.evidence import EvidenceScorer, verified
 from tasks.facts import codes
 from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.judging import assess, decide, read_passages, wants_human
@@ -276,8 +276,9 @@ def support_check(state: TurnState, scorer: EvidenceScorer, answer: str
     with state.step("support_check") as info:
         support = scorer.support(answer, [p.text for p in state.passages])
         unsupported = [s.sentence for s in support if not s.supported]
-        info.update(sentences=len(support), unsupported=len(unsupported))
-    return bool(support) and not unsupported, unsupported
+        info.update(sentences=len(support), unsupported=len(unsupported),
+                    courtesy=sum(not s.claim for s in support))
+    return verified(support), unsupported
 
 
 def revision_request(unsupported: list[str]) -> str:
@@ -296,10 +297,10 @@ def _verified(state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
     """The draft with citations from evidence when every sentence is supported, else None."""
     passages = state.passages
     support = scorer.support(draft.answer, [p.text for p in passages])
-    if not support or not all(s.supported for s in support):
+    if not verified(support):
         weak = [s.sentence for s in support if not s.supported]
         state.note(f"draft answer replaced: {len(weak)} unsupported sentence(s)" if weak
-                   else "draft answer replaced: it has no sentence to check")
+                   else "draft answer replaced: it makes no claim to check")
         return None
     used: list[int] = []
     for s in support:

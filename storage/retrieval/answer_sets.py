@@ -41,6 +41,7 @@ class LabelledQuestion(BaseModel):
     answerable: bool
     doc_ids: list[str] = Field(default_factory=list)
     evidence: list[str] = Field(default_factory=list)
+    answer: str | None = None  # a reference reply, where the set has one (doc2dial: the agent's)
 
 
 class PackSettings(BaseModel):

@@ -38,3 +38,16 @@ def test_sentence_initial_words_are_not_taken_for_names():
 
 def test_codes_are_found_in_any_case():
     assert codes("my card failed with pay-101, then E-429") == {"PAY-101", "E-429"}
+
+
+def test_a_number_must_stand_whole_in_the_passage():
+    assert missing_facts("Mail form [15] today.", "See form [8]; records since 2015.") == ["15"]
+    assert missing_facts("Mail form VS-118.", "Use form VS-1180.") == ["118", "VS-118"]
+    assert missing_facts("Mail form VS-118.", "Use form VS-118 (PDF).") == []
+
+
+def test_a_capitalised_word_after_a_spaced_dash_is_a_name():
+    assert missing_facts("Service - Zorblax Life Insurance covers members.",
+                         "Service - Disabled Veterans Life Insurance covers members.") == [
+        "Zorblax"]
+    assert missing_facts("- Contact us by mail.", "You can write to us.") == []  # a bullet
