@@ -45,3 +45,14 @@ def example_kb(settings: Settings, kb_dir: Path) -> Iterator:
     assert not report.skipped, report.skipped
     yield kb
     kb.close()
+
+
+@pytest.fixture
+def memory(tmp_path: Path, example_kb) -> Iterator:
+    """Customer memory over its own embedded store (the example KB's encoders)."""
+    from storage.memory import MemoryStore
+    from storage.qdrant.edge_store import EdgeStore
+
+    store = EdgeStore(tmp_path / "memory")
+    yield MemoryStore(store, example_kb.encoders)
+    store.close()

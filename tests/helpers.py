@@ -189,3 +189,26 @@ def send_json(handler: Any, payload: dict[str, Any], status: int = 200) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+@contextmanager
+def pilot_over_own_store(settings: Any, example_kb: Any, path: Any, *keys: Any
+                         ) -> Iterator[tuple[Any, Any]]:
+    """A pilot app (and its runtime) over its own embedded store at ``path``: the example KB
+    ingested, memory and sessions beside it, the answering test double in the roles."""
+    from service.app import create_app
+    from storage.kb.ingest import ingest_paths
+    from storage.kb.knowledge_base import KnowledgeBase
+    from storage.qdrant.edge_store import EdgeStore
+    from tests.conftest import EXAMPLE_KB
+
+    configured = with_api_keys(settings, *keys)
+    store = EdgeStore(path)
+    kb = KnowledgeBase(configured, store, example_kb.encoders)
+    ingest_paths(kb, [EXAMPLE_KB])
+    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
+    runtime.memory.ensure()
+    try:
+        yield create_app(configured, path.parent, runtime), runtime
+    finally:
+        store.close()

@@ -8,13 +8,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from config.settings import ApiKey
-from service.app import create_app
 from service.auth import hash_key
 from service.idle_sessions import close_idle_sessions
-from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import Scope
-from storage.qdrant.edge_store import EdgeStore
-from tests.helpers import answering_llm, scripted_runtime, with_api_keys
+from tests.helpers import pilot_over_own_store
 
 pytestmark = pytest.mark.integration
 PUBLIC = {"access_level": "public", "tier": "basic"}
@@ -35,18 +32,9 @@ def auth(name: str) -> dict[str, str]:
 
 @pytest.fixture
 def pilot(settings, example_kb, tmp_path):
-    from storage.kb.ingest import ingest_paths
-    from tests.conftest import EXAMPLE_KB
-
-    configured = with_api_keys(settings, *KEYS)
-    store = EdgeStore(tmp_path / "data")
-    kb = KnowledgeBase(configured, store, example_kb.encoders)
-    ingest_paths(kb, [EXAMPLE_KB])
-    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
-    app = create_app(configured, tmp_path, runtime)
-    with TestClient(app) as client:
+    with pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS) as (app, _), \
+            TestClient(app) as client:
         yield client, app.state.pilot
-    store.close()
 
 
 def post(client, path, key, **body):

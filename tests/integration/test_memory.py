@@ -12,13 +12,6 @@ from storage.qdrant.edge_store import EdgeStore
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def memory(tmp_path, example_kb):
-    store = EdgeStore(tmp_path / "memory")
-    yield MemoryStore(store, example_kb.encoders)
-    store.close()
-
-
 def everything(memory: MemoryStore) -> list[dict]:
     """Every record of every memory collection, read around the scope (test only)."""
     return [r.payload for name in COLLECTIONS for r in memory.store.scroll(name)]

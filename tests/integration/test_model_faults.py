@@ -15,13 +15,10 @@ from typing import ClassVar
 import pytest
 
 from agents.llm_factory import LlmConfigError, build_llm
-from agents.runtime import TurnRuntime, build_engine
-from agents.turn import run_turn
+from agents.runtime import TurnRuntime
 from config.settings import LlmSettings
-from storage.retrieval.retriever import QdrantRetriever
-from tasks.evidence import EvidenceScorer
-from tasks.schemas import TurnRequest
 from tests.helpers import REFUND, free_port, send_json
+from tests.integration.test_remote_model import ask_refund, remote_runtime
 
 pytestmark = pytest.mark.integration
 TIMEOUT_S = 4.0
@@ -66,18 +63,8 @@ def server():
 
 def runtime_for(settings, example_kb, engine: str, base_url: str) -> TurnRuntime:
     remote = LlmSettings(provider="openai/m", base_url=base_url)
-    llm = build_llm(remote, check=False)
-    configured = settings.model_copy(update={"llm": remote, "turn_timeout_s": TIMEOUT_S})
-    return TurnRuntime(configured, QdrantRetriever(kb=example_kb),
-                       build_engine(engine, llm, "sequential", remote),
-                       EvidenceScorer(example_kb.encoders, settings.evidence,
-                                      example_kb.term_statistics))
-
-
-def ask(runtime: TurnRuntime):
-    return run_turn(TurnRequest(session_id="f", customer_id="c-1",
-                                message="How long does a refund take?",
-                                slots={"tier": "basic", "access_level": "customer"}), runtime)
+    return remote_runtime(settings.model_copy(update={"turn_timeout_s": TIMEOUT_S}), example_kb,
+                          remote, build_llm(remote, check=False), engine)
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
@@ -88,7 +75,7 @@ def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(server, settin
     Faulty.mode = mode
     url = (f"http://127.0.0.1:{free_port()}/v1" if mode == "down"
            else f"http://127.0.0.1:{server.server_address[1]}/v1")
-    result = ask(runtime_for(settings, example_kb, engine, url))
+    result = ask_refund(runtime_for(settings, example_kb, engine, url))
     assert result.verdict == "answered", result.trace.notes
     assert REFUND in result.answer
     assert [c.source_id for c in result.citations] == ["billing/refunds.md"]

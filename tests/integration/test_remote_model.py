@@ -84,6 +84,22 @@ def endpoint(monkeypatch):
     server.shutdown()
 
 
+def remote_runtime(settings, example_kb, remote: LlmSettings, llm: Any, engine: str
+                   ) -> TurnRuntime:
+    """A turn runtime over the example KB with ``llm`` (built from ``remote``) in the roles."""
+    return TurnRuntime(settings.model_copy(update={"llm": remote}),
+                       QdrantRetriever(kb=example_kb),
+                       build_engine(engine, llm, "sequential", remote),
+                       EvidenceScorer(example_kb.encoders, settings.evidence,
+                                      example_kb.term_statistics))
+
+
+def ask_refund(runtime: TurnRuntime) -> Any:
+    return run_turn(TurnRequest(session_id="r", customer_id="c-1",
+                                message="How long does a refund take?",
+                                slots={"tier": "basic", "access_level": "customer"}), runtime)
+
+
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, example_kb, engine):
     remote = LlmSettings(provider="openai/test-model", base_url=endpoint)
@@ -91,14 +107,7 @@ def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, examp
     assert llm.structured_output == "json_schema"  # the probe's first choice was accepted
     OpenAICompatible.seen = []
     # provider openai/...: roles on auto take the model path
-    runtime = TurnRuntime(settings.model_copy(update={"llm": remote}),
-                          QdrantRetriever(kb=example_kb),
-                          build_engine(engine, llm, "sequential", remote),
-                          EvidenceScorer(example_kb.encoders, settings.evidence,
-                                         example_kb.term_statistics))
-    result = run_turn(TurnRequest(session_id="r", customer_id="c-1",
-                                  message="How long does a refund take?",
-                                  slots={"tier": "basic", "access_level": "customer"}), runtime)
+    result = ask_refund(remote_runtime(settings, example_kb, remote, llm, engine))
     assert result.verdict == "answered" and result.answer == REFUND, result.trace.notes
     [retrieve] = [s for s in result.trace.steps if s.name == "retrieve"]
     assert retrieve.detail["searched_by"] == "retriever agent"
@@ -118,14 +127,7 @@ def test_a_server_refusing_json_schema_is_asked_for_json_objects(endpoint, setti
     llm = build_llm(remote)  # structured_output: auto probes the server once
     assert llm.structured_output == "json_object"
     probes = len(OpenAICompatible.seen)
-    runtime = TurnRuntime(settings.model_copy(update={"llm": remote}),
-                          QdrantRetriever(kb=example_kb),
-                          build_engine(engine, llm, "sequential", remote),
-                          EvidenceScorer(example_kb.encoders, settings.evidence,
-                                         example_kb.term_statistics))
-    result = run_turn(TurnRequest(session_id="j", customer_id="c-1",
-                                  message="How long does a refund take?",
-                                  slots={"tier": "basic", "access_level": "customer"}), runtime)
+    result = ask_refund(remote_runtime(settings, example_kb, remote, llm, engine))
     assert result.verdict == "answered" and result.answer == REFUND, result.trace.notes
     asked = OpenAICompatible.seen[probes:]
     kinds = {(b.get("response_format") or {}).get("type") for b in asked}

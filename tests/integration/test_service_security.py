@@ -18,7 +18,13 @@ from service.auth import hash_key
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.edge_store import EdgeStore
 from storage.retrieval.retriever import QdrantRetriever
-from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
+from tests.helpers import (
+    answering_llm,
+    pilot_over_own_store,
+    running_server,
+    scripted_runtime,
+    with_api_keys,
+)
 
 pytestmark = pytest.mark.integration
 ACME_CUSTOMER = {"access_level": "customer", "tier": "enterprise"}
@@ -38,18 +44,8 @@ def auth(name: str) -> dict[str, str]:
 @pytest.fixture
 def pilot(settings, example_kb, tmp_path):
     """An app over its own embedded store (KB + memory + sessions) in ``tmp_path/data``."""
-    from storage.kb.ingest import ingest_paths
-    from tests.conftest import EXAMPLE_KB
-
-    configured = with_api_keys(settings, *KEYS)
-    store = EdgeStore(tmp_path / "data")
-    kb = KnowledgeBase(configured, store, example_kb.encoders)
-    ingest_paths(kb, [EXAMPLE_KB])
-    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
-    runtime.memory.ensure()
-    app = create_app(configured, tmp_path, runtime)
-    yield app, tmp_path / "data"
-    store.close()
+    with pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS) as (app, _):
+        yield app, tmp_path / "data"
 
 
 @pytest.fixture

@@ -17,13 +17,6 @@ from tests.scripted_llm import ScriptedLLM
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def memory(tmp_path, example_kb):
-    store = EdgeStore(tmp_path / "memory")
-    yield MemoryStore(store, example_kb.encoders)
-    store.close()
-
-
 def test_a_turn_that_passes_its_deadline_in_the_context_step_keeps_its_own_slot(
         settings, example_kb, tmp_path, monkeypatch):
     store = EdgeStore(tmp_path / "slots")
