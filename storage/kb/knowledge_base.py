@@ -78,6 +78,9 @@ def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
     return payload
 
 
+PRIVATE_FIELDS = ("tenant", "customer_id")  # chunk fields that scope a document to one party
+
+
 @dataclass(frozen=True)
 class TermStats:
     """Chunk count and per-term chunk frequency of a collection (BM25 term ids)."""
@@ -227,14 +230,18 @@ class KnowledgeBase:
         """In how many chunks each BM25 term occurs (cached until the next write).
 
         Read once per process from the stored chunk texts; the evidence gates weigh a
-        question's rare terms with it.
+        question's rare terms with it. Only shared documents count: a chunk of one tenant or
+        one customer would make another tenant's gate (and its trace) move with what that
+        tenant ingested, a side channel to its private vocabulary.
         """
         if self._term_stats is None:
             frequency: Counter[int] = Counter()
             chunks = 0
             if self.exists():
-                texts = [str(r.payload.get("text") or "")
-                         for r in self.store.scroll(self.collection, fields=("text",))]
+                records = self.store.scroll(self.collection,
+                                            fields=("text", *PRIVATE_FIELDS))
+                texts = [str(r.payload.get("text") or "") for r in records
+                         if not any(r.payload.get(f) for f in PRIVATE_FIELDS)]
                 chunks = len(texts)
                 for vector in self.encoders.bm25.encode_documents(texts):
                     frequency.update(set(vector.indices))

@@ -155,3 +155,16 @@ def test_ingest_root_paths_are_relative_source_ids(settings, tmp_path):
     kb.close()
     assert report.documents == 3
     assert ids == {"saml-setup.md", "scim-provisioning.md", "sso-troubleshooting.md"}
+
+
+def test_one_tenants_documents_never_move_the_shared_term_statistics(workspace):
+    kb, kb_files = workspace
+    ingest_paths(kb, [kb_files])
+    shared = kb.term_statistics()
+    private = kb_files / "globex" / "runbook.md"
+    private.parent.mkdir()
+    private.write_text("---\ntitle: Zorblax override\ntenant: globex\naccess: internal\n---\n"
+                       "The zorblax override refunds a quokka invoice at once.\n")
+    report = ingest_paths(kb, [kb_files])
+    assert not report.skipped
+    assert kb.term_statistics() == shared  # the gate of another tenant does not move
