@@ -150,3 +150,54 @@ def test_two_workers_over_one_store_never_claim_the_same_turn(tmp_path, example_
     assert sorted(t["user"] for t in workers[0].session_turns(scope, "s1")) == [
         f"message {n}" for n in range(8)]
     store.close()
+
+
+def test_two_pilot_apps_over_one_store_serve_one_session_without_losing_a_turn(
+        settings, example_kb, tmp_path):
+    """Two pilot workers (two apps, each with its own runtime and locks) over one store, as
+    with N workers over one Qdrant server: messages of one session sent to both at once all
+    land, each in a slot of its own."""
+    from fastapi.testclient import TestClient
+
+    from config.settings import ApiKey
+    from service.app import create_app
+    from service.auth import hash_key
+    from tests.helpers import answering_llm, with_api_keys
+
+    key = ApiKey(name="backend", sha256=hash_key("backend-key"), tenant="acme",
+                 slots={"access_level": "public"}, trust_customer_id=True)
+    from storage.kb.ingest import ingest_paths
+    from storage.kb.knowledge_base import KnowledgeBase
+    from tests.conftest import EXAMPLE_KB
+
+    configured = with_api_keys(settings, key)
+    store = EdgeStore(tmp_path / "shared")  # knowledge base, sessions and memory, shared
+    kb = KnowledgeBase(configured, store, example_kb.encoders)
+    ingest_paths(kb, [EXAMPLE_KB])
+    runtimes = [scripted_runtime(configured, kb, answering_llm(), memory_store=store)
+                for _ in range(2)]
+    runtimes[0].memory.ensure()
+    headers = {"Authorization": "Bearer backend-key"}
+    with TestClient(create_app(configured, tmp_path, runtimes[0])) as first, \
+            TestClient(create_app(configured, tmp_path, runtimes[1])) as second:
+        session = first.post("/v1/sessions", json={"customer_id": "c-2"},
+                             headers=headers).json()["session_id"]
+        indices: list[int] = []
+
+        def send(client, n: int) -> None:
+            reply = client.post(f"/v1/sessions/{session}/messages", headers=headers,
+                                json={"message": f"How long does a refund take? ({n})"})
+            indices.append(reply.json()["turn_index"])
+
+        threads = [threading.Thread(target=send, args=((first, second)[n % 2], n))
+                   for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stored = second.get(f"/v1/sessions/{session}", headers=headers).json()["turns"]
+    assert sorted(indices) == list(range(6))
+    assert sorted(t["user"] for t in stored) == [
+        f"How long does a refund take? ({n})" for n in range(6)]
+    assert {t["status"] for t in stored} == {"done"}
+    store.close()
