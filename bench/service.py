@@ -4,7 +4,12 @@ Starts ``python main.py serve`` on 127.0.0.1 (a free port, two tenants' keys in 
 environment), runs a bounded load, and checks that no response ever carried another session's
 or tenant's data. Stops by itself.
 
-    python bench/service.py [--clients 4] [--turns 3] [--searches 200] [--data-dir DIR]
+    python bench/service.py [--clients 20] [--turns 5] [--searches 200] [--data-dir DIR]
+                            [--baseline-repo DIR]
+
+With ``--baseline-repo`` (a checkout of an earlier main) the same load runs against that
+checkout's own ``main.py serve`` in the same run, side by side, with ratios. RSS is the
+server's resident memory after a warm-up turn per question, and its growth over the load.
 
 Writes bench/results/service.{json,md}.
 """
@@ -22,7 +27,7 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import ROOT
+from _common import ROOT, comparison_parser, table
 
 from agents.answer_eval import percentile
 from service.auth import hash_key
@@ -59,26 +64,27 @@ def client_run(base: str, key: str, client: int, turns: int) -> dict:
     return {"session": session, "latencies": latencies, "errors": errors, "leaks": leaks}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--turns", type=int, default=3)
-    parser.add_argument("--searches", type=int, default=200)
-    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-service-bench"))
-    args = parser.parse_args()
-    if not (1 <= args.clients <= 32 and 1 <= args.turns <= 20 and 1 <= args.searches <= 5000):
-        parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000")
+def rss_mb(pid: int) -> float:
+    """The resident memory of a process (Linux /proc), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
-    subprocess.run([sys.executable, "main.py", "--data-dir", str(args.data_dir), "ingest",
-                    "examples/kb"], cwd=ROOT, check=True, capture_output=True)
+
+def load(repo: Path, args: argparse.Namespace) -> dict:
+    """Serve ``repo``'s own ``main.py`` and put the bounded load on it."""
+    data_dir = args.data_dir / repo.name
+    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "ingest",
+                    "examples/kb"], cwd=repo, check=True, capture_output=True)
     keys = [{"name": "acme", "sha256": hash_key("acme-key"), "tenant": "acme",
              "slots": {"access_level": "customer", "tier": "pro"}},
             {"name": "globex", "sha256": hash_key("globex-key"), "tenant": "globex",
              "slots": {"access_level": "public"}}]
     port = free_port()
     env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
-    server = subprocess.Popen([sys.executable, "main.py", "--data-dir", str(args.data_dir),
-                               "serve", "--port", str(port)], cwd=ROOT, env=env,
+    server = subprocess.Popen([sys.executable, "main.py", "--data-dir", str(data_dir),
+                               "serve", "--port", str(port)], cwd=repo, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -92,6 +98,8 @@ def main() -> None:
             time.sleep(0.5)
         else:
             raise SystemExit("the service did not become ready within 180 s")
+        client_run(base, "acme-key", 99, len(QUESTIONS))  # warm-up: every question once
+        rss_warm = rss_mb(server.pid)
 
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.clients) as pool:
@@ -99,6 +107,7 @@ def main() -> None:
                 base, "acme-key" if c % 2 == 0 else "globex-key", c, args.turns),
                 range(args.clients)))
         turn_seconds = time.perf_counter() - started
+        rss_after = rss_mb(server.pid)
         latencies = [x for r in runs for x in r["latencies"]]
 
         cross = 0
@@ -121,26 +130,46 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
-
-    result = {
-        "clients": args.clients, "turns_per_client": args.turns,
-        "turns": len(latencies), "turns_per_second": round(len(latencies) / turn_seconds, 3),
+    return {
+        "turns": len(latencies), "turns_per_second": round(len(latencies) / turn_seconds, 2),
         "turn_p50_s": round(percentile(latencies, 0.5), 2),
         "turn_p95_s": round(percentile(latencies, 0.95), 2),
         "turn_errors": sum(r["errors"] for r in runs),
         "session_or_tenant_leaks": sum(r["leaks"] for r in runs) + cross,
-        "searches": args.searches,
+        "rss_after_warm_up_mb": rss_warm, "rss_growth_mb": round(rss_after - rss_warm, 1),
         "search_rps": round(args.searches / search_seconds, 1),
         "search_p50_ms": round(percentile(search_latencies, 0.5) * 1000, 1),
         "search_p95_ms": round(percentile(search_latencies, 0.95) * 1000, 1),
         "search_errors": search_errors,
     }
+
+
+def main() -> None:
+    parser = comparison_parser(__doc__, "/tmp/supportcrew-service-bench")
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--searches", type=int, default=200)
+    args = parser.parse_args()
+    if not (1 <= args.clients <= 32 and 1 <= args.turns <= 20 and 1 <= args.searches <= 5000):
+        parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000")
+    ours = load(ROOT, args)
+    before = load(args.baseline_repo.resolve(), args) if args.baseline_repo else None
+    result = {"clients": args.clients, "turns_per_client": args.turns, "now": ours,
+              "before": before}
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "service.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = ["# Pilot service on loopback (local SmolLM2, embedded Qdrant, 2 cores)", "",
-             "| measure | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in result.items()]
+    columns = ["measure", "now"] + (["before", "now / before"] if before else [])
+    rows = []
+    for name, value in ours.items():
+        row = [name, value]
+        if before:
+            old = before[name]
+            row += [old, round(value / old, 2) if old else "-"]
+        rows.append(row)
+    lines = [f"# Pilot service on loopback: {args.clients} clients x {args.turns} messages "
+             "(local defaults, embedded Qdrant, 2 cores)", "",
+             *table(columns, rows)]
     (out / "service.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
