@@ -25,16 +25,21 @@ SWEEP_EVERY_S = 60.0
 
 
 def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
-    """Write the memory of every idle session (each once); the ids of those remembered."""
+    """Write the memory of every session idle since its last turn (once per quiet spell: a
+    session written to again is remembered again); the ids of those remembered."""
     now = time.time() if now is None else now
     older_than = now - pilot.settings.pilot.idle_close_minutes * 60
     remembered = []
-    for header in pilot.store.idle(older_than):
+    for header in pilot.store.unresolved():
         scope = Scope(header["customer_id"], header["tenant"])
-        if close_session(pilot.runtime.memory, scope, header["session_id"],
-                         header.get("resolution", "")):
+        turns = pilot.runtime.memory.session_turns(scope, header["session_id"])
+        last = max((t.get("ts", 0.0) for t in turns), default=None)
+        written = header.get("memory_written_at") or 0.0
+        if last is None or last >= older_than or last <= written:
+            continue
+        if close_session(pilot.runtime.memory, scope, header["session_id"]):
             remembered.append(header["session_id"])
-        pilot.store.update(header["tenant"], header["session_id"], memory_written=True)
+        pilot.store.update(header["tenant"], header["session_id"], memory_written_at=now)
     return remembered
 
 

@@ -12,10 +12,11 @@ Usage::
     pilot.add_feedback("acme", session_id, turn_index=0, rating="up", comment="clear")
     pilot.mark_handoff("acme", session_id, "requested by the customer")
     pilot.handoffs("acme")                     # handed-off, unresolved sessions, oldest first
-    pilot.resolve("acme", session_id, note="refund sent", by="agent-ana", remembered=True)
+    pilot.resolve("acme", session_id, note="refund sent", by="agent-ana")
 
 A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``;
-``memory_written`` says its long-term memory has been written (on resolution or when idle).
+``memory_written_at`` says when its long-term memory was last written (on resolution, or by the
+idle sweep; a session written to again after that is remembered again when it is idle).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class PilotStore:
         now = time.time()
         return self._save({"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
                            "owner": owner, "slots": slots, "created": now, "handoff": False,
-                           "status": "open", "last_message_at": now, "memory_written": False})
+                           "status": "open", "memory_written_at": None})
 
     def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
         found = list(self.store.scroll(SESSIONS, AllOf((Match("tenant", (tenant,)),
@@ -77,11 +78,12 @@ class PilotStore:
         return self._save({**header, "handoff": True, "status": "handoff",
                            "handoff_reason": reason, "handoff_at": time.time()})
 
-    def resolve(self, tenant: str, session_id: str, note: str, by: str, remembered: bool
+    def resolve(self, tenant: str, session_id: str, note: str, by: str
                 ) -> dict[str, Any] | None:
-        """Close the session (``remembered``: its long-term memory was written)."""
+        """Close the session; its long-term memory is written by the caller, now."""
+        now = time.time()
         return self.update(tenant, session_id, status="resolved", resolution=note,
-                           resolved_by=by, resolved_at=time.time(), memory_written=remembered)
+                           resolved_by=by, resolved_at=now, memory_written_at=now)
 
     def sessions(self, tenant: str) -> list[dict[str, Any]]:
         """Every session header of the tenant, oldest first."""
@@ -93,12 +95,10 @@ class PilotStore:
         waiting = [h for h in self.sessions(tenant) if h.get("status") == "handoff"]
         return sorted(waiting, key=lambda h: h.get("handoff_at", h["created"]))
 
-    def idle(self, older_than: float) -> list[dict[str, Any]]:
-        """Sessions of every tenant whose last message is before ``older_than`` (epoch seconds)
-        and whose long-term memory is not written yet."""
+    def unresolved(self) -> list[dict[str, Any]]:
+        """Every tenant's sessions that no person resolved (the idle sweep's candidates)."""
         return [r.payload for r in self.store.scroll(SESSIONS)
-                if not r.payload.get("memory_written")
-                and r.payload.get("last_message_at", r.payload["created"]) < older_than]
+                if r.payload.get("status") != "resolved"]
 
     def add_feedback(self, tenant: str, session_id: str, turn_index: int,
                      rating: Literal["up", "down"], comment: str) -> dict[str, Any]:

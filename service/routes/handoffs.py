@@ -110,5 +110,5 @@ async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot
     remembered = await run_in_threadpool(close_session, pilot.runtime.memory, scope,
                                          session_id, body.note)
     header = await run_in_threadpool(pilot.store.resolve, who.tenant, session_id, body.note,
-                                     who.key_name, remembered or header.get("memory_written"))
+                                     who.key_name)
     return {"session": header, "remembered": remembered}

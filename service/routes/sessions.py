@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
@@ -159,8 +158,6 @@ async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot
     if header.get("status") == "resolved":
         raise ApiError(409, "session_resolved", "this conversation was resolved by our support "
                        "team: start a new session")
-    await run_in_threadpool(pilot.store.update, who.tenant, session_id,  # idle again later
-                            last_message_at=time.time(), memory_written=False)
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         if streaming:
