@@ -22,6 +22,8 @@ from config.settings import LlmSettings
 
 KEYLESS_PROVIDERS = ("ollama/", "ollama_chat/", "hosted_vllm/")
 NO_KEY = "none"  # what a server without authentication is sent as the bearer key
+# a single-slot server (llama.cpp's) answers /models only after the request it is busy with
+REACHABLE_TIMEOUT_S = 30.0
 
 
 class LlmConfigError(RuntimeError):
@@ -33,7 +35,7 @@ def _check_reachable(base_url: str, api_key: str | None) -> None:
     if api_key and api_key != NO_KEY:
         request.add_header("Authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(request, timeout=5):
+        with urllib.request.urlopen(request, timeout=REACHABLE_TIMEOUT_S):
             return
     except urllib.error.HTTPError:
         return  # the server answered; authentication errors show on the first call
