@@ -30,7 +30,7 @@ from autogen_core.tools import Tool, ToolSchema
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel
 
-from agents.deadline import ModelServerError, call_timeout
+from agents.deadline import call_timeout, failed_call
 from agents.llm_factory import api_key_for
 from agents.structured_output import response_format
 from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
@@ -149,10 +149,7 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
         try:
             result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
         except Exception as exc:
-            record_call(0, 0, (time.perf_counter() - started) * 1000,
-                        purpose=f"failed: {type(exc).__name__}")
-            raise ModelServerError(f"model server {self.server}: {type(exc).__name__}: "
-                                   f"{str(exc)[:200]}") from exc
+            raise failed_call(self.server, exc, started) from exc
         record_call(result.usage.prompt_tokens, result.usage.completion_tokens,
                     (time.perf_counter() - started) * 1000, purpose="ok")
         return result

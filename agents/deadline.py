@@ -68,3 +68,13 @@ def call_timeout(configured: float | None = None) -> float:
     if left < MIN_CALL_S:
         raise DeadlineExceeded("no time left in the turn for a model call")
     return min(configured or DEFAULT_CALL_TIMEOUT_S, left)
+
+
+def failed_call(server: str, exc: BaseException, started: float) -> ModelServerError:
+    """A model request that failed: recorded in the turn's ledger with its time (started:
+    ``time.perf_counter()`` at its start), returned as the error naming the server."""
+    from agents.usage import record_call
+
+    record_call(0, 0, (time.perf_counter() - started) * 1000,
+                purpose=f"failed: {type(exc).__name__}")
+    return ModelServerError(f"model server {server}: {type(exc).__name__}: {str(exc)[:200]}")

@@ -28,7 +28,7 @@ from typing import Any
 from crewai.llms.providers.openai.completion import OpenAICompletion
 from pydantic import BaseModel
 
-from agents.deadline import DeadlineExceeded, ModelServerError, call_timeout
+from agents.deadline import DeadlineExceeded, call_timeout, failed_call
 from agents.structured_output import response_format
 from agents.usage import record_call
 from tasks.role_output import RoleFailed, parse_output
@@ -61,10 +61,7 @@ class TurnBoundOpenAI(OpenAICompletion):
         except DeadlineExceeded:
             raise
         except Exception as exc:
-            record_call(0, 0, (time.perf_counter() - started) * 1000,
-                        purpose=f"failed: {type(exc).__name__}")
-            raise ModelServerError(f"model server {self.base_url or 'api.openai.com'}: "
-                                   f"{type(exc).__name__}: {str(exc)[:200]}") from exc
+            raise failed_call(self.base_url or "api.openai.com", exc, started) from exc
         usage = _LAST_USAGE.get() or {}
         record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
                     (time.perf_counter() - started) * 1000, purpose="ok")

@@ -139,14 +139,14 @@ class MemoryStore:
 
     # -- sessions --------------------------------------------------------------------------
     def add_turn(self, scope: Scope, session_id: str, turn_index: int,
-                 record: dict[str, Any]) -> None:
+                 record: dict[str, Any], insert_only: bool = False) -> None:
         """Store one turn of a session (call it before the crew runs, then again with the
         result: the same id is overwritten, so nothing of the user's turn is lost)."""
         self.ensure()
         payload = {**record, "session_id": session_id, "turn_index": turn_index,
                    "ts": record.get("ts", time.time())}
         self._write(SESSIONS, scope, scope.key("turn", session_id, turn_index),
-                    str(record.get("user", "")), payload)
+                    str(record.get("user", "")), payload, insert_only)
 
     def claim_turn(self, scope: Scope, session_id: str, record: dict[str, Any],
                    status: str = "pending") -> int:
@@ -161,11 +161,8 @@ class MemoryStore:
             index = max(stored, default=-1) + 1
             while True:
                 claim = uuid.uuid4().hex
-                payload = {**record, "status": status, "claim": claim}
-                self._write(SESSIONS, scope, scope.key("turn", session_id, index),
-                            str(record.get("user", "")),
-                            {**payload, "session_id": session_id, "turn_index": index,
-                             "ts": time.time()}, insert_only=True)
+                self.add_turn(scope, session_id, index,
+                              {**record, "status": status, "claim": claim}, insert_only=True)
                 stored = {t["turn_index"]: t for t in self.session_turns(scope, session_id)}
                 if stored.get(index, {}).get("claim") == claim:
                     return index

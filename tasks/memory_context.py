@@ -64,8 +64,14 @@ def save_entities(memory: MemoryStore | None, request: TurnRequest, context: Mem
     """The entities the message names, into the customer's entity memory."""
     if memory is None or context.scope is None:
         return
-    memory.upsert_entities(context.scope, extract(request.message),
-                           source=f"{request.session_id}#{context.turn_index}")
+    remember_entities(memory, context.scope, request.session_id, context.turn_index,
+                      request.message)
+
+
+def remember_entities(memory: MemoryStore, scope: Scope, session_id: str, turn_index: int,
+                      message: str) -> None:
+    """The entities ``message`` names, into the customer's entity memory, sourced to its turn."""
+    memory.upsert_entities(scope, extract(message), source=f"{session_id}#{turn_index}")
 
 
 def save_result(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext,

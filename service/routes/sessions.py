@@ -20,7 +20,7 @@ from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
 from storage.memory import Scope, ScopeError, check_id
-from tasks.entities import extract
+from tasks.memory_context import remember_entities
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -186,7 +186,7 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
     memory = pilot.runtime.memory
     index = memory.claim_turn(scope, header["session_id"], {"user": message},
                               status="waiting_for_agent")
-    memory.upsert_entities(scope, extract(message), source=f"{header['session_id']}#{index}")
+    remember_entities(memory, scope, header["session_id"], index, message)
     return TurnResult(session_id=header["session_id"], answer=pilot.settings.messages.handoff,
                       verdict="handoff", handoff=True, turn_index=index)
 
