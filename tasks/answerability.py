@@ -28,11 +28,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from tasks.courtesy import subject, subject_words
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
 from tasks.passage_text import Unit, split_units
 
 _HOW_QUANTITY = re.compile(r"\b(how) (?:much|many|long|often|soon|quickly|far)\b", re.IGNORECASE)
+_WHAT_MEANS = re.compile(r"\b(what (?:does|do|is) .+?) mean(?:s|t)?\b", re.IGNORECASE)
 FEATURES = ("window_coverage", "window_similarity", "section_coverage", "passage_relevance",
             "coverage", "missing_rare", "margin")
 READ_PASSAGES = 3
@@ -56,18 +58,22 @@ class Reading:
 
 
 def question_terms(question: str) -> str:
-    """The question without the quantity word of "how much / many / long / often ...": it
-    asks *for* an amount and is not a word the answer contains ("Pro costs $15").
+    """The question without the quantity word of "how much / many / long / often ..." and the
+    "mean" of "what does X mean": they ask *for* an amount or an explanation and are not words
+    the answer contains ("Pro costs $15", "PAY-101: the card was declined").
 
     >>> question_terms("How much does the Pro plan cost?")
     'How does the Pro plan cost?'
+    >>> question_terms("What does error E-429 mean?")
+    'What does error E-429?'
     """
-    return _HOW_QUANTITY.sub(r"\1", question)
+    return _WHAT_MEANS.sub(r"\1", _HOW_QUANTITY.sub(r"\1", question))
 
 
 def _weights(scorer: EvidenceScorer, question: str) -> dict[int, float]:
+    """IDF weights of the question's subject terms (small talk and "how much" left out)."""
     stats = scorer.term_stats()
-    indices = scorer.encoders.bm25.encode_query(question_terms(question)).indices
+    indices = scorer.encoders.bm25.encode_query(subject_words(question_terms(question))).indices
     return {t: stats.idf(t) for t in set(indices)}
 
 
@@ -118,7 +124,7 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
         return Reading(features)
     relevance = list(relevance) if relevance is not None else scorer.relevance(question, passages)
     weights = _weights(scorer, question)
-    query_tokens = scorer.token_vectors([question])[0]
+    query_tokens = scorer.token_vectors([subject(question)])[0]
     seen: set[int] = set()
     for vector in scorer.encoders.bm25.encode_documents(list(passages)):
         seen |= set(vector.indices)

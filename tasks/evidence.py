@@ -15,7 +15,6 @@ Whether the passages answer at all, and what to quote, is tasks/answerability.py
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -26,43 +25,17 @@ import numpy as np
 from config.settings import EvidenceSettings
 from storage.kb.embeddings import Encoders
 from storage.kb.knowledge_base import TermStats
-from storage.kb.model_files import BM25_ASSETS
 from tasks.answerability_model import load_answerability_model
+from tasks.courtesy import content_words, makes_claim
 from tasks.facts import missing_facts
 from tasks.passage_text import split_units
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9\-]*")
 TOKEN_CACHE_SIZE = 4096
-_STOP = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
 
 
 def sentences(text: str) -> list[str]:
     """Sentences, list items, table rows and headings of ``text``, emphasis removed."""
     return [u.text for u in split_units(text)]
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
-
-
-# the words of courtesy: a sentence made of nothing else ("Of course.", "Sure, I can help you
-# with that.", "Happy to help!") states nothing to check
-_COURTESY = frozenset((
-    "course", "sure", "certainly", "absolutely", "definitely", "happy", "glad", "help", "helping",
-    "assist", "assisting", "hello", "hi", "hey", "thanks", "thank", "welcome", "great", "okay",
-    "ok", "good", "morning", "afternoon", "evening", "let", "see", "look", "question",
-    "questions", "ask", "asking", "alright", "right", "please", "anything", "else"))
-
-
-def makes_claim(sentence: str) -> bool:
-    """Whether a sentence states something to check; courtesy alone does not.
-
-    >>> makes_claim("Of course."), makes_claim("Sure, I can help you with that!")
-    (False, False)
-    >>> makes_claim("Of course. Refunds take 5 days.")
-    True
-    """
-    return bool(content_words(sentence) - _COURTESY) or bool(re.search(r"\d", sentence))
 
 
 @dataclass(frozen=True)

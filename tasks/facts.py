@@ -16,11 +16,14 @@ Usage::
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
 _CODE = re.compile(r"\b[A-Z]{1,6}[-_]?\d[\w-]*\b")
-_ANY_CASE_CODE = re.compile(r"\b[A-Za-z]{1,6}[-_]\d[\w-]*\b")
+# not the tail of a hyphenated name (build-server-7)
+_ANY_CASE_CODE = re.compile(r"(?<![\w-])[A-Za-z]{1,6}[-_]\d[\w-]*\b")
+_AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")
@@ -64,6 +67,47 @@ def facts(sentence: str) -> set[str]:
 def codes(text: str) -> set[str]:
     """Error and reference codes named in ``text`` (``PAY-101``, ``E-429``, ``SSO-104``)."""
     return {c.upper() for c in _ANY_CASE_CODE.findall(text)}
+
+
+def asked_codes(message: str) -> set[str]:
+    """The codes a message asks about: the one it names or, when it names several (a machine's
+    name looks like a code too: ``build-server-7``), those after "error" or "code".
+
+    >>> sorted(asked_codes("The sync on build-server-7 got error E-429 again."))
+    ['E-429']
+    """
+    named = codes(message)
+    if len(named) > 1:
+        named = codes(" ".join(_AFTER_ERROR.findall(message)))
+    return named
+
+
+def _family(code: str) -> str:
+    return re.split(r"[-_]", code, maxsplit=1)[0]
+
+
+def undocumented_codes(message: str, answering: str, passages: Sequence[str]) -> set[str]:
+    """Codes the message asks about that the answering passage does not hold although the
+    passages document codes of the same family: ``PAY-407`` where the pages explain PAY-101
+    and PAY-102 is a code the knowledge base does not explain. A customer's own references
+    (``ORD-55812``, ``build-server-7``) belong to no documented family and are not asked for.
+
+    >>> sorted(undocumented_codes("Payment failed with PAY-407.", "PAY-101: declined.",
+    ...                           ["PAY-101: declined."]))
+    ['PAY-407']
+    """
+    documented = {_family(c) for text in passages for c in codes(text)}
+    return {c for c in asked_codes(message) - codes(answering) if _family(c) in documented}
+
+
+def explained_codes(message: str, answering: str) -> set[str]:
+    """The codes a message asks about, when the answering passage holds every one of them.
+
+    >>> explained_codes("Our sync got E-429 again.", "E-429: too many requests.")
+    {'E-429'}
+    """
+    asked = asked_codes(message)
+    return asked if asked <= codes(answering) else set()
 
 
 def missing_facts(sentence: str, passage: str) -> list[str]:

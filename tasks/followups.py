@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.courtesy import content_words
 from tasks.entities import extract, referenced
-from tasks.evidence import content_words
 from tasks.schemas import HistoryTurn
 
 _LEANS_BACK = re.compile(

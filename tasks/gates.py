@@ -24,21 +24,20 @@ Usage::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from config.settings import Settings
 from tasks.answerability import quote
+from tasks.courtesy import asks_something, subject
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
-from tasks.facts import codes
+from tasks.facts import asked_codes
 from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.judging import assess, decide, read_passages, wants_human
 from tasks.passage_text import split_sentences
 from tasks.schemas import Citation, DraftAnswer, Judgement, Passage, Reformulation, TurnResult
 from tasks.state import EvidenceView, Route, TurnState
 
-_AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 PROMPT_PASSAGES = 3
 PROMPT_CHARS = 450
 _CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
@@ -159,7 +158,7 @@ def wrapped_question(message: str) -> str:
     'How long does a refund take?'
     """
     parts = split_sentences(" ".join(message.split()))
-    asked = [p for p in parts if p.endswith("?")]
+    asked = [p for p in parts if p.endswith("?") and asks_something(p)]
     return asked[0] if len(asked) == 1 and len(parts) > 1 else ""
 
 
@@ -168,13 +167,13 @@ def problem_question(message: str) -> str:
 
     >>> problem_question("My backup on build-7 failed last night with error E-429.")
     'What does error E-429 mean?'
+    >>> problem_question("Hi. Our sync got error E-429. Can you help me with that?")
+    'What does error E-429 mean?'
     >>> problem_question("What does E-429 mean?")
     ''
     """
-    named = sorted(codes(message))
-    if len(named) > 1:  # a machine's name looks like a code too: the one after "error" is it
-        named = sorted(codes(" ".join(_AFTER_ERROR.findall(message))))
-    if len(named) != 1 or "?" in message:
+    named = sorted(asked_codes(message))
+    if len(named) != 1 or "?" in subject(message):
         return ""
     return f"What does error {named[0]} mean?"
 

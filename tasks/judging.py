@@ -21,6 +21,7 @@ from config.settings import EvidenceSettings
 from tasks import learned_answerability as learned
 from tasks.answerability import Reading, read, refocus
 from tasks.evidence import EvidenceScorer
+from tasks.facts import explained_codes, undocumented_codes
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 
 _HUMAN = re.compile(
@@ -59,6 +60,12 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     probability = reading.features["answerable"] if thresholds.gate == "learned" else \
         round(thresholds.answerability.probability(reading.features), 4)
     answer_at, refuse_below = thresholds.operating_points()
+    if reading.passage_index is not None:
+        answering = passages[reading.passage_index].text
+        if undocumented_codes(question, answering, [p.text for p in passages]):
+            probability = 0.0  # the pages explain other codes of its family, not this one
+        elif explained_codes(question, answering):
+            probability = max(probability, answer_at)  # the page explains the code named
     call: EvidenceCall = "sufficient" if probability >= answer_at else \
         "insufficient" if probability < refuse_below else "undecided"
     return Evidence(call, relevance, reading.features.get("coverage", 0.0), probability, reading)

@@ -160,6 +160,28 @@ def test_a_greeting_and_a_problem_statement_wrap_the_question_they_ask(settings,
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_question_wrapped_in_greetings_and_small_talk_is_answered_by_its_subject(
+        settings, example_kb, engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "Hi, good morning. Our sign-in through Okta stopped working today "
+                          "with error SSO-102. Can you help me with that?", slots=ENTERPRISE)
+    assert result.verdict == "answered"
+    assert [c.source_id for c in result.citations] == ["sso/sso-troubleshooting.md"]
+    [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
+    assert gate.detail["features"]["missing_rare"] < 1.0  # "hi", "morning" are not the subject
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings, example_kb,
+                                                                       engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    result = ask(runtime, "My payment failed with PAY-407 this morning.", slots=ENTERPRISE)
+    assert result.verdict == "idk" and not result.citations
+    [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
+    assert gate.detail["answerable"] == 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings, example_kb,
                                                                         engine):
     learned = settings.model_copy(update={"evidence": settings.evidence.model_copy(

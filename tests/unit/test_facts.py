@@ -2,7 +2,14 @@
 
 import pytest
 
-from tasks.facts import codes, facts, missing_facts
+from tasks.facts import (
+    asked_codes,
+    codes,
+    explained_codes,
+    facts,
+    missing_facts,
+    undocumented_codes,
+)
 
 PASSAGE = ("CloudDesk works with Okta, Microsoft Entra ID, Google Workspace and any SAML 2.0 "
            "identity provider. In **Settings → Security → Single sign-on**, copy the ACS URL. "
@@ -51,3 +58,29 @@ def test_a_capitalised_word_after_a_spaced_dash_is_a_name():
                          "Service - Disabled Veterans Life Insurance covers members.") == [
         "Zorblax"]
     assert missing_facts("- Contact us by mail.", "You can write to us.") == []  # a bullet
+
+
+def test_a_machine_name_ending_in_a_number_is_not_a_code():
+    assert codes("The sync on build-server-7 got E-429.") == {"E-429"}
+
+
+@pytest.mark.parametrize(("message", "asked"), [
+    ("My payment failed with PAY-102.", {"PAY-102"}),
+    ("srv-7 failed with error E-429.", {"E-429"}),
+    ("How do I reset my password?", set()),
+])
+def test_the_code_a_message_asks_about(message, asked):
+    assert asked_codes(message) == asked
+
+
+def test_a_code_of_a_documented_family_missing_from_the_page_is_undocumented():
+    pages = ["PAY-101: the card was declined.", "PAY-102: the card expired."]
+    assert undocumented_codes("It failed with PAY-407.", pages[0], pages) == {"PAY-407"}
+    assert undocumented_codes("It failed with PAY-102.", pages[1], pages) == set()
+    # a customer's own reference belongs to no documented family
+    assert undocumented_codes("Refund for ORD-55812?", pages[0], pages) == set()
+
+
+def test_a_code_is_explained_only_by_a_page_that_holds_it():
+    assert explained_codes("Got E-429 again.", "E-429 means too many requests.") == {"E-429"}
+    assert explained_codes("Got E-430 again.", "E-429 means too many requests.") == set()

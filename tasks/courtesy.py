@@ -1,0 +1,95 @@
+"""The words people wrap a support message in: courtesy, greetings, hedges and small talk.
+
+Both sides of a conversation use them and neither asks or states anything with them. An
+answer sentence made of nothing else ("Sure, I can help you with that!") has nothing to
+check; a customer's sentence made of nothing else ("Hi, good morning.", "Can you help me with
+that?") asks nothing, and inside a sentence they are not the subject the knowledge base must
+hold ("Hello there, I have problems with substance use" asks about substance use, not
+"hello"). Judging a message by its subject is what lets the gate answer the question a
+greeting wraps instead of refusing it for the greeting's words.
+
+Usage::
+
+    makes_claim("Of course.")                                    # False
+    subject("Hi, good morning. My sign-in fails with SSO-102. Can you help me with that?")
+    # -> 'My sign-in fails with SSO-102.'
+    subject_words("I just wanted to learn more about paying for college")
+    # -> 'paying college'
+"""
+
+from __future__ import annotations
+
+import re
+
+from storage.kb.model_files import BM25_ASSETS
+from tasks.passage_text import split_sentences
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9\-]*")
+_STOP = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
+
+# the words of courtesy: a sentence made of nothing else ("Of course.", "Sure, I can help you
+# with that.", "Happy to help!") states nothing to check
+COURTESY = frozenset((
+    "course", "sure", "certainly", "absolutely", "definitely", "happy", "glad", "help", "helping",
+    "assist", "assisting", "hello", "hi", "hey", "thanks", "thank", "welcome", "great", "okay",
+    "ok", "good", "morning", "afternoon", "evening", "let", "see", "look", "question",
+    "questions", "ask", "asking", "alright", "right", "please", "anything", "else"))
+
+# what a customer adds around the subject: wanting and needing to know, hedging, feelings,
+# when it happened relative to now, and "a way to do that"
+SMALL_TALK = COURTESY | frozenset((
+    "day", "there", "wondering", "wonder", "wanted", "want", "wants", "need", "needs", "needed",
+    "like", "know", "learn", "find", "tell", "give", "info", "information", "trying", "tried",
+    "just", "little", "bit", "really", "very", "actually", "maybe", "possibly", "thing",
+    "things", "way", "possible", "able", "concerned", "worried", "confused", "digging",
+    "earlier", "today", "yesterday", "tonight", "again", "still", "also"))
+
+
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` that are not stopwords (the BM25 English list)."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def makes_claim(sentence: str) -> bool:
+    """Whether a sentence states something to check; courtesy alone does not.
+
+    >>> makes_claim("Of course."), makes_claim("Sure, I can help you with that!")
+    (False, False)
+    >>> makes_claim("Of course. Refunds take 5 days.")
+    True
+    """
+    return bool(content_words(sentence) - COURTESY) or bool(re.search(r"\d", sentence))
+
+
+def asks_something(sentence: str) -> bool:
+    """Whether a customer's sentence holds more than small talk.
+
+    >>> asks_something("Can you help me with that?"), asks_something("Is SSO on Pro?")
+    (False, True)
+    """
+    return bool(content_words(sentence) - SMALL_TALK) or bool(re.search(r"\d", sentence))
+
+
+def subject(message: str) -> str:
+    """The message without its sentences of small talk; the message itself when nothing else
+    is left.
+
+    >>> subject("Hello. I lost my phone. What can I do?")
+    'I lost my phone.'
+    >>> subject("Can you help me?")
+    'Can you help me?'
+    """
+    kept = [s for s in split_sentences(" ".join(message.split())) if asks_something(s)]
+    return " ".join(kept) or message
+
+
+def subject_words(message: str) -> str:
+    """The content words of the message's subject, small talk left out, in their order: the
+    terms a page must hold to answer it.
+
+    >>> subject_words("Hello there, I have problems with substance use and need help.")
+    'problems substance use'
+    """
+    words = [w for w in _WORD.findall(subject(message).lower())
+             if w not in _STOP and w not in SMALL_TALK and len(w) > 1]
+    return " ".join(words) or message
