@@ -202,7 +202,9 @@ def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS
             unit.kind == "item" and units[picked[-1]].kind == "item" and len(picked) > 1)
         about = focus[index] >= FOLLOW_SHARE * focus[start] or words < SHORT_ANSWER
         other_code = asked and bool(codes(unit.text) - asked)
-        if other_code or not (lead_in or about) or words + len(unit.text.split()) > max_words:
+        # a short opening ("Learn whether you qualify.") keeps the sentence that says it
+        budget = 2 * max_words if words < SHORT_ANSWER else max_words
+        if other_code or not (lead_in or about) or words + len(unit.text.split()) > budget:
             break
         picked.append(index)
         words += len(unit.text.split())
