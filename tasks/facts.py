@@ -24,6 +24,7 @@ _CODE = re.compile(r"\b[A-Z]{1,6}[-_]?\d[\w-]*\b")
 # not the tail of a hyphenated name (build-server-7)
 _ANY_CASE_CODE = re.compile(r"(?<![\w-])[A-Za-z]{1,6}[-_]\d[\w-]*\b")
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
+_ASKS_MEANING = re.compile(r"\bwhat (?:does|do|is)\b.*\bmean", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")
@@ -101,12 +102,18 @@ def undocumented_codes(message: str, answering: str, passages: Sequence[str]) ->
 
 
 def explained_codes(message: str, answering: str) -> set[str]:
-    """The codes a message asks about, when the answering passage holds every one of them.
+    """The codes a message asks the meaning of ("What does error E-429 mean?", the question
+    a problem statement asks), when the answering passage holds every one of them. A form
+    number the page only names ("Where do I send my W-2?") is not asked the meaning of.
 
-    >>> explained_codes("Our sync got E-429 again.", "E-429: too many requests.")
+    >>> explained_codes("What does error E-429 mean?", "E-429: too many requests.")
     {'E-429'}
+    >>> explained_codes("Where do I send my W-2?", "Send the W-2 with your return.")
+    set()
     """
     asked = asked_codes(message)
+    if not _ASKS_MEANING.search(message):
+        return set()
     return asked if asked <= codes(answering) else set()
 
 
