@@ -15,7 +15,7 @@ import json
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
@@ -28,9 +28,22 @@ from storage.memory import Scope
 from storage.retrieval.filters import SlotError, build_filters
 from tasks.schemas import TurnRequest, TurnResult
 
+T = TypeVar("T")
+
 HELP = """[bold]/slots[/] show slots · [bold]/slot key=value[/] set one · [bold]/unslot key[/] \
 drop one · [bold]/trace[/] last turn's trace · [bold]/memory[/] what is remembered · \
 [bold]/reset[/] new session · [bold]/help[/] · [bold]/quit[/] (or Ctrl-D). Ctrl-C cancels a turn."""
+
+
+def wait_interruptibly(future: concurrent.futures.Future[T], poll_s: float = 0.2) -> T:
+    """The future's result, waited for in short slices: a wait with no timeout is woken by
+    Ctrl-C only when the signal happens to reach the main thread, so a turn could go on
+    uncancelled for as long as it runs."""
+    while True:
+        try:
+            return future.result(timeout=poll_s)
+        except concurrent.futures.TimeoutError:
+            continue
 
 
 class ChatLoop:
@@ -116,7 +129,7 @@ class ChatLoop:
                     status.update(f"{progress_label(step)}…")
 
                 future = self._pool.submit(run_turn, request, self.runtime, show_step, cancel)
-                result = future.result()
+                result = wait_interruptibly(future)
         except KeyboardInterrupt:
             # the turn stops for real: model calls end and it finishes within a second with
             # what the evidence gives (stored, not shown), so the next message is not blocked
