@@ -45,9 +45,17 @@ SMALL_TALK = COURTESY | frozenset((
     "earlier", "today", "yesterday", "tonight", "again", "still", "also"))
 
 
+def _content_in_order(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1]
+
+
 def content_words(text: str) -> set[str]:
     """The lower-cased words of ``text`` that are not stopwords (the BM25 English list)."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+    return set(_content_in_order(text))
+
+
+def _says_more_than(sentence: str, words: frozenset[str]) -> bool:
+    return bool(content_words(sentence) - words) or bool(re.search(r"\d", sentence))
 
 
 def makes_claim(sentence: str) -> bool:
@@ -58,7 +66,7 @@ def makes_claim(sentence: str) -> bool:
     >>> makes_claim("Of course. Refunds take 5 days.")
     True
     """
-    return bool(content_words(sentence) - COURTESY) or bool(re.search(r"\d", sentence))
+    return _says_more_than(sentence, COURTESY)
 
 
 def asks_something(sentence: str) -> bool:
@@ -67,7 +75,7 @@ def asks_something(sentence: str) -> bool:
     >>> asks_something("Can you help me with that?"), asks_something("Is SSO on Pro?")
     (False, True)
     """
-    return bool(content_words(sentence) - SMALL_TALK) or bool(re.search(r"\d", sentence))
+    return _says_more_than(sentence, SMALL_TALK)
 
 
 def subject(message: str) -> str:
@@ -90,6 +98,5 @@ def subject_words(message: str) -> str:
     >>> subject_words("Hello there, I have problems with substance use and need help.")
     'problems substance use'
     """
-    words = [w for w in _WORD.findall(subject(message).lower())
-             if w not in _STOP and w not in SMALL_TALK and len(w) > 1]
+    words = [w for w in _content_in_order(subject(message)) if w not in SMALL_TALK]
     return " ".join(words) or message
