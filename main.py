@@ -416,7 +416,7 @@ def serve(
     from agents.runtime import build_runtime
     from service.app import create_app
 
-    settings = state.settings
+    settings = state.settings.for_serving()
     if not settings.pilot.api_keys:
         raise ValueError("pilot.api_keys is empty: issue a key (python main.py keys hash KEY) "
                          "and set SUPPORTCREW_PILOT__API_KEYS")

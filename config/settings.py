@@ -327,6 +327,10 @@ class PilotSettings(_Strict):
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
     # a session without a message for this long is closed: its long-term memory is written
     idle_close_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
+    # ONNX threads per encoding while serving, unless embeddings.threads says otherwise:
+    # concurrent turns already keep the cores busy, and threads of one small encoding that
+    # spin beside them cost more CPU than they save (bench/service.py)
+    encoder_threads: int = Field(1, ge=1, le=64)
 
 
 class Messages(_Strict):
@@ -362,6 +366,20 @@ class Settings(BaseSettings):
     messages: Messages = Messages()
     pilot: PilotSettings = PilotSettings()
     telemetry: bool = False
+
+    def for_serving(self) -> Settings:
+        """These settings as the pilot service runs them: encodings of ``pilot.encoder_threads``
+        threads each, unless ``embeddings.threads`` is set.
+
+        >>> Settings().for_serving().embeddings.threads
+        1
+        >>> Settings(embeddings={"threads": 2}).for_serving().embeddings.threads
+        2
+        """
+        if self.embeddings.threads is not None:
+            return self
+        embeddings = self.embeddings.model_copy(update={"threads": self.pilot.encoder_threads})
+        return self.model_copy(update={"embeddings": embeddings})
 
     @classmethod
     def settings_customise_sources(

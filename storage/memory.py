@@ -157,16 +157,23 @@ class MemoryStore:
         finds its own claim there and the other moves on to the next index. A turn that ends
         late writes only the slot it claimed."""
         with self._session_locks(scope.key("session", session_id)):  # this process: no retries
-            stored = {t["turn_index"]: t for t in self.session_turns(scope, session_id)}
-            index = max(stored, default=-1) + 1
+            index = max(self._claims(scope, session_id), default=-1) + 1
             while True:
                 claim = uuid.uuid4().hex
                 self.add_turn(scope, session_id, index,
                               {**record, "status": status, "claim": claim}, insert_only=True)
-                stored = {t["turn_index"]: t for t in self.session_turns(scope, session_id)}
-                if stored.get(index, {}).get("claim") == claim:
+                claims = self._claims(scope, session_id)
+                if claims.get(index) == claim:
                     return index
-                index = max(stored) + 1
+                index = max(claims) + 1
+
+    def _claims(self, scope: Scope, session_id: str) -> dict[int, str | None]:
+        """The session's taken turn indices and the claim each was taken with (two fields of
+        each turn, not the whole transcript)."""
+        self.ensure()
+        records = self.store.scroll(SESSIONS, self._where(scope, Match("session_id", (session_id,))),
+                                    fields=("turn_index", "claim"))
+        return {int(r.payload["turn_index"]): r.payload.get("claim") for r in records}
 
     def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:
         self.ensure()

@@ -77,16 +77,36 @@ def _weights(scorer: EvidenceScorer, question: str) -> dict[int, float]:
     return {t: stats.idf(t) for t in set(indices)}
 
 
-def _coverage(weights: dict[int, float], terms: set[int]) -> float:
+def _coverage(weights: dict[int, float], terms: frozenset[int]) -> float:
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
-def _headings_over(units: list[Unit], terms: list[set[int]], start: int) -> set[int]:
-    """Terms of the headings a unit stands under: the passage's first heading and the last
-    one before it."""
-    above = [i for i in range(start + 1) if units[i].kind == "heading"]
-    return set().union(*(terms[i] for i in {*above[:1], *above[-1:]}))
+def _headings_above(units: list[Unit], terms: list[frozenset[int]]) -> list[frozenset[int]]:
+    """Per unit, the terms of the headings it stands under: the passage's first heading and
+    the last one up to it."""
+    first = last = None
+    above = []
+    for index, unit in enumerate(units):
+        if unit.kind == "heading":
+            first = index if first is None else first
+            last = index
+        above.append(frozenset() if first is None else terms[first] | terms[last])
+    return above
+
+
+def _closest_tokens(query_tokens: np.ndarray, tokens: list[np.ndarray]) -> np.ndarray:
+    """Per unit, per query word piece: its best cosine in the unit (one product for all
+    units). A window's MaxSim is the mean of its units' row-wise maximum."""
+    if len(query_tokens) == 0 or not tokens:
+        return np.zeros((len(tokens), len(query_tokens)), dtype=np.float32)
+    lengths = np.array([len(t) for t in tokens])
+    if (lengths == 0).any():
+        return np.stack([(query_tokens @ t.T).max(axis=1) if len(t) else
+                         np.zeros(len(query_tokens), dtype=np.float32) for t in tokens])
+    similarity = query_tokens @ np.concatenate(tokens).T
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    return np.maximum.reduceat(similarity, starts, axis=1).T
 
 
 def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: dict[int, float],
@@ -98,18 +118,18 @@ def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: di
     headings it stands under: under "## Pro", "It adds team roles" answers what Pro includes.
     """
     texts = [u.text for u in units]
-    tokens = scorer.token_vectors(texts)
-    terms = [set(v.indices) for v in scorer.encoders.bm25.encode_documents(texts)]
-    headings = [_headings_over(units, terms, i) for i in range(len(units))]
-    focus = [_coverage(weights, t) + scorer.maxsim(query_tokens, v)
+    closest = _closest_tokens(query_tokens, scorer.token_vectors(texts))
+    terms = scorer.encoders.bm25.document_terms(texts)
+    headings = _headings_above(units, terms)
+    focus = [_coverage(weights, t) + (float(c.mean()) if len(c) else 0.0)
              + HEADING_WEIGHT * _coverage(weights, h)
-             for t, v, h in zip(terms, tokens, headings, strict=True)]
+             for t, c, h in zip(terms, closest, headings, strict=True)]
     best = (0.0, 0.0, 0.0, 0.0)
     for start in range(max(1, len(units) - WINDOW + 1)):
         end = min(len(units), start + WINDOW)
-        window = set().union(*terms[start:end])
+        window = frozenset().union(*terms[start:end])
         coverage = _coverage(weights, window)
-        similarity = scorer.maxsim(query_tokens, np.concatenate(tokens[start:end]))
+        similarity = float(closest[start:end].max(axis=0).mean()) if closest.shape[1] else 0.0
         score = coverage + similarity + HEADING_WEIGHT * _coverage(weights, headings[start])
         if score > best[0]:
             best = (score, coverage, similarity, _coverage(weights, window | headings[start]))
@@ -125,9 +145,7 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
     relevance = list(relevance) if relevance is not None else scorer.relevance(question, passages)
     weights = _weights(scorer, question)
     query_tokens = scorer.token_vectors([subject(question)])[0]
-    seen: set[int] = set()
-    for vector in scorer.encoders.bm25.encode_documents(list(passages)):
-        seen |= set(vector.indices)
+    seen = frozenset().union(*scorer.encoders.bm25.document_terms(passages))
     reading = Reading(features)
     best_window = -1.0
     closest = sorted(range(len(passages)), key=lambda i: -relevance[i])[:READ_PASSAGES]

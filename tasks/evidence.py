@@ -15,8 +15,6 @@ Whether the passages answer at all, and what to quote, is tasks/answerability.py
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +23,7 @@ import numpy as np
 from config.settings import EvidenceSettings
 from storage.kb.embeddings import Encoders
 from storage.kb.knowledge_base import TermStats
+from storage.lru import LruCache
 from tasks.answerability_model import load_answerability_model
 from tasks.courtesy import content_words, makes_claim
 from tasks.facts import missing_facts
@@ -68,42 +67,26 @@ class EvidenceScorer:
         # base (a custom retriever) every term weighs the same
         self.term_stats = term_stats or (lambda: TermStats(0, {}))
         self.answerability_dir = thresholds.learned.model_dir
-        self._answerable: OrderedDict[tuple[str, str], float] = OrderedDict()
-        self._answerable_lock = threading.Lock()
+        self._answerable: LruCache[tuple[str, str], float] = LruCache(TOKEN_CACHE_SIZE)
         self.min_semantic = thresholds.support_semantic
         self.min_lexical = thresholds.support_lexical
         # a turn scores the same passage sentences for relevance, support and extraction
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._tokens: LruCache[str, np.ndarray] = LruCache(TOKEN_CACHE_SIZE)
 
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Word-piece vectors per text ([CLS]/[SEP] carry no evidence), encoded once each."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        for text, encoding in zip(missing, self.encoders.dense.encode(missing), strict=True):
-            tokens = encoding.tokens
-            self._cache[text] = tokens[1:-1] if len(tokens) > 2 else tokens
-        found = []
-        for text in texts:
-            self._cache.move_to_end(text)
-            found.append(self._cache[text])
-        while len(self._cache) > TOKEN_CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return found
+        def encode(missing: list[str]) -> list[np.ndarray]:
+            return [e.tokens[1:-1] if len(e.tokens) > 2 else e.tokens
+                    for e in self.encoders.dense.encode(missing)]
+        return self._tokens.get_many(texts, encode)
 
     def answerable(self, question: str, texts: Sequence[str]) -> list[float]:
         """The answerability model's probability that each text answers the question; a
         turn reads the same windows for the gate and the quote, so each is read once."""
-        with self._answerable_lock:
-            known = {t: self._answerable[(question, t)] for t in texts
-                     if (question, t) in self._answerable}
-        missing = list(dict.fromkeys(t for t in texts if t not in known))
-        if missing:
+        def read(missing: list[tuple[str, str]]) -> list[float]:
             model = load_answerability_model(self.answerability_dir)
-            known.update(zip(missing, model.probabilities(question, missing), strict=True))
-            with self._answerable_lock:
-                self._answerable.update({(question, t): known[t] for t in missing})
-                while len(self._answerable) > TOKEN_CACHE_SIZE:
-                    self._answerable.popitem(last=False)
-        return [known[t] for t in texts]
+            return model.probabilities(question, [text for _, text in missing])
+        return self._answerable.get_many([(question, t) for t in texts], read)
 
     @staticmethod
     def maxsim(query: np.ndarray, document: np.ndarray) -> float:

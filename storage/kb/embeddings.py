@@ -12,8 +12,6 @@ Usage::
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,12 +20,14 @@ import numpy as np
 
 from config.settings import Bm25Settings, EmbeddingSettings, Settings
 from storage.kb.model_files import bm25_dir, minilm_dir
+from storage.lru import LruCache
 from storage.qdrant.store import SparseVec
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 CACHE_SIZE = 512
 CACHED_CALL_TEXTS = 4
 CACHED_TEXT_CHARS = 2000
+TERMS_CACHE_SIZE = 8192
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,7 @@ class DenseEncoder:
         if model_dir is None and settings.model == MINILM:
             model_dir = minilm_dir(settings.max_tokens)
         self.batch_size = settings.batch_size
-        self._cache: OrderedDict[str, DenseEncoding] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache: LruCache[str, DenseEncoding] = LruCache(CACHE_SIZE)
         self._model = TextEmbedding(
             settings.model,
             specific_model_path=str(model_dir) if model_dir else None,
@@ -69,16 +68,7 @@ class DenseEncoder:
         so one message is encoded once per turn."""
         if len(texts) > CACHED_CALL_TEXTS or any(len(t) > CACHED_TEXT_CHARS for t in texts):
             return self._encode_all(texts)
-        with self._cache_lock:
-            known = {t: self._cache[t] for t in texts if t in self._cache}
-        missing = list(dict.fromkeys(t for t in texts if t not in known))
-        if missing:
-            known.update(zip(missing, self._encode_all(missing), strict=True))
-            with self._cache_lock:
-                self._cache.update((t, known[t]) for t in missing)
-                while len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
-        return [known[t] for t in texts]
+        return self._cache.get_many(texts, self._encode_all)
 
     def _encode_all(self, texts: Sequence[str]) -> list[DenseEncoding]:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -119,9 +109,15 @@ class Bm25Encoder:
         stopwords = getattr(self._model.model, "stopwords", None)
         if not stopwords:
             raise RuntimeError(f"BM25 loaded no stopwords from {directory}")
+        self._terms: LruCache[str, frozenset[int]] = LruCache(TERMS_CACHE_SIZE)
 
     def encode_documents(self, texts: Sequence[str]) -> list[SparseVec]:
         return [_sparse(e) for e in self._model.embed(list(texts))]
+
+    def document_terms(self, texts: Sequence[str]) -> list[frozenset[int]]:
+        """The BM25 terms of each text; the passages and sentences the turns read are kept."""
+        return self._terms.get_many(
+            texts, lambda missing: [frozenset(v.indices) for v in self.encode_documents(missing)])
 
     def encode_query(self, text: str) -> SparseVec:
         return _sparse(next(iter(self._model.query_embed(text))))

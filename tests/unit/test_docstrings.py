@@ -16,8 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "terminal")
-DOCTESTED = ("tasks.facts", "tasks.passage_text", "tasks.answerability_model", "tasks.gates",
-             "tasks.gap_report", "tasks.courtesy",
+DOCTESTED = ("config.settings", "storage.lru", "tasks.facts", "tasks.passage_text",
+             "tasks.answerability_model", "tasks.gates", "tasks.gap_report", "tasks.courtesy",
              "agents.progress", "agents.answer_eval")
 
 

@@ -75,11 +75,21 @@ def test_bad_env_value_is_named(monkeypatch):
         ("evidence: {target_precision: 0}\n", "evidence.target_precision"),
         ("evidence: {learned: {curve: [{threshold: 0.5, precision: 2, coverage: 0}]}}\n",
          "precision"),
+        ("pilot: {encoder_threads: 0}\n", "pilot.encoder_threads"),
     ],
 )
 def test_malformed_files_give_one_clear_error(tmp_path, text, expected):
     with pytest.raises(ConfigError, match=expected):
         load_settings(write(tmp_path, text))
+
+
+def test_the_service_encodes_with_its_own_thread_count_unless_embeddings_set_one(tmp_path):
+    served = load_settings(write(tmp_path, "pilot: {encoder_threads: 3}\n")).for_serving()
+    assert served.embeddings.threads == 3
+    assert served.pilot.encoder_threads == 3
+    chosen = load_settings(write(tmp_path, "embeddings: {threads: 2}\n")).for_serving()
+    assert chosen.embeddings.threads == 2
+    assert load_settings(write(tmp_path, "")).embeddings.threads is None  # the CLI: all cores
 
 
 def test_missing_file_is_reported(tmp_path):

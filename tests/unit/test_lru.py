@@ -1,0 +1,63 @@
+"""The shared cache of recent encodings: computes only what is missing, keeps the newest,
+and holds under turns that use it at once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from storage.lru import LruCache
+
+
+def test_only_missing_keys_are_computed_and_once_each():
+    asked: list[list[str]] = []
+
+    def compute(keys: list[str]) -> list[str]:
+        asked.append(keys)
+        return [k.upper() for k in keys]
+
+    cache: LruCache[str, str] = LruCache(4)
+    assert cache.get_many(["a", "b", "a"], compute) == ["A", "B", "A"]
+    assert cache.get_many(["b", "c"], compute) == ["B", "C"]
+    assert asked == [["a", "b"], ["c"]]
+
+
+def test_the_least_recently_used_value_goes_first():
+    cache: LruCache[str, int] = LruCache(2)
+    cache.get_many(["a", "b"], lambda keys: [1] * len(keys))
+    cache.get_many(["a"], lambda keys: [2] * len(keys))  # a is used again: b is now oldest
+    cache.get_many(["c"], lambda keys: [3] * len(keys))
+    assert "a" in cache and "c" in cache and "b" not in cache and len(cache) == 2
+
+
+def test_a_compute_that_returns_too_few_values_is_an_error():
+    with pytest.raises(ValueError):
+        LruCache(2).get_many(["a", "b"], lambda keys: ["only one"])
+    with pytest.raises(ValueError, match="at least one"):
+        LruCache(0)
+
+
+def test_threads_sharing_a_small_cache_always_get_their_own_values():
+    cache: LruCache[int, int] = LruCache(8)
+    wrong: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for round_ in range(300):
+                keys = [(offset + round_ + i) % 50 for i in range(6)]
+                for key, value in zip(keys, cache.get_many(keys, lambda ks: [k * 10 for k in ks]),
+                                      strict=True):
+                    if value != key * 10:
+                        wrong.append((key, value))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n * 7,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and not wrong
+    assert len(cache) <= 8
