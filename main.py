@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -415,6 +416,7 @@ def serve(
 
     from agents.runtime import build_runtime
     from service.app import create_app
+    from service.header_timeout import server_config
 
     settings = state.settings.for_serving()
     if not settings.pilot.api_keys:
@@ -422,8 +424,12 @@ def serve(
                          "and set SUPPORTCREW_PILOT__API_KEYS")
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
     try:
-        uvicorn.run(create_app(settings, state.data_dir, runtime), host=host, port=port,
-                    log_level="info")
+        app = create_app(settings, state.data_dir, runtime)
+        server = uvicorn.Server(server_config(app, host, port, settings.pilot.header_timeout_s))
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
+        if not server.started:
+            raise typer.Exit(3)  # uvicorn's own "startup failed" status; it said why
     finally:
         runtime.close()
 

@@ -325,6 +325,7 @@ class PilotSettings(_Strict):
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
+    header_timeout_s: float = Field(10.0, gt=0, le=300)  # headers not complete in time: 408
     # a session without a message for this long is closed: its long-term memory is written
     idle_close_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
     # ONNX threads per encoding while serving, unless embeddings.threads says otherwise:

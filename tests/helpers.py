@@ -17,13 +17,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(app: Any) -> Iterator[tuple[str, Any]]:
-    """Serve ``app`` with uvicorn on a free loopback port; yields (base url, server)."""
+def running_server(app: Any, header_timeout_s: float = 10.0) -> Iterator[tuple[str, Any]]:
+    """Serve ``app`` as ``main.py serve`` does, on a free loopback port; yields (base url,
+    server)."""
     import uvicorn
 
+    from service.header_timeout import server_config
+
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout_s,
+                                          log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + 30

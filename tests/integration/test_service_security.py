@@ -247,6 +247,58 @@ def test_every_response_carries_the_pages_security_headers_and_no_cdn_docs_page(
         assert response.headers["x-content-type-options"] == "nosniff"
 
 
+def read_until_closed(sock: socket.socket, limit_s: float) -> bytes:
+    sock.settimeout(limit_s)
+    reply = b""
+    while True:
+        part = sock.recv(65536)
+        if not part:
+            return reply
+        reply += part
+
+
+def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(settings,
+                                                                            example_kb, tmp_path):
+    configured = with_api_keys(settings, *KEYS)
+    store = EdgeStore(tmp_path / "slowloris")
+    kb = KnowledgeBase(configured, store, example_kb.encoders)
+    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
+    with running_server(create_app(configured, tmp_path, runtime), header_timeout_s=1.0) as (
+            url, _server):
+        port = int(url.rsplit(":", 1)[1])
+        trickling = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
+        silent = socket.create_connection(("127.0.0.1", port), timeout=10)
+        for sock in trickling:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        started = time.monotonic()
+        for _ in range(2):  # a header line now and then, never the end of the headers
+            time.sleep(0.3)
+            for sock in trickling:
+                sock.sendall(b"X-Slow: 1\r\n")
+        replies = [read_until_closed(sock, 5) for sock in trickling]
+        silent_reply = read_until_closed(silent, 5)
+        held_for = time.monotonic() - started
+        # a client that sends its headers in pieces, in time, is served, and its keep-alive
+        # connection serves a second request
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+            time.sleep(0.3)
+            sock.sendall(b"Host: 127.0.0.1\r\n\r\n")
+            first = sock.recv(65536)
+            time.sleep(1.5)  # longer than the header deadline, inside keep-alive
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            second = sock.recv(65536)
+        for sock in (*trickling, silent):
+            sock.close()
+    assert all(r.startswith(b"HTTP/1.1 408") and b"header_timeout" in r for r in replies), \
+        replies[:2]
+    assert silent_reply.startswith(b"HTTP/1.1 408"), silent_reply[:200]
+    assert held_for < 4, held_for  # closed 1 s after the first byte
+    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200"), (first,
+                                                                                        second)
+    store.close()
+
+
 def test_a_body_that_stops_arriving_gets_408_and_the_connection_is_freed(settings, example_kb,
                                                                          tmp_path):
     configured = with_api_keys(settings, *KEYS)

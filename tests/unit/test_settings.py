@@ -76,6 +76,7 @@ def test_bad_env_value_is_named(monkeypatch):
         ("evidence: {learned: {curve: [{threshold: 0.5, precision: 2, coverage: 0}]}}\n",
          "precision"),
         ("pilot: {encoder_threads: 0}\n", "pilot.encoder_threads"),
+        ("pilot: {header_timeout_s: -1}\n", "pilot.header_timeout_s"),
     ],
 )
 def test_malformed_files_give_one_clear_error(tmp_path, text, expected):
