@@ -44,7 +44,7 @@ def free_port() -> int:
 
 def client_run(base: str, key: str, client: int, turns: int) -> dict:
     headers = {"Authorization": f"Bearer {key}"}
-    latencies, errors, leaks = [], 0, 0
+    latencies, errors, leaks, answered = [], 0, 0, 0
     with httpx.Client(base_url=base, headers=headers, timeout=300) as http:
         session = http.post("/v1/sessions", json={}).json()["session_id"]
         for turn in range(turns):
@@ -58,10 +58,12 @@ def client_run(base: str, key: str, client: int, turns: int) -> dict:
                 continue
             if response.json()["session_id"] != session:
                 leaks += 1
+            answered += response.json().get("verdict") == "answered"
         stored = http.get(f"/v1/sessions/{session}").json()
         users = [t["user"] for t in stored["turns"]]
         leaks += sum(1 for u in users if f"ORD-{client:02d}" not in u)
-    return {"session": session, "latencies": latencies, "errors": errors, "leaks": leaks}
+    return {"session": session, "latencies": latencies, "errors": errors, "leaks": leaks,
+            "answered": answered}
 
 
 def rss_mb(pid: int) -> float:
@@ -131,7 +133,8 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
         server.terminate()
         server.wait(timeout=30)
     return {
-        "turns": len(latencies), "turns_per_second": round(len(latencies) / turn_seconds, 2),
+        "turns": len(latencies), "turns_answered": sum(r["answered"] for r in runs),
+        "turns_per_second": round(len(latencies) / turn_seconds, 2),
         "turn_p50_s": round(percentile(latencies, 0.5), 2),
         "turn_p95_s": round(percentile(latencies, 0.95), 2),
         "turn_errors": sum(r["errors"] for r in runs),

@@ -27,6 +27,12 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# what says whose case it is, not what is asked: no help page holds a customer's own order id
+CUSTOMER_REFERENCES = frozenset({"order", "invoice", "refund", "email"})
+_LABEL_BEFORE = re.compile(r"\b(?:order|invoice|refund|reference|ref)\s*(?:number|no\.?|id|#)?"
+                           r"\s*:?\s*#?\s*$", re.IGNORECASE)
+
+
 def _canonical(kind: str, match: re.Match[str]) -> str:
     value = match.group(1) if match.groups() else match.group(0)
     if kind == "order" and value.isdigit():
@@ -51,6 +57,42 @@ def extract(text: str) -> list[Entity]:
                 seen.add((entity.type, entity.value))
                 found.append((match.start(), entity))
     return [entity for _, entity in sorted(found, key=lambda item: item[0])]
+
+
+def without_references(text: str, named: str = "") -> str:
+    """``text`` without the customer's own references (order, invoice and refund ids, email
+    addresses; the word that labels one too, unless the pages use it) that ``named`` (the
+    pages read) does not hold: "How long does a refund take for order ORD-55812?" asks what
+    the refund page answers, and no page holds ORD-55812.
+
+    >>> without_references("How do I export my files? (order ORD-01002)")
+    'How do I export my files? ()'
+    >>> without_references("Where is invoice INV-2026-000871?", "Invoices are listed in ...")
+    'Where is invoice ?'
+    >>> without_references("I moved from ana@example.com. How do I change my email?")
+    'I moved from . How do I change my email?'
+    >>> without_references("Where is invoice INV-2026-004512?", "e.g. INV-2026-004512")
+    'Where is invoice INV-2026-004512?'
+    """
+    spans = []
+    folded = named.casefold()
+    for kind, pattern in PATTERNS:
+        if kind not in CUSTOMER_REFERENCES:
+            continue
+        for match in pattern.finditer(text):
+            if _canonical(kind, match).casefold() not in folded and \
+                    match.group(0).casefold() not in folded:
+                label = _LABEL_BEFORE.search(text, 0, match.start())
+                if label and re.search(rf"\b{re.escape(label.group(0).split()[0].casefold())}",
+                                       folded):
+                    label = None  # the pages use the word ("invoice"): it may be the subject
+                spans.append((label.start() if label else match.start(), match.end()))
+    kept, position = [], 0
+    for start, end in sorted(spans):  # overlapping spans are cut once
+        kept.append(text[position:max(position, start)])
+        position = max(position, end)
+    kept.append(text[position:])
+    return re.sub(r"[ \t]{2,}", " ", "".join(kept)) if spans else text
 
 
 _REFERS = {

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from config.settings import EvidenceSettings
 from tasks import learned_answerability as learned
 from tasks.answerability import Reading, read, refocus
+from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
@@ -55,6 +56,7 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     """The answerability gate's call on the passages for this phrasing of the question."""
     if not passages:
         return Evidence("insufficient", [], 0.0)
+    question = without_references(question, " ".join(p.text for p in passages))
     relevance = scorer.relevance(question, [p.text for p in passages])
     reading = read_passages(scorer, question, passages, relevance, thresholds, quoting=False)
     probability = reading.features["answerable"] if thresholds.gate == "learned" else \
@@ -76,8 +78,11 @@ def read_passages(scorer: EvidenceScorer, question: str, passages: list[Passage]
                   message: str = "", quoting: bool = True) -> Reading:
     """The reading of the gate in use (``evidence.gate``); with ``message`` (the customer's
     own words, when ``question`` is another phrasing) they add their focus to what is quoted.
-    ``quoting=False``: only where the answer is and how well, not which units to quote."""
+    ``quoting=False``: only where the answer is and how well, not which units to quote.
+    The customer's own references (an order id) are no words a page must hold."""
     texts = [p.text for p in passages]
+    question = without_references(question, " ".join(texts))
+    message = without_references(message, " ".join(texts))
     if thresholds.gate == "learned":
         titles = [p.title for p in passages]
         reading = learned.read(scorer, question, texts, relevance, titles, quoting=quoting)

@@ -182,6 +182,27 @@ def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_the_customers_own_order_id_or_email_is_no_word_a_page_must_hold(settings, example_kb,
+                                                                        engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    for message, page in (("How long does a refund take for order ORD-55812?",
+                           "billing/refunds.md"),
+                          ("How do I export all my files? (order ORD-01002)", "data/export.md"),
+                          ("Hi, my login is ana@example.com and I want to change the email "
+                           "address on my account. How do I do that?",
+                           "accounts/change-email.md")):
+        result = ask(runtime, message, slots=ENTERPRISE)
+        assert result.verdict == "answered", message
+        assert [c.source_id for c in result.citations] == [page], message
+        [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
+        if "ORD-" in message:  # the id and its label were what no page held
+            assert gate.detail["features"]["missing_rare"] < 1.0, message
+    refused = ask(runtime, "Do you offer a student discount? My account is ana@example.com.",
+                  slots=ENTERPRISE)
+    assert refused.verdict == "idk" and not refused.citations
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings, example_kb,
                                                                         engine):
     learned = settings.model_copy(update={"evidence": settings.evidence.model_copy(
