@@ -30,6 +30,7 @@ from tasks.facts import missing_facts
 from tasks.passage_text import split_units
 
 TOKEN_CACHE_SIZE = 4096
+PASSAGE_CACHE_SIZE = 1024
 
 
 def sentences(text: str) -> list[str]:
@@ -72,6 +73,7 @@ class EvidenceScorer:
         self.min_lexical = thresholds.support_lexical
         # a turn scores the same passage sentences for relevance, support and extraction
         self._tokens: LruCache[str, np.ndarray] = LruCache(TOKEN_CACHE_SIZE)
+        self._passages: LruCache[str, np.ndarray] = LruCache(PASSAGE_CACHE_SIZE)
 
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Word-piece vectors per text ([CLS]/[SEP] carry no evidence), encoded once each."""
@@ -88,6 +90,12 @@ class EvidenceScorer:
             return model.probabilities(question, [text for _, text in missing])
         return self._answerable.get_many([(question, t) for t in texts], read)
 
+    def passage_tokens(self, passages: Sequence[str]) -> list[np.ndarray]:
+        """The word-piece vectors of each passage, sentence by sentence (a passage may exceed
+        the encoder's 256 tokens), one matrix per passage."""
+        return self._passages.get_many(passages, lambda missing: [
+            np.concatenate(self.token_vectors(sentences(p) or [p])) for p in missing])
+
     @staticmethod
     def maxsim(query: np.ndarray, document: np.ndarray) -> float:
         if len(query) == 0 or len(document) == 0:
@@ -99,19 +107,14 @@ class EvidenceScorer:
         if not passages:
             return []
         query_tokens = self.token_vectors([query])[0]
-        scores = []
-        for passage in passages:
-            parts = sentences(passage) or [passage]
-            doc_tokens = np.concatenate(self.token_vectors(parts))
-            scores.append(self.maxsim(query_tokens, doc_tokens))
-        return scores
+        return [self.maxsim(query_tokens, tokens) for tokens in self.passage_tokens(passages)]
 
     def support(self, answer: str, passages: Sequence[str]) -> list[SentenceSupport]:
         """For each answer sentence: the passage that supports it best, and whether enough."""
         answer_sentences = sentences(answer)
         if not answer_sentences or not passages:
             return [SentenceSupport(s, None, 0.0, 0.0, False) for s in answer_sentences]
-        passage_tokens = [np.concatenate(self.token_vectors(sentences(p) or [p])) for p in passages]
+        passage_tokens = self.passage_tokens(passages)
         passage_words = [content_words(p) for p in passages]
         results = []
         for sentence, tokens in zip(answer_sentences, self.token_vectors(answer_sentences), strict=True):

@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -85,10 +86,15 @@ def split_sentences(text: str) -> list[str]:
 
 
 def split_units(text: str) -> list[Unit]:
-    """The units of a passage, in order."""
+    """The units of a passage, in order (every turn reads the same passages: split once)."""
+    return list(_units_of(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _units_of(text: str) -> tuple[Unit, ...]:
     units: list[Unit] = []
     for raw in text.splitlines():
         line = raw.strip()
         if line:
             units.extend(_line_units(line))
-    return units
+    return tuple(units)
