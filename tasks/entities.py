@@ -29,7 +29,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # what says whose case it is, not what is asked: no help page holds a customer's own order id
 CUSTOMER_REFERENCES = frozenset({"order", "invoice", "refund", "email"})
-_LABEL_BEFORE = re.compile(r"\b(?:order|invoice|refund|reference|ref)\s*(?:number|no\.?|id|#)?"
+_LABEL_BEFORE = re.compile(r"\b(?P<word>order|invoice|refund|reference|ref)\s*(?:number|no\.?|id|#)?"
                            r"\s*:?\s*#?\s*$", re.IGNORECASE)
 
 
@@ -83,8 +83,7 @@ def without_references(text: str, named: str = "") -> str:
             if _canonical(kind, match).casefold() not in folded and \
                     match.group(0).casefold() not in folded:
                 label = _LABEL_BEFORE.search(text, 0, match.start())
-                if label and re.search(rf"\b{re.escape(label.group(0).split()[0].casefold())}",
-                                       folded):
+                if label and re.search(rf"\b{label.group('word').casefold()}", folded):
                     label = None  # the pages use the word ("invoice"): it may be the subject
                 spans.append((label.start() if label else match.start(), match.end()))
     kept, position = [], 0
