@@ -47,7 +47,7 @@ class LruCache(Generic[K, V]):
     def get_many(self, keys: Sequence[K], compute: Callable[[list[K]], Sequence[V]]) -> list[V]:
         """The values of ``keys`` in order; ``compute(missing)`` returns one value per key."""
         with self._lock:
-            known = {}
+            known: dict[K, V] = {}
             for key in keys:
                 if key in self._items:
                     self._items.move_to_end(key)
