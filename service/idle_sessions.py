@@ -26,16 +26,16 @@ SWEEP_EVERY_S = 60.0
 
 def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
     """Write the memory of every session idle since its last turn (once per quiet spell: a
-    session written to again is remembered again); the ids of those remembered."""
+    session written to again is remembered again); the ids of those remembered. Only the
+    turns of sessions active since their memory was written are read (``PilotStore.reopen``)."""
     now = time.time() if now is None else now
     older_than = now - pilot.settings.pilot.idle_close_minutes * 60
     remembered = []
-    for header in pilot.store.unresolved():
+    for header in pilot.store.unremembered():
         scope = Scope(header["customer_id"], header["tenant"])
         turns = pilot.runtime.memory.session_turns(scope, header["session_id"])
         last = max((t.get("ts", 0.0) for t in turns), default=None)
-        written = header.get("memory_written_at") or 0.0
-        if last is None or last >= older_than or last <= written:
+        if last is None or last >= older_than:
             continue
         if close_session(pilot.runtime.memory, scope, header["session_id"]):
             remembered.append(header["session_id"])

@@ -16,7 +16,8 @@ Usage::
 
 A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``;
 ``memory_written_at`` says when its long-term memory was last written (on resolution, or by the
-idle sweep; a session written to again after that is remembered again when it is idle).
+idle sweep); the first message after that clears it (``reopen``), so the sweep reads the turns
+of sessions active since their memory was written, not of every session ever opened.
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ class PilotStore:
         return self._save({**header, "handoff": True, "status": "handoff",
                            "handoff_reason": reason, "handoff_at": time.time()})
 
+    def reopen(self, header: dict[str, Any]) -> dict[str, Any]:
+        """A message to a session whose memory was written starts a new spell: the idle sweep
+        will remember it again (one header write per spell, none per message)."""
+        if not header.get("memory_written_at"):
+            return header
+        return self._save({**header, "memory_written_at": None})
+
     def resolve(self, tenant: str, session_id: str, note: str, by: str
                 ) -> dict[str, Any] | None:
         """Close the session; its long-term memory is written by the caller, now."""
@@ -95,10 +103,12 @@ class PilotStore:
         waiting = [h for h in self.sessions(tenant) if h.get("status") == "handoff"]
         return sorted(waiting, key=lambda h: h.get("handoff_at", h["created"]))
 
-    def unresolved(self) -> list[dict[str, Any]]:
-        """Every tenant's sessions that no person resolved (the idle sweep's candidates)."""
+    def unremembered(self) -> list[dict[str, Any]]:
+        """Every tenant's sessions that no person resolved and that had a message since their
+        memory was written, or never had it written (the idle sweep's candidates)."""
         return [r.payload for r in self.store.scroll(SESSIONS)
-                if r.payload.get("status") != "resolved"]
+                if r.payload.get("status") != "resolved"
+                and not r.payload.get("memory_written_at")]
 
     def add_feedback(self, tenant: str, session_id: str, turn_index: int,
                      rating: Literal["up", "down"], comment: str) -> dict[str, Any]:

@@ -91,6 +91,7 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
     if not header.get("handoff"):  # a person joining takes the conversation over
         header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
                                          f"taken over by {who.key_name}")
+    header = await run_in_threadpool(pilot.store.reopen, header)
     scope = Scope(header["customer_id"], who.tenant)
     record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
     index = await run_in_threadpool(pilot.runtime.memory.claim_turn, scope, session_id,

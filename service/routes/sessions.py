@@ -158,6 +158,7 @@ async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot
     if header.get("status") == "resolved":
         raise ApiError(409, "session_resolved", "this conversation was resolved by our support "
                        "team: start a new session")
+    header = await run_in_threadpool(pilot.store.reopen, header)
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         if streaming:

@@ -4,6 +4,8 @@ Idle sessions are remembered too. Roles and tenants bound every route."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -132,3 +134,29 @@ def test_idle_sessions_are_remembered_once(pilot):
     assert close_idle_sessions(pilot_context, now=later) == []  # once per quiet spell
     [memory] = pilot_context.runtime.memory.recall(Scope("c-9", "acme"), "refund")
     assert memory["session_id"] == session and memory["resolution"].startswith("answered")
+
+
+def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_written(pilot,
+                                                                                 monkeypatch):
+    client, pilot_context = pilot
+    memory = pilot_context.runtime.memory
+    sessions = [post(client, "/v1/sessions", "backend", customer_id=f"c-{n}").json()["session_id"]
+                for n in range(3)]
+    for session in sessions:
+        post(client, f"/v1/sessions/{session}/messages", "backend",
+             message="How long does a refund take?")
+    minutes = pilot_context.settings.pilot.idle_close_minutes
+    quiet = time.time() + minutes * 60 + 1
+    assert sorted(close_idle_sessions(pilot_context, now=quiet)) == sorted(sessions)
+    read: list[str] = []
+    session_turns = memory.session_turns
+    monkeypatch.setattr(memory, "session_turns",
+                        lambda scope, session_id: read.append(session_id) or
+                        session_turns(scope, session_id))
+    assert close_idle_sessions(pilot_context, now=quiet + 60) == []
+    assert read == []  # remembered and quiet: no session's turns are read again
+    post(client, f"/v1/sessions/{sessions[1]}/messages", "backend",
+         message="And to PayPal?")  # a new spell for this session only
+    again = time.time() + minutes * 60 + 1
+    assert close_idle_sessions(pilot_context, now=again) == [sessions[1]]
+    assert set(read) == {sessions[1]}
