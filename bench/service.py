@@ -56,9 +56,9 @@ def client_run(base: str, key: str, client: int, turns: int) -> dict:
             if response.status_code != 200:
                 errors += 1
                 continue
-            if response.json()["session_id"] != session:
-                leaks += 1
-            answered += response.json().get("verdict") == "answered"
+            body = response.json()
+            leaks += body["session_id"] != session
+            answered += body.get("verdict") == "answered"
         stored = http.get(f"/v1/sessions/{session}").json()
         users = [t["user"] for t in stored["turns"]]
         leaks += sum(1 for u in users if f"ORD-{client:02d}" not in u)

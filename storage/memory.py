@@ -171,14 +171,16 @@ class MemoryStore:
         """The session's taken turn indices and the claim each was taken with (two fields of
         each turn, not the whole transcript)."""
         self.ensure()
-        records = self.store.scroll(SESSIONS, self._where(scope, Match("session_id", (session_id,))),
+        records = self.store.scroll(SESSIONS, self._session(scope, session_id),
                                     fields=("turn_index", "claim"))
         return {int(r.payload["turn_index"]): r.payload.get("claim") for r in records}
 
+    def _session(self, scope: Scope, session_id: str) -> Condition:
+        return self._where(scope, Match("session_id", (session_id,)))
+
     def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:
         self.ensure()
-        records = self.store.scroll(SESSIONS, self._where(scope, Match("session_id",
-                                                                       (session_id,))))
+        records = self.store.scroll(SESSIONS, self._session(scope, session_id))
         return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
 
     def tenant_turns(self, tenant: str, since: float = 0.0) -> list[dict[str, Any]]:

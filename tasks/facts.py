@@ -111,9 +111,9 @@ def explained_codes(message: str, answering: str) -> set[str]:
     >>> explained_codes("Where do I send my W-2?", "Send the W-2 with your return.")
     set()
     """
-    asked = asked_codes(message)
     if not _ASKS_MEANING.search(message):
         return set()
+    asked = asked_codes(message)
     return asked if asked <= codes(answering) else set()
 
 

@@ -56,15 +56,16 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     """The answerability gate's call on the passages for this phrasing of the question."""
     if not passages:
         return Evidence("insufficient", [], 0.0)
-    question = without_references(question, " ".join(p.text for p in passages))
-    relevance = scorer.relevance(question, [p.text for p in passages])
-    reading = read_passages(scorer, question, passages, relevance, thresholds, quoting=False)
+    texts = [p.text for p in passages]
+    question = without_references(question, " ".join(texts))
+    relevance = scorer.relevance(question, texts)
+    reading = _read(scorer, question, passages, relevance, thresholds, "", quoting=False)
     probability = reading.features["answerable"] if thresholds.gate == "learned" else \
         round(thresholds.answerability.probability(reading.features), 4)
     answer_at, refuse_below = thresholds.operating_points()
     if reading.passage_index is not None:
         answering = passages[reading.passage_index].text
-        if undocumented_codes(question, answering, [p.text for p in passages]):
+        if undocumented_codes(question, answering, texts):
             probability = 0.0  # the pages explain other codes of its family, not this one
         elif explained_codes(question, answering):
             probability = max(probability, answer_at)  # the page explains the code named
@@ -80,9 +81,15 @@ def read_passages(scorer: EvidenceScorer, question: str, passages: list[Passage]
     own words, when ``question`` is another phrasing) they add their focus to what is quoted.
     ``quoting=False``: only where the answer is and how well, not which units to quote.
     The customer's own references (an order id) are no words a page must hold."""
+    named = " ".join(p.text for p in passages)
+    return _read(scorer, without_references(question, named), passages, relevance, thresholds,
+                 without_references(message, named), quoting)
+
+
+def _read(scorer: EvidenceScorer, question: str, passages: list[Passage],
+          relevance: list[float] | None, thresholds: EvidenceSettings, message: str,
+          quoting: bool) -> Reading:
     texts = [p.text for p in passages]
-    question = without_references(question, " ".join(texts))
-    message = without_references(message, " ".join(texts))
     if thresholds.gate == "learned":
         titles = [p.title for p in passages]
         reading = learned.read(scorer, question, texts, relevance, titles, quoting=quoting)
