@@ -502,13 +502,13 @@ def eval_answers(
             report = evaluate_answers(runtime, answer_set, limit)
     finally:
         runtime.close()
+    answer_at = settings.evidence.operating_points()[0]
     payload = {"dataset": answer_set.name, "engine": runtime.engine.name,
                "process": runtime.engine.process, "summary": report.summary,
                "calibration": report.calibration, "risk_coverage": report.curve,
-               "operating_point": settings.evidence.answerability.answer_at, "rows": report.rows}
+               "gate": settings.evidence.gate, "operating_point": answer_at, "rows": report.rows}
     if plot:
-        plot_risk_coverage({answer_set.name: report.curve}, plot,
-                           {answer_set.name: settings.evidence.answerability.answer_at},
+        plot_risk_coverage({answer_set.name: report.curve}, plot, {answer_set.name: answer_at},
                            f"{answer_set.name} ({runtime.engine.name})")
     if output:
         output.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
@@ -534,8 +534,8 @@ def eval_answers(
     for band in report.calibration:
         curve.add_row(band["probability"], str(band["questions"]), str(band["answerable"]))
     console.print(curve)
-    risk = Table(title=f"risk-coverage of the gate (operating point "
-                       f"{settings.evidence.answerability.answer_at:g})")
+    risk = Table(title=f"risk-coverage of the {payload['gate']} gate (operating point "
+                       f"{payload['operating_point']:g})")
     for column in ("threshold", "answered", "precision", "coverage"):
         risk.add_column(column, justify="right")
     for point in report.curve[::2]:

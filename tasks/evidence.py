@@ -75,6 +75,16 @@ class EvidenceScorer:
         self._tokens: LruCache[str, np.ndarray] = LruCache(TOKEN_CACHE_SIZE)
         self._passages: LruCache[str, np.ndarray] = LruCache(PASSAGE_CACHE_SIZE)
 
+    def knows(self, word: str) -> bool:
+        """Whether ``word`` is spelt as someone meant it: some chunk of the knowledge base holds
+        it (all its BM25 terms) or it is a whole word of the encoder's vocabulary. Without
+        term statistics (a custom retriever) every word counts as known."""
+        stats = self.term_stats()
+        if not stats.chunks or self.encoders.dense.is_whole_word(word):
+            return True
+        terms = self.encoders.bm25.document_terms([word])[0]
+        return all(stats.frequency.get(term, 0) > 0 for term in terms)
+
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Word-piece vectors per text ([CLS]/[SEP] carry no evidence), encoded once each."""
         def encode(missing: list[str]) -> list[np.ndarray]:

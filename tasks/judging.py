@@ -24,6 +24,7 @@ from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
+from tasks.spelling import respell
 
 _HUMAN = re.compile(
     r"\b(talk|speak|chat)\s+(to|with)\s+(a|an|some|your)?\s*(human|person|agent|representative|"
@@ -57,7 +58,7 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     if not passages:
         return Evidence("insufficient", [], 0.0)
     texts = [p.text for p in passages]
-    question = without_references(question, " ".join(texts))
+    question = as_the_pages_read(scorer, question, texts)
     relevance = scorer.relevance(question, texts)
     reading = _read(scorer, question, passages, relevance, thresholds, "", quoting=False)
     probability = reading.features["answerable"] if thresholds.gate == "learned" else \
@@ -81,9 +82,17 @@ def read_passages(scorer: EvidenceScorer, question: str, passages: list[Passage]
     own words, when ``question`` is another phrasing) they add their focus to what is quoted.
     ``quoting=False``: only where the answer is and how well, not which units to quote.
     The customer's own references (an order id) are no words a page must hold."""
-    named = " ".join(p.text for p in passages)
-    return _read(scorer, without_references(question, named), passages, relevance, thresholds,
-                 without_references(message, named), quoting)
+    texts = [p.text for p in passages]
+    return _read(scorer, as_the_pages_read(scorer, question, texts), passages, relevance,
+                 thresholds, as_the_pages_read(scorer, message, texts), quoting)
+
+
+def as_the_pages_read(scorer: EvidenceScorer, text: str, texts: list[str]) -> str:
+    """The customer's words as the gate reads them against the pages: their own references
+    (an order id, an email) left out, typos spelt as the pages spell the word."""
+    if not text:
+        return text
+    return respell(without_references(text, " ".join(texts)), texts, scorer.knows)
 
 
 def _read(scorer: EvidenceScorer, question: str, passages: list[Passage],

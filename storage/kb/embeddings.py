@@ -60,6 +60,11 @@ class DenseEncoder:
     def dim(self) -> int:
         return int(self.encode(["dimension probe"])[0].dense.shape[0])
 
+    def is_whole_word(self, word: str) -> bool:
+        """Whether the tokenizer's vocabulary holds ``word`` whole (a common word spelt
+        right: "event" yes, the typo "disablilty" no)."""
+        return self._model.model.tokenizer.token_to_id(word.lower()) is not None
+
     def encode(self, texts: Sequence[str]) -> list[DenseEncoding]:
         """Encode texts in batches, shortest first, returned in input order.
 

@@ -11,6 +11,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from config.settings import load_settings
 from main import app
 from tests.conftest import REPO
 from tests.helpers import scripted_runtime
@@ -114,6 +115,25 @@ def test_eval_answers_scores_the_near_miss_set(tmp_path):
     assert summary["answered_right"] >= 0.9 and summary["refused_right"] >= 0.9
 
 
+def test_eval_answers_reports_the_operating_point_of_the_gate_in_use(tmp_path):
+    shipped = (REPO / "config" / "assistant.yaml").read_text()
+    assert "  gate: logistic " in shipped
+    points = {}
+    for gate in ("logistic", "learned"):
+        config = tmp_path / f"{gate}.yaml"
+        config.write_text(shipped.replace("  gate: logistic ", f"  gate: {gate} "))
+        result = CliRunner().invoke(app, [
+            "--data-dir", str(tmp_path / gate), "--config", str(config), "eval", "answers",
+            "--dataset", str(REPO / "examples" / "answer-sets" / "near-miss"), "--limit", "1",
+            "--json"])
+        assert result.exit_code == 0, result.output
+        written = json.loads(result.stdout)
+        assert written["gate"] == gate
+        points[gate] = written["operating_point"]
+        assert points[gate] == load_settings(config).evidence.operating_points()[0]
+    assert points["learned"] != points["logistic"]
+
+
 def test_eval_answers_names_a_bad_dataset(tmp_path):
     result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "eval", "answers",
                                       "--dataset", str(tmp_path / "nowhere")])
@@ -200,6 +220,25 @@ def test_the_customers_own_order_id_or_email_is_no_word_a_page_must_hold(setting
     refused = ask(runtime, "Do you offer a student discount? My account is ana@example.com.",
                   slots=ENTERPRISE)
     assert refused.verdict == "idk" and not refused.citations
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_typo_is_read_as_the_page_spells_the_word(settings, example_kb, engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    for message, page in (("how long does a refnd take to reach my card", "billing/refunds.md"),
+                          ("Hi, how do I chnage the email adress on my account?",
+                           "accounts/change-email.md")):
+        result = ask(runtime, message, slots=ENTERPRISE)
+        assert result.verdict == "answered", message
+        assert [c.source_id for c in result.citations] == [page], message
+    refused = ask(runtime, "Do you offer a studnet discount on the Pro plan?", slots=ENTERPRISE)
+    assert refused.verdict == "idk" and not refused.citations
+
+
+def test_a_word_spelt_right_is_known_though_no_page_holds_it(settings, example_kb):
+    scorer = evidence_runtime(settings, example_kb, "crewai")[0].scorer
+    assert scorer.knows("event") and scorer.knows("refunds")
+    assert not scorer.knows("refnd") and not scorer.knows("disablilty")
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "terminal")
 DOCTESTED = ("config.settings", "storage.lru", "tasks.facts", "tasks.passage_text",
              "tasks.answerability_model", "tasks.gates", "tasks.gap_report", "tasks.courtesy",
-             "tasks.entities",
+             "tasks.entities", "tasks.spelling",
              "agents.progress", "agents.answer_eval")
 
 
