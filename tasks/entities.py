@@ -29,6 +29,11 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # what says whose case it is, not what is asked: no help page holds a customer's own order id
 CUSTOMER_REFERENCES = frozenset({"order", "invoice", "refund", "email"})
+# when it happened is the customer's case too ("for our March charge", "since Tuesday"); "May"
+# only with a day, as "May I ...?" asks permission
+_DATE = re.compile(r"\b(?:(?:January|February|March|April|June|July|August|September|October|"
+                   r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|"
+                   r"Sunday)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|May\s+\d{1,2}(?:st|nd|rd|th)?)\b")
 _LABEL_BEFORE = re.compile(r"\b(?P<word>order|invoice|refund|reference|ref)\s*(?:number|no\.?|id|#)?"
                            r"\s*:?\s*#?\s*$", re.IGNORECASE)
 
@@ -61,9 +66,9 @@ def extract(text: str) -> list[Entity]:
 
 def without_references(text: str, named: str = "") -> str:
     """``text`` without the customer's own references (order, invoice and refund ids, email
-    addresses; the word that labels one too, unless the pages use it) that ``named`` (the
-    pages read) does not hold: "How long does a refund take for order ORD-55812?" asks what
-    the refund page answers, and no page holds ORD-55812.
+    addresses, the word that labels one too unless the pages use it; month and weekday names)
+    that ``named`` (the pages read) does not hold: "How long does a refund take for order
+    ORD-55812?" asks what the refund page answers, and no page holds ORD-55812.
 
     >>> without_references("How do I export my files? (order ORD-01002)")
     'How do I export my files? ()'
@@ -73,6 +78,10 @@ def without_references(text: str, named: str = "") -> str:
     'I moved from . How do I change my email?'
     >>> without_references("Where is invoice INV-2026-004512?", "e.g. INV-2026-004512")
     'Where is invoice INV-2026-004512?'
+    >>> without_references("Why was I charged twice in March?", "You are charged once ...")
+    'Why was I charged twice in ?'
+    >>> without_references("What happened in the March outage?", "The outage of 3 March ...")
+    'What happened in the March outage?'
     """
     spans = []
     folded = named.casefold()
@@ -86,6 +95,8 @@ def without_references(text: str, named: str = "") -> str:
                 if label and re.search(rf"\b{label.group('word').casefold()}", folded):
                     label = None  # the pages use the word ("invoice"): it may be the subject
                 spans.append((label.start() if label else match.start(), match.end()))
+    spans += [(m.start(), m.end()) for m in _DATE.finditer(text)
+              if not re.search(rf"\b{re.escape(m.group(0).casefold())}\b", folded)]
     kept, position = [], 0
     for start, end in sorted(spans):  # overlapping spans are cut once
         kept.append(text[position:max(position, start)])

@@ -202,7 +202,7 @@ def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_customers_own_order_id_or_email_is_no_word_a_page_must_hold(settings, example_kb,
+def test_the_customers_own_ids_email_or_dates_are_no_words_a_page_must_hold(settings, example_kb,
                                                                         engine):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
     for message, page in (("How long does a refund take for order ORD-55812?",
@@ -210,7 +210,9 @@ def test_the_customers_own_order_id_or_email_is_no_word_a_page_must_hold(setting
                           ("How do I export all my files? (order ORD-01002)", "data/export.md"),
                           ("Hi, my login is ana@example.com and I want to change the email "
                            "address on my account. How do I do that?",
-                           "accounts/change-email.md")):
+                           "accounts/change-email.md"),
+                          ("Where can I find invoice INV-2026-000871 for our March charge?",
+                           "billing/invoices.md")):
         result = ask(runtime, message, slots=ENTERPRISE)
         assert result.verdict == "answered", message
         assert [c.source_id for c in result.citations] == [page], message
