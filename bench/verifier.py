@@ -9,13 +9,18 @@ closest thing here to a strong model's fluent answer. For every answerable quest
 * **changed facts kept**: the gold evidence span with one number (or, without numbers, one
   capitalised name) changed, against its own page; must never be kept.
 
-    python bench/verifier.py [--packs dev,test] [--data-dir DIR]
+``--packs ours`` reads ``examples/verifier/replies.jsonl``: replies written for supportcrew
+over ``examples/kb``, faithful paraphrases (must be kept) and claims the page does not make or
+denies (must not be kept), each against its own page.
 
-Tune on dev; test is reported. Writes bench/results/verifier.{md,json}.
+    python bench/verifier.py [--packs dev,ours,test] [--data-dir DIR]
+
+Tune on dev and ours; test is reported. Writes bench/results/verifier.{md,json}.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,8 @@ from tasks.evidence import verified
 
 PACKS = {"dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
          "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support"}
+OURS = ROOT / "examples" / "verifier" / "replies.jsonl"
+OURS_KB_SET = ROOT / "examples" / "answer-sets" / "near-miss"  # its kb/ is examples/kb
 
 
 def changed_fact(text: str) -> str | None:
@@ -71,20 +78,42 @@ def run_pack(name: str, directory: Path, data_dir: Path) -> dict[str, Any]:
             "changed_kept": sum(r["changed_kept"] for r in rows), "rows": rows}
 
 
+def run_ours(data_dir: Path) -> dict[str, Any]:
+    opened = open_answer_set(OURS_KB_SET, data_dir / "ours")
+    rows = []
+    for line in OURS.read_text(encoding="utf-8").splitlines():
+        reply = json.loads(line)
+        rows.append({**reply, "kept": kept(opened, reply["reply"], page_passages(opened,
+                                                                                reply["page"]))})
+    opened.close()
+    faithful = [r for r in rows if r["supported"]]
+    return {"pack": "ours", "replies": len(faithful), "kept": sum(r["kept"] for r in faithful),
+            "unsupported": len(rows) - len(faithful),
+            "unsupported_kept": sum(r["kept"] for r in rows if not r["supported"]), "rows": rows}
+
+
 def main() -> None:
     parser = comparison_parser(__doc__, "/tmp/supportcrew-verifier")
-    parser.add_argument("--packs", default="dev,test")
+    parser.add_argument("--packs", default="dev,ours,test")
     args = parser.parse_args()
-    results = [run_pack(name, PACKS[name], args.data_dir) for name in args.packs.split(",")]
-    lines = ["# The support check on people's replies (doc2dial)", "",
+    names = args.packs.split(",")
+    results = [run_pack(name, PACKS[name], args.data_dir) for name in names if name != "ours"]
+    ours = run_ours(args.data_dir) if "ours" in names else None
+    lines = ["# The support check on replies written by people", "",
              *table(("pack", "replies", "kept (own page)", "mismatched kept",
                      "changed facts kept"),
                     ((r["pack"], r["replies"], f"{r['kept']} ({r['kept'] / r['replies']:.2f})",
                       r["mismatched_kept"], f"{r['changed_kept']}/{r['changed']}")
-                     for r in results)), "",
-             "Replies not kept on dev:", "",
-             *(f"- {row['id']}: {row['reply'][:140]!r}" for r in results if r["pack"] == "dev"
-               for row in r["rows"] if not row["kept"])]
+                     for r in results)), ""]
+    if ours:
+        lines += ["examples/verifier (ours, over examples/kb):", "",
+                  *table(("faithful replies", "kept", "unsupported or denied claims", "kept"),
+                         [(ours["replies"], ours["kept"], ours["unsupported"],
+                           ours["unsupported_kept"])]), ""]
+        results.append(ours)
+    lines += ["Replies not kept on dev:", "",
+              *(f"- {row['id']}: {row['reply'][:140]!r}" for r in results if r["pack"] == "dev"
+                for row in r["rows"] if not row["kept"])]
     write_results("verifier", lines, results)
 
 

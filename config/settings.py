@@ -240,7 +240,8 @@ class EvidenceSettings(_Strict):
     features) or ``learned`` (``learned``: the cross-encoder, its threshold picked from its dev
     curve for ``target_precision``, the share of answers that must cite a page that answers).
     ``support_*``: an answer sentence needs this late-interaction score (MaxSim mean over its
-    word pieces) and this share of its content words in the passage it leans on.
+    word pieces) and this share of its content words in the passage it leans on; one that
+    keeps ``support_lexical_close`` of its words needs only ``support_semantic_close``.
     """
 
     gate: Literal["logistic", "learned"] = "logistic"
@@ -249,6 +250,8 @@ class EvidenceSettings(_Strict):
     learned: AnswerabilityGate = Field(default_factory=fitted_learned_gate)
     support_semantic: float = Field(0.8, ge=0, le=1)
     support_lexical: float = Field(0.6, ge=0, le=1)
+    support_semantic_close: float = Field(0.73, ge=0, le=1)
+    support_lexical_close: float = Field(0.75, ge=0, le=1)
     answer_words: int = Field(60, ge=10, le=400)
 
     @model_validator(mode="after")

@@ -16,7 +16,7 @@ Usage::
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
@@ -25,9 +25,13 @@ _CODE = re.compile(r"\b[A-Z]{1,6}[-_]?\d[\w-]*\b")
 _ANY_CASE_CODE = re.compile(r"(?<![\w-])[A-Za-z]{1,6}[-_]\d[\w-]*\b")
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 _ASKS_MEANING = re.compile(r"\bwhat (?:does|do|is)\b.*\bmean", re.IGNORECASE)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
+_MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")                 # ... fact, whole: "SHA256", "mp3"
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|none|neither|nor|\w+n['’]t|(?:don|doesn|didn|"
+                       r"isn|aren|wasn|weren|can|couldn|won|wouldn|shouldn|haven|hasn|mustn)"
+                       r" t)\b", re.IGNORECASE)  # doc2dial's pages write "don t"
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'll", "I'd", "OK", "Yes", "No"})
 
 
@@ -35,7 +39,7 @@ def _normal(text: str) -> str:
     return " ".join(_ARROWS.sub(" > ", text.replace("**", "").replace("`", "")).split()).lower()
 
 
-def _names(sentence: str) -> set[str]:
+def _names(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[str]:
     words = list(_WORD.finditer(sentence))
     found = set()
     for position, match in enumerate(words):
@@ -47,13 +51,27 @@ def _names(sentence: str) -> set[str]:
         # a bullet's dash starts an item; a dash between words ("Service - Veterans") does not
         starts = position == 0 or before.endswith((".", ":", "!", "?", "(", '"')) or (
             before.endswith("-") and not before[:-1].strip())
-        if inner_caps or (word[0].isupper() and not starts):
+        # at a sentence's start a capital says nothing, unless the word is no word of the
+        # language ("Zorblax covers members.")
+        unknown_start = starts and is_word is not None and not _a_word(word.lower(), is_word)
+        if inner_caps or (word[0].isupper() and (not starts or unknown_start)):
             found.add(word)
     return found
 
 
-def facts(sentence: str) -> set[str]:
-    """Numbers, URLs, codes, UI paths and proper nouns the sentence states."""
+def _a_word(word: str, is_word: Callable[[str], bool]) -> bool:
+    """Whether every part of ``word`` ("we'll", "post-traumatic") is a word of the vocabulary,
+    or one with an inflection ("refunds", "approved") taken off."""
+    def known(part: str) -> bool:
+        return not part or is_word(part) or any(
+            part.endswith(ending) and is_word(part[:-len(ending)])
+            for ending in ("s", "es", "ed", "d", "ing", "ly"))
+    return all(known(part) for part in re.split(r"[-'’]", word))
+
+
+def facts(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[str]:
+    """Numbers, URLs, codes, UI paths and proper nouns the sentence states; with ``is_word``
+    (a vocabulary), a capitalised word at a sentence's start that is no word is a name too."""
     urls = {u.rstrip(".,;:") for u in _URL.findall(sentence)}
     rest = _URL.sub(" ", sentence)
     # a path's first segment may start with the sentence's verb ("Open Settings > ...")
@@ -61,8 +79,9 @@ def facts(sentence: str) -> set[str]:
     for path in _PATH.findall(rest):
         first, *others = _ARROWS.split(path.strip())
         paths.add(" > ".join([first.split()[-1], *others]))
-    found = urls | paths | set(_CODE.findall(rest)) | set(_NUMBER.findall(rest))
-    return found | _names(_PATH.sub(" ", rest))
+    found = urls | paths | set(_CODE.findall(rest)) | set(_NUMBER.findall(rest)) | \
+        set(_MIXED.findall(rest))
+    return found | _names(_PATH.sub(" ", rest), is_word)
 
 
 def codes(text: str) -> set[str]:
@@ -117,18 +136,49 @@ def explained_codes(message: str, answering: str) -> set[str]:
     return asked if asked <= codes(answering) else set()
 
 
-def missing_facts(sentence: str, passage: str) -> list[str]:
+def missing_facts(sentence: str, passage: str,
+                  is_word: Callable[[str], bool] | None = None) -> list[str]:
     """The facts of ``sentence`` that ``passage`` does not contain (case-insensitive; a number
     or code must stand whole: "15" is not in "2015").
 
     >>> missing_facts("Use form 15.", "Form 2015 and form 150 are gone.")
     ['15']
+    >>> missing_facts("It is an HMAC-SHA512 of the body.", "an `HMAC-SHA256` of the body")
+    ['HMAC-SHA512', 'SHA512']
     """
     text = _normal(passage)
-    return sorted(f for f in facts(sentence) if not _stands_in(_normal(f), text))
+    missing = {f for f in facts(sentence, is_word) if not _stands_in(_normal(f), text)}
+    return sorted(missing | _numbers_out_of_place(sentence, text))
+
+
+def _numbers_out_of_place(sentence: str, text: str) -> set[str]:
+    """Numbers of ``sentence`` that stand in ``text`` (normalised) but beside none of the words
+    they stand beside in the sentence: "4 Han Tumens and 10 Khitan" with the 4 changed to 10
+    holds every number, but "10 Han" is nowhere. A number alone is checked by itself."""
+    words = _normal(sentence).split()
+    out = set()
+    for index, word in enumerate(words):
+        number = word.strip(".,;:!?()[]\"'")
+        if not _NUMBER.fullmatch(number):
+            continue
+        beside = [" ".join(words[i:i + 2]) for i in (index - 1, index) if 0 <= i < len(words) - 1]
+        if beside and not any(_stands_in(pair.strip(".,;:!?()[]\"'"), text) for pair in beside):
+            out.add(number)
+    return out
 
 
 def _stands_in(fact: str, text: str) -> bool:
     if fact[:1].isalnum() and fact[-1:].isalnum():
         return re.search(rf"(?<![a-z0-9]){re.escape(fact)}(?![a-z0-9])", text) is not None
     return fact in text
+
+
+def negated(sentence: str) -> bool:
+    """Whether the sentence says something is not so ("do not count", "can't", "never").
+
+    >>> negated("Guests do not count as paid users."), negated("Guests count as paid users.")
+    (True, False)
+    >>> negated("If the reactions don t go away"), negated("You can take it")
+    (True, False)
+    """
+    return _NEGATION.search(sentence) is not None

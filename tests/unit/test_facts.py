@@ -8,6 +8,7 @@ from tasks.facts import (
     explained_codes,
     facts,
     missing_facts,
+    negated,
     undocumented_codes,
 )
 
@@ -51,6 +52,39 @@ def test_a_number_must_stand_whole_in_the_passage():
     assert missing_facts("Mail form [15] today.", "See form [8]; records since 2015.") == ["15"]
     assert missing_facts("Mail form VS-118.", "Use form VS-1180.") == ["118", "VS-118"]
     assert missing_facts("Mail form VS-118.", "Use form VS-118 (PDF).") == []
+
+
+def test_a_number_must_stand_beside_a_word_it_stands_beside_in_the_passage():
+    page = "There were 4 Han Tumens and 10 Khitan Tumens. The link is valid for 60 minutes."
+    assert missing_facts("There were 10 Han Tumens and 10 Khitan Tumens.", page) == ["10"]
+    assert missing_facts("The reset link stays valid for 60 minutes.", page) == []
+    assert missing_facts("60", "It takes 60 days.") == []  # a number alone: by itself
+
+
+def test_a_made_up_name_at_a_sentences_start_is_a_name():
+    vocabulary = {"of", "course", "we", "ll", "email", "you", "refund", "post", "traumatic"}.__contains__
+    page = "Service covers members. We email you. Refunds take 5 days. Post-traumatic stress."
+    assert missing_facts("Of course. Zorblax covers members.", page, vocabulary) == ["Zorblax"]
+    assert missing_facts("Of course. Zorblax covers members.", page) == []  # no vocabulary
+    for sentence in ("We'll email you.", "Refunds take 5 days.", "Post-traumatic stress."):
+        assert missing_facts(sentence, page, vocabulary) == [], sentence
+
+
+def test_a_number_inside_a_token_is_part_of_the_token():
+    page = "Each request carries an `HMAC-SHA256` of the body; files up to mp3 quality."
+    assert missing_facts("It carries an HMAC-SHA256 of the body.", page) == []
+    assert missing_facts("It carries an HMAC-SHA512 of the body.", page) == [
+        "HMAC-SHA512", "SHA512"]
+    assert missing_facts("Files up to mp4 quality.", page) == ["mp4"]
+
+
+@pytest.mark.parametrize(("sentence", "denies"), [
+    ("Guests do not count as paid users.", True), ("You can't reset it here.", True),
+    ("It is never refunded.", True), ("If the reactions don t go away", True),
+    ("No refund is paid.", True), ("Guests count as paid users.", False),
+    ("Notice the note on knots.", False), ("You can take it.", False)])
+def test_a_sentence_that_says_something_is_not_so(sentence, denies):
+    assert negated(sentence) is denies
 
 
 def test_a_capitalised_word_after_a_spaced_dash_is_a_name():
