@@ -30,7 +30,7 @@ from autogen_core.tools import Tool, ToolSchema
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel
 
-from agents.deadline import call_timeout, failed_call
+from agents.deadline import call_timeout, check_stream, failed_call
 from agents.llm_factory import api_key_for
 from agents.structured_output import response_format
 from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
@@ -132,10 +132,12 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
 
     records_usage = True
 
-    def __init__(self, structured_output: str = "json_schema", **config: Any) -> None:
+    def __init__(self, structured_output: str = "json_schema", stream: bool = False,
+                 **config: Any) -> None:
         super().__init__(**config)
         self.server = config.get("base_url") or "api.openai.com"
         self.structured_output = structured_output
+        self.stream = stream
 
     async def create(self, messages: Sequence[LLMMessage], *args: Any,
                      extra_create_args: Mapping[str, Any] = {}, **kwargs: Any) -> CreateResult:
@@ -147,12 +149,34 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
                 bounded["response_format"] = response_format(asked, "json_object")
         started = time.perf_counter()
         try:
-            result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
+            if self.stream:
+                result = await self._streamed(messages, *args, extra_create_args=bounded,
+                                              **kwargs)
+            else:
+                result = await super().create(messages, *args, extra_create_args=bounded,
+                                              **kwargs)
         except Exception as exc:
             raise failed_call(self.server, exc, started) from exc
         record_call(result.usage.prompt_tokens, result.usage.completion_tokens,
                     (time.perf_counter() - started) * 1000, purpose="ok")
         return result
+
+
+    async def _streamed(self, messages: Sequence[LLMMessage], *args: Any,
+                        extra_create_args: Mapping[str, Any], **kwargs: Any) -> CreateResult:
+        """The reply read as a stream, cut (and its stream closed) at the turn's deadline."""
+        chunks = super().create_stream(messages, *args, extra_create_args={
+            **extra_create_args, "stream_options": {"include_usage": True}}, **kwargs)
+        try:
+            async for chunk in chunks:
+                if isinstance(chunk, CreateResult):
+                    if chunk.content in ("", []):  # not a stream of chunks (an HTML page)
+                        raise ValueError(f"{self.server} streamed no reply")
+                    return chunk
+                check_stream(self.server)
+        finally:
+            await chunks.aclose()
+        raise ValueError(f"the stream of {self.server} ended without a reply")
 
 
 def openai_client(settings: Any, structured_output: str = "json_schema") -> Any:
@@ -161,6 +185,7 @@ def openai_client(settings: Any, structured_output: str = "json_schema") -> Any:
     model = settings.provider.split("/", 1)[-1]
     return TurnBoundOpenAIClient(
         structured_output=structured_output,
+        stream=settings.stream,
         model=model, base_url=settings.base_url, api_key=api_key_for(settings),
         temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
         max_retries=0,

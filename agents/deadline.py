@@ -52,6 +52,17 @@ def expired() -> bool:
     return time_left() <= 0
 
 
+class ReplyCut(RuntimeError):
+    """A streamed model reply was still arriving at the turn's deadline; its stream is closed,
+    so the server stops generating it."""
+
+
+def check_stream(server: str) -> None:
+    """Between two chunks of a streamed reply: :class:`ReplyCut` once the turn's time is up."""
+    if time_left() <= 0:
+        raise ReplyCut(f"the reply of {server} was still streaming at the turn's deadline")
+
+
 MIN_CALL_S = 0.5
 DEFAULT_CALL_TIMEOUT_S = 60.0
 

@@ -66,6 +66,7 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
                                base_url=settings.base_url, api_key=api_key,
                                temperature=settings.temperature, seed=settings.seed,
                                max_tokens=settings.max_tokens, max_retries=0,
+                               stream=settings.stream,
                                structured_output=structured_mode(settings, api_key, check))
     from crewai import LLM
 

@@ -5,6 +5,8 @@ CrewAI's native OpenAI client with three changes a support turn needs:
 * every request's HTTP timeout is the time left before the turn's evidence reserve, with no
   client retries, and a request that would start with less than a half second left is not
   sent: the role takes its evidence path and the retrieval step still searches in time;
+  a streamed reply (``llm.stream``) still arriving at the deadline is cut and its stream
+  closed, so the server stops generating it;
 * a failed request (server down, HTTP error, timeout, a body that is not a completion) is a
   :class:`ModelServerError` naming the server, never an ``OSError`` that the turn would take
   for a knowledge-base outage;
@@ -16,7 +18,7 @@ CrewAI's native OpenAI client with three changes a support turn needs:
 Usage::
 
     llm = TurnBoundOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:8080/v1",
-                          api_key="none", max_tokens=256)
+                          api_key="none", max_tokens=256, stream=True)
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ from typing import Any
 from crewai.llms.providers.openai.completion import OpenAICompletion
 from pydantic import BaseModel
 
-from agents.deadline import DeadlineExceeded, call_timeout, failed_call
+from agents.deadline import DeadlineExceeded, ReplyCut, call_timeout, check_stream, failed_call
 from agents.structured_output import response_format
 from agents.usage import record_call
 from tasks.role_output import RoleFailed, parse_output
 
 _LAST_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "supportcrew_last_usage", default=None)
+_OPEN_STREAM: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "supportcrew_open_stream", default=None)
 _RESPONSE_FORMAT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "supportcrew_response_format", default=None)
 
@@ -45,8 +49,18 @@ class TurnBoundOpenAI(OpenAICompletion):
     structured_output: str = "json_schema"
 
     def _get_sync_client(self) -> Any:
-        return super()._get_sync_client().with_options(timeout=call_timeout(self.timeout),
-                                                       max_retries=0)
+        client = super()._get_sync_client().with_options(timeout=call_timeout(self.timeout),
+                                                          max_retries=0)
+        completions = client.chat.completions  # this request's own client (with_options)
+        create = completions.create
+
+        def create_and_keep(*args: Any, **kwargs: Any) -> Any:
+            reply = create(*args, **kwargs)
+            _OPEN_STREAM.set(reply if kwargs.get("stream") else None)
+            return reply
+
+        completions.create = create_and_keep
+        return client
 
     def call(self, *args: Any, response_model: type[BaseModel] | None = None,
              **kwargs: Any) -> Any:
@@ -77,6 +91,16 @@ class TurnBoundOpenAI(OpenAICompletion):
         if _RESPONSE_FORMAT.get() is not None:
             params["response_format"] = _RESPONSE_FORMAT.get()
         return params
+
+    def _emit_stream_chunk_event(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            check_stream(self.base_url or "api.openai.com")
+        except ReplyCut:
+            stream = _OPEN_STREAM.get()
+            if stream is not None:  # closed now, not when CrewAI lets go of the exception
+                stream.close()
+            raise
+        super()._emit_stream_chunk_event(*args, **kwargs)
 
     def _extract_openai_token_usage(self, response: Any) -> dict[str, Any]:
         usage = super()._extract_openai_token_usage(response)

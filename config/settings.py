@@ -269,7 +269,10 @@ class LlmSettings(_Strict):
     """The chat model. ``structured_output``: how typed role outputs are asked of a server:
     ``json_schema`` (OpenAI's response_format), ``json_object`` (with the schema beside it, as
     llama.cpp's server takes it), ``none`` (the prompt's JSON instructions alone), or ``auto``:
-    a one-time probe at start picks the first one the server accepts."""
+    a one-time probe at start picks the first one the server accepts. ``stream``: a server's
+    replies arrive as a stream, so a call cut at the turn's deadline closes it and the server
+    stops generating (llama.cpp's server finishes an unstreamed request whose client is gone,
+    and the next request waits behind it)."""
 
     provider: str = "local"
     model_path: Path | None = None
@@ -279,6 +282,7 @@ class LlmSettings(_Strict):
     temperature: float = Field(0.0, ge=0, le=2)
     seed: int = 7
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = "auto"
+    stream: bool = True
 
 
 RoleChoice = Literal["model", "evidence", "auto"]

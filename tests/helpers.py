@@ -194,6 +194,39 @@ def send_json(handler: Any, payload: dict[str, Any], status: int = 200) -> None:
     handler.wfile.write(data)
 
 
+def send_completion(handler: Any, body: dict[str, Any], message: dict[str, Any],
+                    usage: dict[str, int]) -> None:
+    """Answer a chat-completion request with ``message``: one JSON completion, or, when the
+    request streams, the same reply as server-sent chunks (content or tool calls, then a
+    usage chunk when ``stream_options.include_usage`` asks for it, then ``[DONE]``)."""
+    import json
+
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    head = {"id": "cmpl-1", "created": 0, "model": body.get("model", "test-model")}
+    if not body.get("stream"):
+        send_json(handler, {**head, "object": "chat.completion", "usage": usage,
+                            "choices": [{"index": 0, "message": message,
+                                         "finish_reason": finish}]})
+        return
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call}
+                               for i, call in enumerate(message["tool_calls"])]
+    chunks = [{"index": 0, "delta": delta, "finish_reason": None},
+              {"index": 0, "delta": {}, "finish_reason": finish}]
+    events = [{**head, "object": "chat.completion.chunk", "choices": [c]} for c in chunks]
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append({**head, "object": "chat.completion.chunk", "choices": [],
+                       "usage": usage})
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+    for event in events:
+        handler.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+    handler.wfile.write(b"data: [DONE]\n\n")
+    handler.close_connection = True
+
+
 @contextmanager
 def pilot_over_own_store(settings: Any, example_kb: Any, path: Any, *keys: Any
                          ) -> Iterator[tuple[Any, Any]]:

@@ -20,7 +20,7 @@ from config.settings import LlmSettings
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import TurnRequest
-from tests.helpers import REFUND, free_port, send_json
+from tests.helpers import REFUND, free_port, send_completion, send_json
 
 pytestmark = pytest.mark.integration
 
@@ -59,14 +59,8 @@ class OpenAICompatible(BaseHTTPRequestHandler):
         if OpenAICompatible.refuse_json_schema and kind == "json_schema":
             send_json(self, {"error": {"message": "json_schema not supported"}}, status=500)
             return
-        message = reply_for(body)
-        send_json(self, {"id": "cmpl-1", "object": "chat.completion", "created": 0,
-                    "model": body.get("model", "test-model"),
-                    "choices": [{"index": 0, "message": message,
-                                 "finish_reason": "tool_calls" if message.get("tool_calls")
-                                 else "stop"}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10,
-                              "total_tokens": 110}})
+        send_completion(self, body, reply_for(body),
+                        {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
 
     def log_message(self, *args: object) -> None:
         return
@@ -115,6 +109,9 @@ def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, examp
     offered = [b for b in OpenAICompatible.seen if b.get("tools")]
     assert offered and offered[0]["tools"][0]["function"]["name"] == "search_knowledge_base"
     assert result.trace.llm_calls == len(OpenAICompatible.seen) == 2  # retriever, responder
+    # streamed (llm.stream), the usage read from the stream's last chunk
+    assert all(b["stream"] and b["stream_options"] == {"include_usage": True}
+               for b in OpenAICompatible.seen)
     assert result.trace.prompt_tokens == 200 and result.trace.completion_tokens == 20
     assert [c.role for c in result.trace.calls] == ["retriever", "responder"]
 

@@ -77,6 +77,9 @@ def test_bad_env_value_is_named(monkeypatch):
          "precision"),
         ("pilot: {encoder_threads: 0}\n", "pilot.encoder_threads"),
         ("pilot: {header_timeout_s: -1}\n", "pilot.header_timeout_s"),
+        ("llm: {stream: sometimes}\n", "llm.stream"),
+        ("evidence: {support_semantic_close: 1.5}\n", "evidence.support_semantic_close"),
+        ("evidence: {support_lexical_close: -0.1}\n", "evidence.support_lexical_close"),
     ],
 )
 def test_malformed_files_give_one_clear_error(tmp_path, text, expected):
