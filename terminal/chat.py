@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import signal
 import threading
 import uuid
 from pathlib import Path
@@ -44,6 +45,16 @@ def wait_interruptibly(future: concurrent.futures.Future[T], poll_s: float = 0.2
             return future.result(timeout=poll_s)
         except concurrent.futures.TimeoutError:
             continue
+
+
+def let_ctrl_c_through() -> None:
+    """Ctrl-C reaches the chat however it was started: a parent that ignored or blocked SIGINT
+    (a shell's background job, a harness, a library that set it at C level) hands that on to
+    its children, and the chat would never see Ctrl-C. Python's own handler is installed again
+    and the signal unblocked (from the main thread; elsewhere nothing is done)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 class ChatLoop:
@@ -155,6 +166,7 @@ class ChatLoop:
                            f"tokens · {trace.duration_ms / 1000:.1f} s[/]")
 
     def run(self) -> None:
+        let_ctrl_c_through()
         self.console.print(f"supportcrew chat · session {self.session_id} · /help for commands")
         while True:
             try:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from terminal.chat import wait_interruptibly
+from terminal.chat import let_ctrl_c_through, wait_interruptibly
 
 
 def test_the_wait_returns_the_turns_result():
@@ -17,6 +17,7 @@ def test_the_wait_returns_the_turns_result():
 
 
 def test_ctrl_c_delivered_to_another_thread_still_interrupts_the_wait():
+    let_ctrl_c_through()  # as the chat does first: whatever an earlier test left behind
     future: concurrent.futures.Future[str] = concurrent.futures.Future()
 
     def interrupt_from_here() -> None:  # the kernel may hand SIGINT to any thread
@@ -30,3 +31,17 @@ def test_ctrl_c_delivered_to_another_thread_still_interrupts_the_wait():
     with pytest.raises(KeyboardInterrupt):
         wait_interruptibly(future)
     assert time.monotonic() - started < 2.0
+
+
+def test_a_chat_started_with_ctrl_c_ignored_or_blocked_still_gets_it():
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        let_ctrl_c_through()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, previous)
