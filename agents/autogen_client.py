@@ -161,7 +161,6 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
                     (time.perf_counter() - started) * 1000, purpose="ok")
         return result
 
-
     async def _streamed(self, messages: Sequence[LLMMessage], *args: Any,
                         extra_create_args: Mapping[str, Any], **kwargs: Any) -> CreateResult:
         """The reply read as a stream, cut (and its stream closed) at the turn's deadline."""
