@@ -28,6 +28,8 @@ _ASKS_MEANING = re.compile(r"\bwhat (?:does|do|is)\b.*\bmean", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
 _MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")                 # ... fact, whole: "SHA256", "mp3"
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
+_PUNCT = re.compile(r"[,;:!?()\[\]\"']|\.(?!\d)")
+_RANGE = re.compile(r"(?<=\d)[–—/-](?=\d)")
 _ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|none|neither|nor|\w+n['’]t|(?:don|doesn|didn|"
                        r"isn|aren|wasn|weren|can|couldn|won|wouldn|shouldn|haven|hasn|mustn)"
@@ -154,16 +156,21 @@ def missing_facts(sentence: str, passage: str,
 def _numbers_out_of_place(sentence: str, text: str) -> set[str]:
     """Numbers of ``sentence`` that stand in ``text`` (normalised) but beside none of the words
     they stand beside in the sentence: "4 Han Tumens and 10 Khitan" with the 4 changed to 10
-    holds every number, but "10 Han" is nowhere. A number alone is checked by itself."""
-    words = _normal(sentence).split()
+    holds every number, but "10 Han" is nowhere. A word beside it counts before another number
+    of a range or a list ("1596–1626" is read as its two numbers); punctuation is left out of
+    the comparison; a number alone is checked by itself."""
+    def words_of(value: str) -> list[str]:
+        return _PUNCT.sub(" ", _RANGE.sub(" ", _normal(value))).split()
+
+    words, plain = words_of(sentence), " ".join(words_of(text))
     out = set()
     for index, word in enumerate(words):
-        number = word.strip(".,;:!?()[]\"'")
-        if not _NUMBER.fullmatch(number):
+        if not _NUMBER.fullmatch(word):
             continue
-        beside = [" ".join(words[i:i + 2]) for i in (index - 1, index) if 0 <= i < len(words) - 1]
-        if beside and not any(_stands_in(pair.strip(".,;:!?()[]\"'"), text) for pair in beside):
-            out.add(number)
+        pairs = [words[i:i + 2] for i in (index - 1, index) if 0 <= i < len(words) - 1]
+        beside = [p for p in pairs if not all(_NUMBER.fullmatch(w) for w in p)]
+        if pairs and not any(_stands_in(" ".join(p), plain) for p in beside or pairs):
+            out.add(word)
     return out
 
 

@@ -59,6 +59,10 @@ def test_a_number_must_stand_beside_a_word_it_stands_beside_in_the_passage():
     assert missing_facts("There were 10 Han Tumens and 10 Khitan Tumens.", page) == ["10"]
     assert missing_facts("The reset link stays valid for 60 minutes.", page) == []
     assert missing_facts("60", "It takes 60 days.") == []  # a number alone: by itself
+    castle = "the Royal Castle (1596–1626) and the Jesuit Church (1609–1626)"
+    assert missing_facts(f"It names {castle}.", castle) == []
+    assert missing_facts("the Royal Castle (1609–1626) and the Jesuit Church (1609–1626)",
+                         castle) == ["1609"]
 
 
 def test_a_made_up_name_at_a_sentences_start_is_a_name():
