@@ -150,17 +150,17 @@ def missing_facts(sentence: str, passage: str,
     """
     text = _normal(passage)
     missing = {f for f in facts(sentence, is_word) if not _stands_in(_normal(f), text)}
-    return sorted(missing | _numbers_out_of_place(sentence, text))
+    return sorted(missing | _numbers_out_of_place(_normal(sentence), text))
 
 
 def _numbers_out_of_place(sentence: str, text: str) -> set[str]:
-    """Numbers of ``sentence`` that stand in ``text`` (normalised) but beside none of the words
+    """Numbers of ``sentence`` that stand in ``text`` (both normalised) but beside none of the words
     they stand beside in the sentence: "4 Han Tumens and 10 Khitan" with the 4 changed to 10
     holds every number, but "10 Han" is nowhere. A word beside it counts before another number
     of a range or a list ("1596–1626" is read as its two numbers); punctuation is left out of
     the comparison; a number alone is checked by itself."""
     def words_of(value: str) -> list[str]:
-        return _PUNCT.sub(" ", _RANGE.sub(" ", _normal(value))).split()
+        return _PUNCT.sub(" ", _RANGE.sub(" ", value)).split()
 
     words, plain = words_of(sentence), " ".join(words_of(text))
     out = set()
