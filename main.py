@@ -55,15 +55,15 @@ state = State()
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from evaluation.retrieval import DatasetError
     from storage.kb.documents import DocumentError
     from storage.kb.model_files import ModelFilesError
     from storage.memory import ScopeError
     from storage.qdrant.store import StoreError
-    from storage.retrieval.evaluation import DatasetError
     from storage.retrieval.filters import SlotError
 
     try:
-        from agents.llm_factory import LlmConfigError
+        from agents.llm.factory import LlmConfigError
     except ImportError:  # crewai missing: the error then names what to install
         LlmConfigError = ModelFilesError
     return (ConfigError, SlotError, StoreError, DocumentError, ModelFilesError, DatasetError,
@@ -218,8 +218,8 @@ def kickoff(
                                                  "openai/gpt-4o-mini")] = None,
 ) -> None:
     """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
-    from agents.kickoff import load_script, run_script
     from agents.runtime import build_runtime
+    from evaluation.kickoff import load_script, run_script
 
     if process is not None and process not in ("sequential", "hierarchical"):
         raise ValueError(f"--process {process!r}: choose sequential or hierarchical")
@@ -443,8 +443,8 @@ def eval_retrieval(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Score retrieval stages on a BEIR dataset (ingests its corpus once, idempotently)."""
+    from evaluation.retrieval import evaluate, load_beir
     from storage.kb.ingest import ingest_paths
-    from storage.retrieval.evaluation import evaluate, load_beir
 
     chosen = [s.strip() for s in stages.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in PIPELINES]
@@ -481,11 +481,11 @@ def eval_answers(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask each question of a labelled set as a new conversation; score answers and refusals."""
-    from agents.answer_eval import answer_set_settings, evaluate_answers, plot_risk_coverage
     from agents.runtime import build_runtime
+    from evaluation.answer_sets import load_answer_set
+    from evaluation.answers import answer_set_settings, evaluate_answers, plot_risk_coverage
     from storage.kb.ingest import ingest_paths
     from storage.kb.knowledge_base import KnowledgeBase
-    from storage.retrieval.answer_sets import load_answer_set
 
     if plot is not None and plot.suffix.lower() != ".png":
         raise ValueError(f"--plot {plot}: the plot is written as PNG; name a .png file")

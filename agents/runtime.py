@@ -56,7 +56,7 @@ def check_choice(engine: str, process: str) -> None:
 
 def check_task_placeholders(tasks_config: dict[str, Any]) -> None:
     """Every ``{placeholder}`` of a task description must be an input the turn provides."""
-    from agents.turn_steps import task_inputs
+    from agents.steps import task_inputs
 
     for name, spec in tasks_config.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("description"), str) \
@@ -99,15 +99,15 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
     check_agents(specs.agents)
     check_task_placeholders(specs.tasks)
     if name == "autogen":
-        from agents.autogen_client import BaseLLMChatClient, openai_client
-        from agents.autogen_team import AutoGenEngine
+        from agents.autogen.client import BaseLLMChatClient, openai_client
+        from agents.autogen.engine import AutoGenEngine
 
         remote = llm_settings is not None and llm_settings.provider != "local" and (
             getattr(llm, "remote_server", False) or not getattr(llm, "records_usage", False))
         client = (openai_client(llm_settings, getattr(llm, "structured_output", "json_schema"))
                   if remote else BaseLLMChatClient(llm))
         return AutoGenEngine(client, specs, process=process)
-    from agents.crewai_engine import CrewAIEngine
+    from agents.crewai.engine import CrewAIEngine
 
     return CrewAIEngine(llm, process=process, retrieve_crew=retrieve_crew)
 
@@ -115,7 +115,7 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
 def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
                   process: str | None = None, llm: Any = None) -> TurnRuntime:
     """Open the knowledge base and build the chosen engine around one shared LLM."""
-    from agents.llm_factory import build_llm
+    from agents.llm.factory import build_llm
 
     engine_name = engine or settings.engine
     process_name = process or settings.process

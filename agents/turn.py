@@ -1,7 +1,7 @@
 """One support turn, the single entry point of every interface: ``run_turn``.
 
-The engine owns the turn: a CrewAI ``Flow`` of crews (``agents/crewai_flow.py``) or an
-AutoGen ``GraphFlow`` / ``SelectorGroupChat`` (``agents/autogen_team.py``). Both call the same
+The engine owns the turn: a CrewAI ``Flow`` of crews (``agents/crewai/flow.py``) or an
+AutoGen ``GraphFlow`` / ``SelectorGroupChat`` (``agents/autogen/engine.py``). Both call the same
 evidence gates (``tasks/gates.py``). Every turn has its own ``TurnState`` and usage ledger,
 so concurrent turns never mix their traces.
 
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from agents.deadline import turn_deadline
 from agents.runtime import TurnRuntime
-from agents.turn_steps import TurnFailed, is_outage, outage_errors
+from agents.steps import TurnFailed, is_outage, outage_errors
 from agents.usage import UsageLedger
 from tasks.gates import deadline_result
 from tasks.memory_context import claim_turn, save_result

@@ -28,9 +28,9 @@ from config.telemetry import apply_telemetry_policy  # noqa: E402
 apply_telemetry_policy()  # a bench script is where its process starts
 
 from config.settings import Settings, load_settings  # noqa: E402
+from evaluation.answer_sets import AnswerSet, load_answer_set  # noqa: E402
 from storage.kb.ingest import ingest_paths  # noqa: E402
 from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.retrieval.answer_sets import AnswerSet, load_answer_set  # noqa: E402
 from storage.retrieval.retriever import QdrantRetriever  # noqa: E402
 from tasks.evidence import EvidenceScorer  # noqa: E402
 from tasks.schemas import Passage  # noqa: E402

@@ -35,7 +35,9 @@ from typing import Any
 import yaml
 from _common import RESULTS, ROOT, comparison_parser, open_answer_set, table, write_results
 
-from agents.answer_eval import (
+from agents.runtime import build_runtime
+from config.settings import load_settings
+from evaluation.answers import (
     answer_set_settings,
     evaluate_answers,
     overlap,
@@ -43,8 +45,6 @@ from agents.answer_eval import (
     risk_coverage,
     summarise,
 )
-from agents.runtime import build_runtime
-from config.settings import load_settings
 from storage.retrieval.filters import build_filters
 from tasks.passage_text import split_units
 
@@ -143,7 +143,7 @@ def main() -> None:
     results: dict[str, dict[str, Any]] = {}
     llm = None
     if not args.no_naive_rag:
-        from agents.llm_factory import build_llm
+        from agents.llm.factory import build_llm
         llm = build_llm(load_settings().llm)
     for name in [p.strip() for p in args.packs.split(",") if p.strip()]:
         pack = PACKS[name]

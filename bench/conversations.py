@@ -27,10 +27,10 @@ from typing import Any
 
 from _common import ROOT, comparison_parser, table, write_results
 
-from agents.answer_eval import percentile
-from agents.kickoff import load_script, run_script
 from agents.runtime import build_runtime
 from config.settings import load_settings
+from evaluation.answers import percentile
+from evaluation.kickoff import load_script, run_script
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 

@@ -29,8 +29,8 @@ from typing import Any
 import yaml
 from _common import ROOT, open_answer_set, table, write_results
 
-from agents.answer_eval import risk_coverage
 from config.settings import AnswerabilityGate, load_settings
+from evaluation.answers import risk_coverage
 from tasks.gates import first_turn_phrasings
 from tasks.judging import assess
 

@@ -4,7 +4,7 @@ Phases, each on the same ~800-token support prompt, nothing else running in the 
 unless the phase says so:
 
 * ``plain``: prompt evaluation (cold cache) and 32 generated tokens, per weights file (the
-  shipped Q4_1, and the Q8_0 re-encoding the product loads: agents/local_model_file.py),
+  shipped Q4_1, and the Q8_0 re-encoding the product loads: agents/llm/model_file.py),
   thread count and batch size;
 * ``grammar``: the same generation constrained by a role's JSON schema;
 * ``prefix cached``: the same prompt again (llama.cpp keeps the evaluated prefix);
@@ -37,7 +37,7 @@ from typing import Any
 
 from _common import table, write_results
 
-from agents.local_model_file import local_gguf
+from agents.llm.model_file import local_gguf
 from config.settings import load_settings
 from storage.kb.embeddings import load_encoders
 from storage.kb.model_files import smollm2_gguf

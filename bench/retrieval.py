@@ -39,9 +39,9 @@ def _settings(dataset: Path) -> Settings:
 
 
 def _ingest_child(dataset: str, data_dir: str, queue: multiprocessing.Queue) -> None:
+    from evaluation.retrieval import load_beir
     from storage.kb.ingest import ingest_paths
     from storage.kb.knowledge_base import KnowledgeBase
-    from storage.retrieval.evaluation import load_beir
 
     settings = _settings(Path(dataset))
     data = load_beir(Path(dataset))
@@ -135,8 +135,8 @@ def main() -> None:
     child.join()
     ingest["chunks_per_s"] = round(ingest["chunks"] / max(ingest["seconds"], 1e-9), 1)
 
+    from evaluation.retrieval import evaluate, load_beir
     from storage.kb.knowledge_base import KnowledgeBase
-    from storage.retrieval.evaluation import evaluate, load_beir
 
     settings = _settings(args.dataset)
     data = load_beir(args.dataset, args.split)

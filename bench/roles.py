@@ -22,11 +22,11 @@ from typing import Any
 
 from _common import ROOT, open_answer_set, table, write_results
 
-from agents.answer_eval import answer_set_settings, evaluate_answers, percentile
-from agents.kickoff import load_script, run_script
-from agents.llm_factory import build_llm
+from agents.llm.factory import build_llm
 from agents.runtime import build_runtime
 from config.settings import ROLE_NAMES, Settings, load_settings
+from evaluation.answers import answer_set_settings, evaluate_answers, percentile
+from evaluation.kickoff import load_script, run_script
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 

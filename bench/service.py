@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 from _common import ROOT, comparison_parser, table
 
-from agents.answer_eval import percentile
+from evaluation.answers import percentile
 from service.auth import hash_key
 
 QUESTIONS = ["How long does a refund take?", "What are the API rate limits on the Pro plan?",

@@ -20,10 +20,10 @@ from _common import ROOT
 from ir_measures import nDCG
 
 from config.settings import load_settings
+from evaluation.retrieval import load_beir
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.store import Nearest, Stage
-from storage.retrieval.evaluation import load_beir
 from storage.retrieval.filters import build_filters
 
 

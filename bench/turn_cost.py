@@ -32,12 +32,12 @@ from crewai import Agent, Crew, Process, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
-from agents.kickoff import check, load_script, run_script
-from agents.local_llm import LocalLlamaLLM, as_chat
+from agents.llm.local import LocalLlamaLLM, as_chat
 from agents.roles import load_role_specs
 from agents.runtime import build_runtime
 from agents.usage import UsageLedger
 from config.settings import load_settings
+from evaluation.kickoff import check, load_script, run_script
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.store import Nearest, Stage

@@ -14,7 +14,7 @@ from typing import Any
 from crewai.llms.base_llm import BaseLLM
 from pydantic import Field, PrivateAttr
 
-from agents.local_llm import run_or_return_tool_call
+from agents.llm.local import run_or_return_tool_call
 from agents.usage import record_call
 
 Reply = dict[str, Any] | str | Callable[[str], Any]

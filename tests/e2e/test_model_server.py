@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from agents.local_model_file import local_gguf
+from agents.llm.model_file import local_gguf
 from tests.conftest import EXAMPLE_KB, REPO
 from tests.helpers import free_port
 

@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from agents.local_llm import LocalLlamaLLM
-from agents.search_tool import TOOL_DESCRIPTION, TOOL_NAME, SearchArgs
+from agents.llm.local import LocalLlamaLLM
+from agents.tools.search import TOOL_DESCRIPTION, TOOL_NAME, SearchArgs
 from agents.usage import UsageLedger
 from main import app
 from tests.conftest import EXAMPLE_KB, REPO

@@ -7,7 +7,7 @@ from autogen_core.memory import MemoryContent, MemoryMimeType
 from autogen_core.model_context import BufferedChatCompletionContext
 from autogen_core.models import UserMessage
 
-from agents.autogen_memory import QdrantAutoGenMemory
+from agents.autogen.memory import QdrantAutoGenMemory
 from storage.memory import MemoryStore, Scope
 from storage.qdrant.edge_store import EdgeStore
 

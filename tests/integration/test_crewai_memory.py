@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 from crewai.memory.types import MemoryRecord
 
-from agents.crewai_memory import LocalEmbedder, QdrantMemoryBackend, support_memory
+from agents.crewai.memory import LocalEmbedder, QdrantMemoryBackend, support_memory
 from agents.usage import UsageLedger
 from storage.memory import Scope
 from storage.qdrant.edge_store import EdgeStore

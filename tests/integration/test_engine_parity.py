@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.kickoff import load_script, run_script
+from evaluation.kickoff import load_script, run_script
 from tests.conftest import REPO
 from tests.helpers import prompt_driven_llm, scripted_runtime
 from tests.integration.test_turn import undecided

@@ -11,12 +11,12 @@ import yaml
 from crewai import Agent
 from crewai.project import CrewBase, agent
 
-from agents.autogen_agents import ToolEvidenceAgent
-from agents.autogen_team import AutoGenEngine
-from agents.crewai_engine import CrewAIEngine
-from agents.crews import RetrieveCrew
-from agents.evidence_tools import EvidenceTool
+from agents.autogen.agents import ToolEvidenceAgent
+from agents.autogen.engine import AutoGenEngine
+from agents.crewai.crews import RetrieveCrew
+from agents.crewai.engine import CrewAIEngine
 from agents.runtime import TurnRuntime
+from agents.tools.evidence import EvidenceTool
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tests.conftest import REPO
@@ -87,7 +87,7 @@ def crewai_with_orders(config_dir: Path, llm, settings, example_kb) -> TurnRunti
 
 
 def autogen_with_orders(config_dir: Path, llm, settings, example_kb) -> TurnRuntime:
-    from agents.autogen_client import BaseLLMChatClient
+    from agents.autogen.client import BaseLLMChatClient
     from agents.roles import load_role_specs
 
     class OrdersEngine(AutoGenEngine):

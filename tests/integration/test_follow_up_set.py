@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.kickoff import load_script, run_script
+from evaluation.kickoff import load_script, run_script
 from storage.memory import MemoryStore
 from storage.qdrant.edge_store import EdgeStore
 from tests.conftest import REPO

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.local_model_file import ModelConversionError, requantize_q8
+from agents.llm.model_file import ModelConversionError, requantize_q8
 from storage.kb.model_files import smollm2_gguf
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import pytest
 
-from agents.llm_factory import LlmConfigError, build_llm
+from agents.llm.factory import LlmConfigError, build_llm
 from agents.runtime import TurnRuntime
 from config.settings import LlmSettings
 from tests.helpers import REFUND, free_port, send_json

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agents.llm_factory import build_llm
+from agents.llm.factory import build_llm
 from agents.runtime import TurnRuntime, build_engine
 from agents.turn import run_turn
 from config.settings import LlmSettings

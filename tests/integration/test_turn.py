@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from agents.search_tool import KnowledgeBaseSearchTool
+from agents.tools.search import KnowledgeBaseSearchTool
 from agents.turn import run_turn
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.schemas import HistoryTurn, TurnRequest

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agents.answer_eval import calibration, overlap, summarise
+from evaluation.answers import calibration, overlap, summarise
 
 
 def test_overlap_is_recall_of_the_gold_span_and_f1():

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from storage.retrieval.answer_sets import load_answer_set
-from storage.retrieval.evaluation import DatasetError
+from evaluation.answer_sets import load_answer_set
+from evaluation.retrieval import DatasetError
 from tests.conftest import REPO
 
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from crewai.events import crewai_event_bus
 from crewai.events.types.llm_events import LLMCallCompletedEvent, LLMCallType
 
-from agents.crewai_events import flush_events, listen_to_crewai_llm_calls
+from agents.crewai.events import flush_events, listen_to_crewai_llm_calls
 from agents.usage import UsageLedger, acting_as
 
 

@@ -19,7 +19,7 @@ PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "
 DOCTESTED = ("config.settings", "storage.lru", "tasks.facts", "tasks.passage_text",
              "tasks.answerability_model", "tasks.gates", "tasks.gap_report", "tasks.courtesy",
              "tasks.entities", "tasks.spelling",
-             "agents.progress", "agents.answer_eval")
+             "agents.progress", "evaluation.answers")
 
 
 def module_names() -> list[str]:

@@ -1,7 +1,7 @@
 import pytest
 
-from agents.kickoff import Expectation, check, load_script
 from config.settings import ConfigError
+from evaluation.kickoff import Expectation, check, load_script
 from tasks.schemas import Citation, TurnResult
 
 

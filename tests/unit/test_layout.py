@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "storage", "tasks", "integrations", "agents", "service", "terminal")
+PACKAGES = ("config", "storage", "tasks", "integrations", "agents", "service", "terminal",
+            "evaluation")
 # what each top-level package may import (interfaces -> agents -> tasks -> storage -> config)
 ALLOWED = {
     "config": {"config"},
@@ -23,6 +24,7 @@ ALLOWED = {
     "agents": {"config", "storage", "tasks", "integrations", "agents"},
     "service": {"config", "storage", "tasks", "agents", "service"},
     "terminal": {"config", "storage", "tasks", "agents", "terminal"},
+    "evaluation": {"config", "storage", "tasks", "agents", "evaluation"},
     "main": {*PACKAGES},
 }
 FRAMEWORKS = ("crewai", "autogen_core", "autogen_agentchat", "autogen_ext", "fastapi",

@@ -1,6 +1,6 @@
 import pytest
 
-from agents.llm_factory import LlmConfigError, build_llm
+from agents.llm.factory import LlmConfigError, build_llm
 from config.settings import LlmSettings
 from tests.helpers import free_port
 
@@ -25,7 +25,7 @@ def test_keyless_providers_and_the_local_model_build(monkeypatch):
 
 
 def test_autogen_uses_autogen_ext_for_remote_endpoints(monkeypatch):
-    from agents.autogen_client import BaseLLMChatClient
+    from agents.autogen.client import BaseLLMChatClient
     from agents.runtime import build_engine
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

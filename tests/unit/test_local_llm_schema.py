@@ -1,4 +1,4 @@
-from agents.local_llm import MAX_ITEMS, MAX_STRING, bounded_schema, tool_call_schema
+from agents.llm.local import MAX_ITEMS, MAX_STRING, bounded_schema, tool_call_schema
 from tasks.schemas import DraftAnswer, Reformulation
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-import agents.local_llm as local_llm
-from agents.local_llm import LocalLlamaLLM
+import agents.llm.local as local_llm
+from agents.llm.local import LocalLlamaLLM
 from agents.usage import UsageLedger
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.crewai_events import agents_at_work
-from agents.crews import ManagedSupportCrew, ManagerOffTrack, release
+from agents.crewai.crews import ManagedSupportCrew, ManagerOffTrack, release
+from agents.crewai.events import agents_at_work
 from agents.roles import ROLES
-from agents.turn_steps import is_outage, record_retrieval, role_inputs
+from agents.steps import is_outage, record_retrieval, role_inputs
 from agents.usage import acting_as
 from tasks.gates import answer_result, evidence_route, support_check
 from tasks.role_output import RoleFailed, parse_output

@@ -1,4 +1,4 @@
-"""The CrewAI engine: each turn is a new ``SupportTurnFlow`` (``agents/crewai_flow.py``).
+"""The CrewAI engine: each turn is a new ``SupportTurnFlow`` (``agents/crewai/flow.py``).
 
 Usage::
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.crewai_events import flush_events, listen_to_crewai_llm_calls
-from agents.crews import RetrieveCrew
-from agents.turn_steps import TurnFailed
+from agents.crewai.crews import RetrieveCrew
+from agents.crewai.events import flush_events, listen_to_crewai_llm_calls
+from agents.steps import TurnFailed
 from tasks.state import TurnState
 
 
@@ -27,7 +27,7 @@ class CrewAIEngine:
         self.retrieve_crew = retrieve_crew or RetrieveCrew
 
     def run(self, state: TurnState, runtime: Any) -> TurnState:
-        from agents.crewai_flow import SupportTurnFlow
+        from agents.crewai.flow import SupportTurnFlow
 
         flow = SupportTurnFlow.for_turn(runtime, self)
         try:

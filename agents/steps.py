@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.deadline import expired
-from agents.search_tool import KnowledgeBaseSearchTool
+from agents.tools.search import KnowledgeBaseSearchTool
 from storage.qdrant.store import StoreError
 from tasks.gates import model_role, render_entities, render_history, render_passages
 from tasks.memory_context import load_context as load_memory

@@ -31,8 +31,8 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel
 
 from agents.deadline import call_timeout, check_stream, failed_call
-from agents.llm_factory import api_key_for
-from agents.structured_output import response_format
+from agents.llm.factory import api_key_for
+from agents.llm.structured_output import response_format
 from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
 
 

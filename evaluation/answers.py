@@ -30,7 +30,7 @@ from typing import Any
 from agents.runtime import TurnRuntime
 from agents.turn import run_turn
 from config.settings import Settings
-from storage.retrieval.answer_sets import AnswerSet, LabelledQuestion
+from evaluation.answer_sets import AnswerSet, LabelledQuestion
 from tasks.schemas import TurnRequest, TurnResult
 
 _TOKEN = re.compile(r"\w+")

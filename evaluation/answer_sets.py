@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from storage.retrieval.evaluation import DatasetError, load_beir
+from evaluation.retrieval import DatasetError, load_beir
 
 DEFAULT_SLOTS = {"access_level": "public"}
 

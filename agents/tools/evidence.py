@@ -1,6 +1,6 @@
 """Tools whose results are evidence: what they find joins the retrieved passages.
 
-An agent added to the retrieval step (see ``agents/crews.py`` and ``agents/autogen_team.py``)
+An agent added to the retrieval step (see ``agents/crewai/crews.py`` and ``agents/autogen/engine.py``)
 holds such a tool. Each record it returns becomes a passage with its own source id, so the
 evidence gate, the support check and the citations treat it exactly like a help-center
 passage. The tool gets the turn's state: it must scope its lookups by the enforced slots

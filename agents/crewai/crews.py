@@ -1,7 +1,7 @@
 """The support crews, written the way CrewAI users write crews: ``@CrewBase`` classes whose
 agents and tasks come from ``config/agents.yaml`` and ``config/tasks.yaml``.
 
-One crew per step of the turn's ``Flow`` (``agents/crewai_flow.py``): reformulate, retrieve,
+One crew per step of the turn's ``Flow`` (``agents/crewai/flow.py``): reformulate, retrieve,
 judge, respond; and, for ``process: hierarchical``, one ``Process.hierarchical`` crew whose
 manager delegates the whole turn to the four coworkers. Inputs reach the task descriptions
 through ``kickoff(inputs=...)``; the flow builds the crews for each turn (the retriever's

@@ -26,7 +26,7 @@ from crewai.llms.base_llm import BaseLLM
 from pydantic import BaseModel, PrivateAttr
 
 from agents.deadline import DeadlineExceeded, expired, time_left
-from agents.local_model_file import local_gguf
+from agents.llm.model_file import local_gguf
 from agents.usage import record_call
 
 MAX_STRING = 400
@@ -39,7 +39,7 @@ _RUNTIME_LOCK = threading.Lock()
 
 def load_llama(path: Path | None, n_ctx: int = 4096, seed: int = 7) -> Any:
     """One llama.cpp model per (path, context, seed) per process, shared by every agent;
-    ``None``: the shipped model (agents/local_model_file.py)."""
+    ``None``: the shipped model (agents/llm/model_file.py)."""
     from llama_cpp import Llama
 
     path = path or local_gguf()

@@ -47,7 +47,7 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
     if settings.provider == "local":
         if importlib.util.find_spec("llama_cpp") is None:
             raise LlmConfigError("llama-cpp-python is not installed; run `make setup`")
-        from agents.local_llm import LocalLlamaLLM
+        from agents.llm.local import LocalLlamaLLM
 
         return LocalLlamaLLM(
             model="local/smollm2-135m-instruct",
@@ -60,7 +60,7 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
     if check and settings.base_url:
         _check_reachable(settings.base_url, api_key)
     if settings.base_url or settings.provider.startswith("openai/"):
-        from agents.remote_llm import TurnBoundOpenAI
+        from agents.llm.remote import TurnBoundOpenAI
 
         return TurnBoundOpenAI(model=settings.provider.split("/", 1)[-1],
                                base_url=settings.base_url, api_key=api_key,
@@ -82,7 +82,7 @@ def structured_mode(settings: LlmSettings, api_key: str | None, check: bool = Tr
         return settings.structured_output
     if settings.base_url is None or not check:
         return "json_schema"
-    from agents.structured_output import probe_structured_output
+    from agents.llm.structured_output import probe_structured_output
 
     return probe_structured_output(settings.base_url, api_key,
                                    settings.provider.split("/", 1)[-1])

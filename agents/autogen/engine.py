@@ -40,7 +40,7 @@ from typing import Any
 from autogen_agentchat.conditions import MaxMessageTermination, SourceMatchTermination
 from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, SelectorGroupChat
 
-from agents.autogen_agents import (
+from agents.autogen.agents import (
     ClosingAgent,
     ContextAgent,
     Decision,
@@ -54,8 +54,8 @@ from agents.autogen_agents import (
     decision_of,
     run_sync,
 )
-from agents.autogen_client import BaseLLMChatClient
-from agents.turn_steps import TurnFailed
+from agents.autogen.client import BaseLLMChatClient
+from agents.steps import TurnFailed
 from tasks.state import TurnState
 
 MAX_MESSAGES = 40

@@ -76,7 +76,7 @@ def role_keys() -> dict[str, str]:
 
 @lru_cache(maxsize=4)
 def _role_keys(config_dir: Path) -> dict[str, str]:
-    from agents.crews import MANAGER_ROLE
+    from agents.crewai.crews import MANAGER_ROLE
     from agents.roles import load_role_specs
 
     keys = {spec["role"]: key for key, spec in load_role_specs(config_dir).agents.items()

@@ -28,14 +28,13 @@ from typing import Any
 from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
 from pydantic import PrivateAttr
 
-from agents.crews import (
+from agents.crewai.crews import (
     JudgeCrew,
     ReformulateCrew,
     RespondCrew,
     release,
 )
-from agents.evidence_tools import evidence_found
-from agents.turn_steps import (
+from agents.steps import (
     EVIDENCE_PATH,
     bind_search_tool,
     is_outage,
@@ -44,6 +43,7 @@ from agents.turn_steps import (
     role_inputs,
     role_uses_model,
 )
+from agents.tools.evidence import evidence_found
 from agents.usage import acting_as
 from tasks.gates import (
     answer_result,
@@ -119,7 +119,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     @router("manage")
     def delegate_turn(self) -> str:
         """The hierarchical crew's turn, accepted only when its work passes the gates."""
-        from agents.crewai_manager import run_managed_turn
+        from agents.crewai.manager import run_managed_turn
 
         return run_managed_turn(self, self._tool)
 

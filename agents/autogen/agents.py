@@ -1,4 +1,4 @@
-"""The agents of the AutoGen support team (``agents/autogen_team.py``), one per turn.
+"""The agents of the AutoGen support team (``agents/autogen/engine.py``), one per turn.
 
 Model-backed roles (reformulator, retriever, judge, responder) wrap an ``AssistantAgent``
 built from ``config/agents.yaml``: structured output through ``output_content_type``, the
@@ -29,9 +29,7 @@ from autogen_core import CancellationToken
 from autogen_core.tools import BaseTool as AutoGenTool
 from pydantic import BaseModel
 
-from agents.evidence_tools import EvidenceTool
-from agents.search_tool import KnowledgeBaseSearchTool
-from agents.turn_steps import (
+from agents.steps import (
     EVIDENCE_PATH,
     bind_search_tool,
     is_outage,
@@ -40,6 +38,8 @@ from agents.turn_steps import (
     role_inputs,
     role_uses_model,
 )
+from agents.tools.evidence import EvidenceTool
+from agents.tools.search import KnowledgeBaseSearchTool
 from agents.usage import acting_as, record_call
 from config.settings import ROLE_NAMES
 from tasks.gates import (

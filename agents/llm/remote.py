@@ -13,7 +13,7 @@ CrewAI's native OpenAI client with three changes a support turn needs:
 * every request, failed or late ones included, is recorded in the turn's ledger with its time
   and status;
 * typed outputs are asked the way the server accepts (``structured_output``, see
-  ``agents/structured_output.py``) and parsed here when not ``json_schema``.
+  ``agents/llm/structured_output.py``) and parsed here when not ``json_schema``.
 
 Usage::
 
@@ -31,7 +31,7 @@ from crewai.llms.providers.openai.completion import OpenAICompletion
 from pydantic import BaseModel
 
 from agents.deadline import DeadlineExceeded, ReplyCut, call_timeout, check_stream, failed_call
-from agents.structured_output import response_format
+from agents.llm.structured_output import response_format
 from agents.usage import record_call
 from tasks.role_output import RoleFailed, parse_output
 
