@@ -56,7 +56,7 @@ def check_choice(engine: str, process: str) -> None:
 
 def check_task_placeholders(tasks_config: dict[str, Any]) -> None:
     """Every ``{placeholder}`` of a task description must be an input the turn provides."""
-    from agents.steps import task_inputs
+    from tasks.prompts import task_inputs
 
     for name, spec in tasks_config.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("description"), str) \

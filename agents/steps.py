@@ -1,124 +1,207 @@
-"""The steps of a turn that every engine runs the same way around its agents.
+"""Each step of a support turn, written once, engine-neutral: the engines only wire them.
 
-Loading the customer's context, the inputs each role's task receives, and recording what
-the retriever found. The engines decide *when* these run (a CrewAI ``Flow``, an AutoGen
-``GraphFlow`` or ``SelectorGroupChat``); the evidence gates in ``tasks/gates.py`` decide
-*where the turn goes*.
+The CrewAI ``Flow`` (``agents/crewai/flow.py``) and the AutoGen agents
+(``agents/autogen/agents.py``) call these in the order of ``agents/topology.py``; where a
+role's model has a part, the step yields a :class:`RoleCall` (or :class:`Search`) for the
+engine to fill in, and does the rest itself: the trace, the evidence path, the gate. Each
+gate's typed :class:`GateDecision` is recorded in the trace and returned; nothing reads it
+back from the trace.
 
 Usage::
 
-    load_context(state, runtime)                  # history, entities, memories
-    inputs = role_inputs("judge", state)          # {"question": ..., "passages": ...}
-    tool = bind_search_tool(state, runtime)
-    with state.step("retrieve") as info:
-        ...                                       # the retriever agent searches
-        record_retrieval(state, tool, calls_before, info)   # its search, or a direct one
+    steps = TurnSteps(state, runtime)
+    steps.open()                                  # history, entities, memories; the search tool
+    decision = steps.intake() or steps.plan()     # handoff | rewrite | as_is
+    with steps.reformulation() as call:           # the reformulator, when the plan says rewrite
+        if call.uses_model:
+            call.output = ask_the_model(...)      # a Reformulation, or None
+    with steps.retrieval() as search:             # the retriever agent searches with search.tool
+        if search.uses_model:
+            ...                                   # else (or when it did not search) the turn does
+    decision = steps.evidence_gate()              # answer | retry | refuse | ask_judge
+    decision = steps.judge(judgement)             # where the evidence was undecided
+    with steps.drafting() as call: ...            # the responder's draft
+    steps.check_draft(draft)                      # done | revise
+    steps.answer(draft)  /  steps.close()         # state.result
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from agents.deadline import expired
-from agents.tools.search import KnowledgeBaseSearchTool
-from storage.qdrant.store import StoreError
-from tasks.gates import model_role, render_entities, render_history, render_passages
+from agents.failures import RetrievalUnavailable, outage_errors
+from agents.tools.search import KnowledgeBaseSearch
+from tasks.gates import (
+    check_draft,
+    evidence_route,
+    intake,
+    judge_route,
+    merge_rewrite,
+    model_role,
+    plan_round,
+)
 from tasks.memory_context import load_context as load_memory
 from tasks.memory_context import save_entities
-from tasks.schemas import TurnRequest
+from tasks.results import answer_result, closing_result
+from tasks.schemas import DraftAnswer, GateDecision, Judgement, Passage, TurnResult
 from tasks.state import TurnState
+
+if TYPE_CHECKING:
+    from agents.runtime import TurnRuntime
 
 EVIDENCE_PATH = "roles.{role}: evidence path, no model call"
 
 
-def role_uses_model(state: TurnState, settings: Any, role: str) -> bool:
-    """The role's model path, unless ``roles:`` says evidence or the turn's deadline passed."""
-    if not model_role(settings, role):
-        return False
-    if expired():
-        state.note(f"deadline: {role} took the evidence path")
-        return False
-    return True
+@dataclass
+class RoleCall:
+    """A role's part in a step: whether its model is asked, and what it gave (None: nothing
+    usable, or the evidence path)."""
+
+    role: str
+    uses_model: bool
+    output: Any = None
+    info: dict[str, Any] = field(default_factory=dict)  # the open step's trace details
 
 
-class RetrievalUnavailable(RuntimeError):
-    """The knowledge base or the memory store could not be reached for this turn."""
+@dataclass
+class Search:
+    """The retrieval step's part for the retriever agent: the bound tool, whether the model
+    searches, what it failed with, and evidence that added agents found."""
+
+    tool: KnowledgeBaseSearch
+    uses_model: bool
+    error: str = ""
+    extra: list[Passage] = field(default_factory=list)
 
 
-def outage_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean a store or search service is down, not a bug."""
-    import httpx
-    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+class TurnSteps:
+    """The steps of one turn over its ``TurnState``; build one per turn."""
 
-    from integrations.custom_service import CustomServiceError
-
-    return (StoreError, CustomServiceError, OSError, httpx.HTTPError,
-            ResponseHandlingException, UnexpectedResponse)
-
-
-class TurnFailed(RuntimeError):
-    """A turn stopped on an exception; ``state`` holds what it had done (its trace)."""
-
-    def __init__(self, state: TurnState, cause: BaseException) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
+    def __init__(self, state: TurnState, runtime: TurnRuntime) -> None:
         self.state = state
-        self.cause = cause
+        self.runtime = runtime
+        self._tool: KnowledgeBaseSearch | None = None
+
+    @property
+    def tool(self) -> KnowledgeBaseSearch:
+        """The turn's search tool (bound by :meth:`open`)."""
+        assert self._tool is not None, "open() binds the search tool first"
+        return self._tool
+
+    def uses_model(self, role: str) -> bool:
+        """The role's model path, unless ``roles:`` says evidence or the turn's deadline passed."""
+        if not model_role(self.runtime.settings, role):
+            return False
+        if expired():
+            self.state.note(f"deadline: {role} took the evidence path")
+            return False
+        return True
+
+    # -- context ---------------------------------------------------------------------------
+    def open(self) -> None:
+        """Session history, entity memory and long-term memories (the turn's slot was claimed
+        by ``run_turn`` before the engine started); the turn's search tool."""
+        state = self.state
+        assert state.request is not None
+        with state.step("context") as info:
+            try:
+                context = load_memory(self.runtime.memory, state.request, state.turn_index)
+                save_entities(self.runtime.memory, state.request, context)
+            except outage_errors() as exc:
+                raise RetrievalUnavailable(f"memory store: {exc}") from exc
+            state.history = context.history
+            state.entities = context.entities
+            state.memories = context.memories
+            info.update(history=len(context.history), entities=[
+                f"{e['type']}:{e['value']}" for e in context.entities[:8]],
+                memories=[m["session_id"] for m in context.memories])
+        self._tool = KnowledgeBaseSearch.for_turn(
+            self.runtime.retriever, state.slots, state.message,
+            [e["value"] for e in state.entities[:8]])
+
+    def intake(self) -> GateDecision | None:
+        """``handoff`` when the customer asks for a person, before any model call."""
+        return intake(self.state)
+
+    def plan(self) -> GateDecision:
+        """``rewrite`` when the message needs the reformulator this round, else ``as_is``."""
+        decision = plan_round(self.state)
+        if decision.route == "as_is":
+            self.state.skip("reformulate", decision.reason, round=self.state.round_index)
+            self.state.queries, self.state.advisory = [], {}
+        return decision
+
+    # -- the model's steps -----------------------------------------------------------------
+    @contextmanager
+    def reformulation(self) -> Iterator[RoleCall]:
+        """The reformulate step: the engine fills ``call.output`` with the model's rewrite."""
+        with self.state.step("reformulate", round=self.state.round_index) as info:
+            call = RoleCall("reformulate", self.uses_model("reformulate"), info=info)
+            if not call.uses_model:
+                info["decided_by"] = EVIDENCE_PATH.format(role="reformulate")
+            yield call
+            info.update(merge_rewrite(self.state, call.output))
+
+    def bind_round(self) -> Search:
+        """This round's queries and advisory filters on the tool; what the retriever gets."""
+        self.tool.bind_round(self.state.queries, self.state.advisory)
+        return Search(self.tool, self.uses_model("retrieve"))
+
+    @contextmanager
+    def retrieval(self, search: Search | None = None, **detail: Any) -> Iterator[Search]:
+        """The retrieve step: the retriever agent searches with ``search.tool`` (when
+        ``search.uses_model``); when it made no search, the turn searches directly."""
+        search = search or self.bind_round()
+        before = len(search.tool.calls)
+        with self.state.step("retrieve", round=self.state.round_index, **detail) as info:
+            yield search
+            why = search.error or ("" if search.uses_model
+                                   else EVIDENCE_PATH.format(role="retrieve"))
+            record_retrieval(self.state, search.tool, before, info, why, search.extra)
+
+    def evidence_gate(self) -> GateDecision:
+        return evidence_route(self.state, self.runtime.scorer, self.runtime.settings)
+
+    def judge(self, judgement: Judgement | None) -> GateDecision:
+        return judge_route(self.state, judgement, self.runtime.settings)
+
+    @contextmanager
+    def drafting(self, name: str = "respond", **detail: Any) -> Iterator[RoleCall]:
+        """The respond step (``revise`` for a second draft): the engine fills ``call.output``
+        with the responder's ``DraftAnswer``."""
+        with self.state.step(name, **detail) as info:
+            call = RoleCall("respond", self.uses_model("respond"), info=info)
+            if not call.uses_model:
+                info["decided_by"] = EVIDENCE_PATH.format(role="respond")
+            yield call
+        self.state.draft = call.output
+
+    def check_draft(self, draft: DraftAnswer) -> GateDecision:
+        """The responder's guardrail: ``done``, or ``revise`` with what to fix (``reason``)."""
+        return check_draft(self.state, self.runtime.scorer, draft.answer)
+
+    # -- the end -----------------------------------------------------------------------------
+    def answer(self, draft: DraftAnswer | None) -> TurnResult:
+        """The verified draft, else the extractive answer (or the refusal)."""
+        self.state.result = answer_result(self.state, self.runtime.scorer,
+                                          self.runtime.settings, draft)
+        return self.state.result
+
+    def close(self) -> TurnResult:
+        """A turn that ends without an answer: the refusal or the hand-off message."""
+        if self.state.result is None:
+            self.state.skip("respond", f"route {self.state.route}: no grounded answer")
+            self.state.result = closing_result(self.state, self.runtime.settings)
+        return self.state.result
 
 
-def is_outage(exc: BaseException) -> bool:
-    return isinstance(exc, (RetrievalUnavailable, *outage_errors()))
-
-
-def load_context(state: TurnState, runtime: Any) -> None:
-    """Session history, entity memory and long-term memories (the turn's slot was claimed by
-    ``run_turn`` before the engine started)."""
-    assert state.request is not None
-    with state.step("context") as info:
-        try:
-            context = load_memory(runtime.memory, state.request, state.turn_index)
-            save_entities(runtime.memory, state.request, context)
-        except outage_errors() as exc:
-            raise RetrievalUnavailable(f"memory store: {exc}") from exc
-        state.history = context.history
-        state.entities = context.entities
-        state.memories = context.memories
-        info.update(history=len(context.history), entities=[
-            f"{e['type']}:{e['value']}" for e in context.entities[:8]],
-            memories=[m["session_id"] for m in context.memories])
-
-
-def role_inputs(task: str, state: TurnState) -> dict[str, str]:
-    """What a role's task description is filled with (``kickoff(inputs=...)``)."""
-    if task == "reformulate":
-        return {"history": render_history(state), "entities": render_entities(state),
-                "message": state.message,
-                "rewrite_hint": f"Hint: {state.hint}" if state.hint else ""}
-    if task == "retrieve":  # also what agents added to the retrieval step are given
-        return {"queries": "; ".join(dict.fromkeys([state.message, *state.queries])),
-                "question": state.question, "message": state.message}
-    if task in ("judge", "respond"):
-        inputs = {"question": state.question, "passages": render_passages(state.passages)}
-        if task == "respond":
-            inputs["revision"] = state.revision_note
-        return inputs
-    return {"question": state.question, "message": state.message}
-
-
-def task_inputs(task: str) -> set[str]:
-    """The placeholders a task's description may use: the inputs ``role_inputs`` gives it."""
-    blank = TurnState.for_request(TurnRequest(session_id="-", message="-"))
-    return set(role_inputs(task, blank))
-
-
-def bind_search_tool(state: TurnState, runtime: Any) -> KnowledgeBaseSearchTool:
-    """The search tool of this turn: enforced slots, original message, remembered entities."""
-    return KnowledgeBaseSearchTool.for_turn(runtime.retriever, state.slots, state.message,
-                                            [e["value"] for e in state.entities[:8]])
-
-
-def record_retrieval(state: TurnState, tool: KnowledgeBaseSearchTool, calls_before: int,
+def record_retrieval(state: TurnState, tool: KnowledgeBaseSearch, calls_before: int,
                      info: dict[str, Any], agent_error: str = "",
-                     extra_passages: list[Any] | None = None) -> None:
+                     extra_passages: list[Passage] | None = None) -> None:
     """Keep the retriever agent's search (into the open ``retrieve`` step's ``info``); when
     it did not search, search directly."""
     made = tool.calls[calls_before:]
@@ -134,7 +217,7 @@ def record_retrieval(state: TurnState, tool: KnowledgeBaseSearchTool, calls_befo
         made = tool.calls[calls_before:]
     output = made[-1]
     if len(made) > 1:  # several searches: keep the passages of all, best first
-        seen: dict[str, Any] = {}
+        seen: dict[str, Passage] = {}
         for call in made:
             for passage in call.passages:
                 if passage.chunk_id not in seen or passage.score > seen[passage.chunk_id].score:
@@ -148,6 +231,7 @@ def record_retrieval(state: TurnState, tool: KnowledgeBaseSearchTool, calls_befo
         output = output.model_copy(update={"passages": [*output.passages, *(
             p.model_copy(update={"pid": start + i}) for i, p in enumerate(extra_passages))]})
     state.retrieval = output
+    state.trace.queries = list(dict.fromkeys([*state.trace.queries, *output.queries]))
     info.update(queries=output.queries, filters=output.filters,
                 ignored_filters=output.ignored_filters, entities=output.entities,
                 ids=[p.chunk_id for p in output.passages],

@@ -26,11 +26,11 @@ import time
 from collections.abc import Callable
 
 from agents.deadline import turn_deadline
+from agents.failures import TurnFailed, is_outage, outage_errors
 from agents.runtime import TurnRuntime
-from agents.steps import TurnFailed, is_outage, outage_errors
 from agents.usage import UsageLedger
-from tasks.gates import deadline_result
 from tasks.memory_context import claim_turn, save_result
+from tasks.results import deadline_result
 from tasks.schemas import LlmCallTrace, TurnRequest, TurnResult
 from tasks.state import STEP_LISTENER, TurnState
 

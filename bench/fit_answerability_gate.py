@@ -31,8 +31,8 @@ from _common import ROOT, open_answer_set, table, write_results
 
 from config.settings import AnswerabilityGate, load_settings
 from evaluation.answers import risk_coverage
-from tasks.gates import first_turn_phrasings
 from tasks.judging import assess
+from tasks.phrasings import first_turn_phrasings
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
 SETS = [DEV, ROOT / "examples" / "answer-sets" / "near-miss",

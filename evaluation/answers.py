@@ -56,20 +56,16 @@ def overlap(answer: str, gold: str) -> tuple[float, float]:
     return recall, 2 * recall * precision / (recall + precision)
 
 
-def _last_gate(result: TurnResult) -> dict[str, Any]:
-    steps = [s for s in result.trace.steps if s.name == "evidence_gate"] if result.trace else []
-    return steps[-1].detail if steps else {}
-
-
 def gate_probability(result: TurnResult) -> float | None:
     """The answerability gate's probability on the turn's last evidence gate, if it ran."""
-    value = _last_gate(result).get("answerable")
-    return float(value) if value is not None else None
+    evidence = result.trace.last_evidence() if result.trace else None
+    return evidence.probability if evidence is not None else None
 
 
 def gate_source(result: TurnResult) -> str:
     """The page the last evidence gate found answering (what an answer would cite)."""
-    return str(_last_gate(result).get("source") or "")
+    evidence = result.trace.last_evidence() if result.trace else None
+    return evidence.source_id if evidence is not None else ""
 
 
 @dataclass
@@ -98,8 +94,7 @@ def score_turn(question: LabelledQuestion, result: TurnResult) -> dict[str, Any]
             "evidence_recall": recall, "evidence_f1": f1,
             "llm_calls": trace.llm_calls if trace else 0,
             # the gate's reading and the extractive answer's quote (their wall time)
-            "gate_ms": round(sum(s.ms for s in trace.steps
-                                 if s.name in ("evidence_gate", "verify")), 1) if trace else 0.0,
+            "gate_ms": trace.ms_in("evidence_gate", "verify") if trace else 0.0,
             "seconds": round(trace.duration_ms / 1000, 3) if trace else 0.0}
 
 

@@ -96,8 +96,7 @@ def check(expect: Expectation | None, result: TurnResult) -> list[str]:
     failures += [f"{s} cited but must not be" for s in expect.not_cites if s in cited]
     failures += [f"answer lacks {t!r}" for t in expect.contains
                  if t.lower() not in result.answer.lower()]
-    searched = " ".join(q for s in result.trace.steps if s.name == "retrieve"
-                        for q in s.detail.get("queries", []))
+    searched = " ".join(result.trace.queries)
     failures += [f"no search named {t!r}" for t in expect.queries_contain
                  if t.lower() not in searched.lower()]
     return failures
@@ -115,11 +114,8 @@ def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: 
         "verdict": result.verdict,
         "handoff": result.handoff,
         "citations": [c.model_dump() for c in result.citations],
-        "trace": {"llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
-                  "completion_tokens": trace.completion_tokens,
-                  "duration_ms": trace.duration_ms,
-                  "calls": [c.model_dump() for c in trace.calls],
-                  "steps": [s.model_dump() for s in trace.steps], "notes": trace.notes},
+        "trace": trace.model_dump(include={"llm_calls", "prompt_tokens", "completion_tokens",
+                                           "duration_ms", "calls", "steps", "notes"}),
         "expect_failures": failures,
     }
 

@@ -38,6 +38,11 @@ CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000),
 Verdict = Literal["answered", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
 EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
+# where a gate sends the turn (``TurnState.route``), and where the other steps send it
+Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
+PlanRoute = Literal["rewrite", "as_is"]
+DraftRoute = Literal["revise", "done"]
+StepRoute = Literal[Route, PlanRoute, DraftRoute]
 
 
 class HistoryTurn(BaseModel):
@@ -148,14 +153,59 @@ class LlmCallTrace(BaseModel):
     wait_ms: float = 0.0
 
 
+class EvidenceView(BaseModel):
+    """The evidence gate's reading of the passages for the strongest phrasing of the question."""
+
+    call: EvidenceCall = "insufficient"
+    relevance: list[float] = Field(default_factory=list)
+    coverage: float = 0.0
+    probability: float = 0.0
+    features: dict[str, float] = Field(default_factory=dict)
+    question: str = ""
+    source_id: str = ""   # the page the reading found answering (cited if the turn answers)
+
+    @property
+    def best(self) -> float:
+        return max(self.relevance, default=0.0)
+
+
+class GateDecision(BaseModel):
+    """What a step decided: where the turn goes, why, and the evidence it read (if any).
+
+    >>> GateDecision(gate="evidence_gate", route="answer", reason="evidence is sufficient").route
+    'answer'
+    """
+
+    gate: str
+    route: StepRoute
+    reason: str = ""
+    evidence: EvidenceView | None = None
+    unsupported: list[str] = Field(default_factory=list)  # the support check's failures
+
+
 class Trace(BaseModel):
     steps: list[Step] = Field(default_factory=list)
+    decisions: list[GateDecision] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)  # everything the turn searched
     llm_calls: int = 0
     calls: list[LlmCallTrace] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     duration_ms: float = 0.0
     notes: list[str] = Field(default_factory=list)
+
+    def last_evidence(self) -> EvidenceView | None:
+        """The last evidence gate's reading, if a gate read the passages."""
+        return next((d.evidence for d in reversed(self.decisions)
+                     if d.gate == "evidence_gate" and d.evidence is not None), None)
+
+    def ms_in(self, *names: str) -> float:
+        """Wall time of the steps so named."""
+        return round(sum(s.ms for s in self.steps if s.name in names), 1)
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Each step's name and milliseconds, in order (what the pilot's trace view shows)."""
+        return [{"name": s.name, "ms": s.ms} for s in self.steps]
 
 
 class TurnResult(BaseModel):

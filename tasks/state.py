@@ -17,45 +17,28 @@ import contextvars
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from tasks.schemas import (
     DraftAnswer,
-    EvidenceCall,
+    EvidenceView,
+    GateDecision,
     HistoryTurn,
-    Judgement,
     JudgeVerdict,
     RetrievalOutput,
+    Route,
     Step,
     Trace,
     TurnRequest,
     TurnResult,
 )
 
-Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
-
 # Who watches a turn's steps (progress for the customer, the deadline's view of the live
 # state): called with the state and the step's name whenever a step starts.
 STEP_LISTENER: contextvars.ContextVar[Callable[[TurnState, str], None] | None] = \
     contextvars.ContextVar("step_listener", default=None)
-
-
-class EvidenceView(BaseModel):
-    """The evidence gate's reading of the passages for the strongest phrasing of the question."""
-
-    call: EvidenceCall = "insufficient"
-    relevance: list[float] = Field(default_factory=list)
-    coverage: float = 0.0
-    probability: float = 0.0
-    features: dict[str, float] = Field(default_factory=dict)
-    question: str = ""
-    source_id: str = ""   # the page the reading found answering (cited if the turn answers)
-
-    @property
-    def best(self) -> float:
-        return max(self.relevance, default=0.0)
 
 
 class TurnState(BaseModel):
@@ -68,8 +51,6 @@ class TurnState(BaseModel):
     memories: list[dict[str, Any]] = Field(default_factory=list)
     turn_index: int = 0
     round_index: int = 0
-    needs_rewrite: bool = False
-    rewrite_reason: str = ""
     rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
     pointed_at: list[dict[str, Any]] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]
@@ -81,7 +62,6 @@ class TurnState(BaseModel):
     evidence: EvidenceView = Field(default_factory=EvidenceView)
     route: Route | None = None
     verdict: JudgeVerdict = "insufficient"
-    judgement: Judgement | None = None
     # the judge model answered undecided evidence: only a verified draft may answer then
     draft_required: bool = False
     draft: DraftAnswer | None = None
@@ -130,3 +110,8 @@ class TurnState(BaseModel):
 
     def note(self, text: str) -> None:
         self.trace.notes.append(text)
+
+    def decide(self, decision: GateDecision) -> GateDecision:
+        """Record a step's decision in the trace (typed, for whoever reads the result)."""
+        self.trace.decisions.append(decision)
+        return decision

@@ -2,15 +2,16 @@
 
 Model-backed roles (reformulator, retriever, judge, responder) wrap an ``AssistantAgent``
 built from ``config/agents.yaml``: structured output through ``output_content_type``, the
-retriever with the turn's search tool as its only tool. Gate agents (context, evidence gate,
-verifier, closer) call the shared gates in ``tasks/gates.py`` and emit a typed
-``StructuredMessage[Decision]`` that the graph's edges or the selector follow.
+retriever with the turn's search tool as its only tool. Every agent runs its step of
+``agents/steps.py`` (written once for both engines); gate agents (context, evidence gate,
+judge, verifier) emit the step's typed ``StructuredMessage[GateDecision]``, whose ``route`` the
+graph's edges or the selector follow (``agents/topology.py``).
 
 Usage::
 
     services = TurnServices(state=state, runtime=runtime, client=client, specs=specs)
     gate = EvidenceGateAgent(services)
-    response = await gate.on_messages([], CancellationToken())   # Decision(route="answer")
+    response = await gate.on_messages([], CancellationToken())   # GateDecision(route="answer")
 """
 
 from __future__ import annotations
@@ -26,35 +27,17 @@ from autogen_agentchat.agents import AssistantAgent, BaseChatAgent
 from autogen_agentchat.base import Response
 from autogen_agentchat.messages import BaseChatMessage, StructuredMessage, TextMessage
 from autogen_core import CancellationToken
-from autogen_core.tools import BaseTool as AutoGenTool
 from pydantic import BaseModel
 
-from agents.steps import (
-    EVIDENCE_PATH,
-    bind_search_tool,
-    is_outage,
-    load_context,
-    record_retrieval,
-    role_inputs,
-    role_uses_model,
-)
+from agents.autogen.tools import AutoGenToolAdapter
+from agents.failures import is_outage
+from agents.steps import TurnSteps
 from agents.tools.evidence import EvidenceTool
-from agents.tools.search import KnowledgeBaseSearchTool
 from agents.usage import acting_as, record_call
 from config.settings import ROLE_NAMES
-from tasks.gates import (
-    answer_result,
-    closing_result,
-    evidence_route,
-    intake_route,
-    judge_route,
-    merge_rewrite,
-    plan_rewrite,
-    revision_request,
-    support_check,
-)
+from tasks.prompts import role_inputs
 from tasks.role_output import RoleFailed, parse_output
-from tasks.schemas import DraftAnswer, Judgement, Passage, Reformulation
+from tasks.schemas import DraftAnswer, GateDecision, Judgement, Passage, Reformulation
 from tasks.state import TurnState
 
 
@@ -69,20 +52,12 @@ def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return pool.submit(context.run, asyncio.run, coroutine).result()
 
 
-class Decision(BaseModel):
-    """Where the turn goes next, and why (emitted by gate agents)."""
-
-    route: str
-    reason: str = ""
-
-    @staticmethod
-    def message_type() -> type[StructuredMessage[Decision]]:
-        return StructuredMessage[Decision]
+DecisionMessage = StructuredMessage[GateDecision]
 
 
-def decision_of(message: Any) -> Decision | None:
+def decision_of(message: Any) -> GateDecision | None:
     content = getattr(message, "content", None)
-    return content if isinstance(content, Decision) else None
+    return content if isinstance(content, GateDecision) else None
 
 
 @dataclass
@@ -93,9 +68,13 @@ class TurnServices:
     runtime: Any
     client: Any
     specs: Any
-    tool: KnowledgeBaseSearchTool | None = None
+    steps: TurnSteps = field(init=False)
+    opened: bool = False
     attempts: dict[str, int] = field(default_factory=dict)
     failure: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        self.steps = TurnSteps(self.state, self.runtime)
 
 
 class _TurnAgent(BaseChatAgent):
@@ -115,8 +94,12 @@ class _TurnAgent(BaseChatAgent):
         return self.services.state
 
     @property
+    def steps(self) -> TurnSteps:
+        return self.services.steps
+
+    @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        return (TextMessage, Decision.message_type())
+        return (TextMessage, DecisionMessage)
 
     def ready(self) -> bool:
         """Whether the turn is at this agent's step (a selector may pick it out of turn)."""
@@ -133,12 +116,11 @@ class _TurnAgent(BaseChatAgent):
         except Exception as exc:  # AutoGen re-raises it as text; the engine wants the object
             self.services.failure = exc
             raise
-        if isinstance(outcome, Decision):
-            return Response(chat_message=StructuredMessage[Decision](content=outcome,
-                                                                     source=self.name))
+        if isinstance(outcome, GateDecision):
+            return Response(chat_message=DecisionMessage(content=outcome, source=self.name))
         return Response(chat_message=TextMessage(content=str(outcome), source=self.name))
 
-    async def act(self, cancellation_token: CancellationToken) -> Decision | str:
+    async def act(self, cancellation_token: CancellationToken) -> GateDecision | str:
         raise NotImplementedError
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
@@ -162,8 +144,7 @@ class _ModelRole(_TurnAgent):
     @property
     def uses_model(self) -> bool:
         """Whether this role takes the model's path (``roles:``); tool agents always do."""
-        return self.task not in ROLE_NAMES or role_uses_model(
-            self.state, self.services.runtime.settings, self.task)
+        return self.task not in ROLE_NAMES or self.steps.uses_model(self.task)
 
     async def ask(self, cancellation_token: CancellationToken, tools: list[Any] | None = None
                   ) -> Any:
@@ -202,18 +183,6 @@ class _ModelRole(_TurnAgent):
                     record_call(usage.prompt_tokens, usage.completion_tokens, 0.0, "autogen")
 
 
-class CrewToolAdapter(AutoGenTool[BaseModel, str]):
-    """A CrewAI ``BaseTool`` (the search tool, an ``EvidenceTool``) as an AutoGen tool."""
-
-    def __init__(self, tool: Any) -> None:
-        super().__init__(args_type=tool.args_schema, return_type=str, name=tool.name,
-                         description=tool.description)
-        self.tool = tool
-
-    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> str:
-        return str(self.tool.run(**args.model_dump()))
-
-
 class ToolEvidenceAgent(_ModelRole):
     """An agent added to the retrieval step: its ``agents.yaml`` entry, the task named like
     it in ``tasks.yaml``, and one evidence tool whose records join the passages."""
@@ -224,7 +193,7 @@ class ToolEvidenceAgent(_ModelRole):
         self.tool = tool
 
     async def evidence(self, cancellation_token: CancellationToken) -> list[Passage]:
-        await self.ask(cancellation_token, tools=[CrewToolAdapter(self.tool)])
+        await self.ask(cancellation_token, tools=[AutoGenToolAdapter(self.tool)])
         return list(self.tool.found)
 
     async def act(self, cancellation_token: CancellationToken) -> str:
@@ -237,22 +206,12 @@ class ContextAgent(_TurnAgent):
     name_ = "context"
 
     def ready(self) -> bool:
-        return self.services.tool is None
+        return not self.services.opened
 
-    async def act(self, cancellation_token: CancellationToken) -> Decision:
-        load_context(self.state, self.services.runtime)
-        self.services.tool = bind_search_tool(self.state, self.services.runtime)
-        if intake_route(self.state) == "handoff":
-            return Decision(route="handoff", reason="the customer asked for a person")
-        return _plan(self.state)
-
-
-def _plan(state: TurnState) -> Decision:
-    if plan_rewrite(state):
-        return Decision(route="rewrite", reason=state.rewrite_reason)
-    state.skip("reformulate", state.rewrite_reason, round=state.round_index)
-    state.queries, state.advisory = [], {}
-    return Decision(route="as_is", reason=state.rewrite_reason)
+    async def act(self, cancellation_token: CancellationToken) -> GateDecision:
+        self.steps.open()
+        self.services.opened = True
+        return self.steps.intake() or self.steps.plan()
 
 
 class ReformulatorAgent(_ModelRole):
@@ -267,13 +226,10 @@ class ReformulatorAgent(_ModelRole):
         if self.state.route == "ask_judge":  # the selector chose a new query over the judge
             self.state.round_index += 1
             self.state.note("selector chose a new query instead of the judge")
-        if not plan_rewrite(self.state):
-            self.state.skip("reformulate", self.state.rewrite_reason, round=self.state.round_index)
+        if self.steps.plan().route == "as_is":
             return "no rewrite needed"
-        with self.state.step("reformulate", round=self.state.round_index) as info:
-            if not self.uses_model:
-                info["decided_by"] = EVIDENCE_PATH.format(role=self.task)
-            info.update(merge_rewrite(self.state, await self.ask(cancellation_token)))
+        with self.steps.reformulation() as call:
+            call.output = await self.ask(cancellation_token) if call.uses_model else None
         return "; ".join(self.state.queries) or "no rewrite"
 
 
@@ -288,31 +244,20 @@ class RetrieverAgent(_ModelRole):
         self.extra = extra or []
 
     async def act(self, cancellation_token: CancellationToken) -> str:
-        tool = self.services.tool
-        assert tool is not None, "the context agent binds the search tool first"
-        tool.bind_round(self.state.queries, self.state.advisory)
-        before = len(tool.calls)
-
-        with self.state.step("retrieve", round=self.state.round_index) as info:
-            await self.ask(cancellation_token, tools=[CrewToolAdapter(tool)])
-            extra = []
+        with self.steps.retrieval() as search:
+            await self.ask(cancellation_token, tools=[AutoGenToolAdapter(search.tool)])
             for helper in self.extra:
-                extra.extend(await helper.evidence(cancellation_token))
-            record_retrieval(self.state, tool, before, info,
-                             "" if self.uses_model else EVIDENCE_PATH.format(role=self.task),
-                             extra_passages=extra)
+                search.extra.extend(await helper.evidence(cancellation_token))
         return f"{len(self.state.passages)} passages"
 
 
 class EvidenceGateAgent(_TurnAgent):
-    """Evidence decides: answer, retry, refuse, handoff, or ask the judge."""
+    """Evidence decides: answer, retry, refuse, or ask the judge."""
 
     name_ = "evidence_gate"
 
-    async def act(self, cancellation_token: CancellationToken) -> Decision:
-        runtime = self.services.runtime
-        route = evidence_route(self.state, runtime.scorer, runtime.settings)
-        return Decision(route=route, reason=self.state.trace.steps[-1].detail["decided_by"])
+    async def act(self, cancellation_token: CancellationToken) -> GateDecision:
+        return self.steps.evidence_gate()
 
 
 class JudgeAgent(_ModelRole):
@@ -323,10 +268,8 @@ class JudgeAgent(_ModelRole):
     def ready(self) -> bool:
         return self.state.route == "ask_judge"
 
-    async def act(self, cancellation_token: CancellationToken) -> Decision:
-        judgement = await self.ask(cancellation_token)
-        route = judge_route(self.state, judgement, self.services.runtime.settings)
-        return Decision(route=route, reason=self.state.trace.steps[-1].detail["decided_by"])
+    async def act(self, cancellation_token: CancellationToken) -> GateDecision:
+        return self.steps.judge(await self.ask(cancellation_token))
 
 
 class ResponderAgent(_ModelRole):
@@ -339,11 +282,10 @@ class ResponderAgent(_ModelRole):
 
     async def act(self, cancellation_token: CancellationToken) -> str:
         attempt = self.services.attempts.get("respond", 0)
-        with self.state.step("respond" if attempt == 0 else "revise", attempt=attempt) as info:
-            if not self.uses_model:
-                info["decided_by"] = EVIDENCE_PATH.format(role=self.task)
-            self.state.draft = await self.ask(cancellation_token)
-        self.services.attempts["respond"] = self.services.attempts.get("respond", 0) + 1
+        with self.steps.drafting("respond" if attempt == 0 else "revise",
+                                 attempt=attempt) as call:
+            call.output = await self.ask(cancellation_token) if call.uses_model else None
+        self.services.attempts["respond"] = attempt + 1
         return self.state.draft.answer if self.state.draft else "(no usable draft)"
 
 
@@ -356,15 +298,15 @@ class VerifierAgent(_TurnAgent):
         return self.state.route == "answer" and "respond" in self.services.attempts \
             and self.state.result is None
 
-    async def act(self, cancellation_token: CancellationToken) -> Decision:
-        runtime, draft = self.services.runtime, self.state.draft
+    async def act(self, cancellation_token: CancellationToken) -> GateDecision:
+        draft = self.state.draft
         if draft is not None:
-            ok, unsupported = support_check(self.state, runtime.scorer, draft.answer)
-            if not ok and self.services.attempts.get("respond", 0) < 2:
-                self.state.revision_note = revision_request(unsupported)
-                return Decision(route="revise", reason=f"{len(unsupported)} unsupported")
-        self.state.result = answer_result(self.state, runtime.scorer, runtime.settings, draft)
-        return Decision(route="done", reason=self.state.result.verdict)
+            decision = self.steps.check_draft(draft)
+            if decision.route == "revise" and self.services.attempts.get("respond", 0) < 2:
+                self.state.revision_note = decision.reason
+                return decision
+        result = self.steps.answer(draft)
+        return GateDecision(gate="verifier", route="done", reason=result.verdict)
 
 
 class ClosingAgent(_TurnAgent):
@@ -376,7 +318,4 @@ class ClosingAgent(_TurnAgent):
         return self.state.result is not None or self.state.route in ("refuse", "handoff")
 
     async def act(self, cancellation_token: CancellationToken) -> str:
-        if self.state.result is None:
-            self.state.skip("respond", f"route {self.state.route}: no grounded answer")
-            self.state.result = closing_result(self.state, self.services.runtime.settings)
-        return self.state.result.answer
+        return self.steps.close().answer

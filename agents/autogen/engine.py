@@ -1,24 +1,8 @@
-"""The support turn on AutoGen agentchat: one team per turn, routed by the evidence gates.
+"""The support turn on AutoGen agentchat: one team per turn, wired from ``agents/topology.py``.
 
-``process: sequential`` is a ``GraphFlow`` built with ``DiGraphBuilder``; the gate agents
-emit typed ``StructuredMessage[Decision]`` messages and the edges follow their ``route``:
-
-```mermaid
-graph LR
-  context -- rewrite --> reformulator --> retriever
-  context -- as_is --> retriever --> evidence_gate
-  context -- handoff --> closer
-  evidence_gate -- retry --> reformulator
-  evidence_gate -- ask_judge --> judge
-  evidence_gate -- answer --> responder
-  evidence_gate -- refuse/handoff --> closer
-  judge -- retry --> reformulator
-  judge -- answer --> responder
-  judge -- refuse/handoff --> closer
-  responder --> verifier
-  verifier -- revise --> responder
-  verifier -- done --> closer
-```
+``process: sequential`` is a ``GraphFlow`` built with ``DiGraphBuilder`` from the topology's
+edges; the gate agents emit typed ``StructuredMessage[GateDecision]`` messages and the edges
+follow their ``route`` (the diagram: ``agents/topology.py``, also in the README).
 
 ``process: hierarchical`` puts the same agents in a ``SelectorGroupChat`` whose
 ``selector_func`` returns the speaker the evidence policy dictates; only where evidence is
@@ -43,7 +27,7 @@ from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, SelectorGroupChat
 from agents.autogen.agents import (
     ClosingAgent,
     ContextAgent,
-    Decision,
+    DecisionMessage,
     EvidenceGateAgent,
     JudgeAgent,
     ReformulatorAgent,
@@ -55,18 +39,14 @@ from agents.autogen.agents import (
     run_sync,
 )
 from agents.autogen.client import BaseLLMChatClient
-from agents.steps import TurnFailed
+from agents.failures import TurnFailed
+from agents.topology import EDGES, ENTRY, next_node
 from tasks.state import TurnState
 
 MAX_MESSAGES = 40
-NEXT_AFTER = {"reformulator": "retriever", "retriever": "evidence_gate",
-              "responder": "verifier"}
-ROUTE_TO = {"rewrite": "reformulator", "as_is": "retriever", "retry": "reformulator",
-            "answer": "responder", "refuse": "closer", "handoff": "closer",
-            "ask_judge": "judge", "revise": "responder", "done": "closer"}
 
 
-def _on(*routes: str):
+def _on(routes: set[str]):
     def condition(message: Any) -> bool:
         decision = decision_of(message)
         return decision is not None and decision.route in routes
@@ -75,26 +55,21 @@ def _on(*routes: str):
 
 
 def build_graph(agents: dict[str, Any]) -> Any:
-    """The turn's ``DiGraph``: conditional edges follow the gates' decisions."""
+    """The turn's ``DiGraph``: one edge per pair of steps in the topology, conditional on the
+    routes that lead from one to the other."""
     builder = DiGraphBuilder()
     for agent in agents.values():
         builder.add_node(agent)
-    any_of = {"activation_condition": "any"}
-    builder.add_edge(agents["context"], agents["reformulator"], condition=_on("rewrite"), **any_of)
-    builder.add_edge(agents["context"], agents["retriever"], condition=_on("as_is"), **any_of)
-    builder.add_edge(agents["context"], agents["closer"], condition=_on("handoff"), **any_of)
-    builder.add_edge(agents["reformulator"], agents["retriever"], **any_of)
-    builder.add_edge(agents["retriever"], agents["evidence_gate"])
-    for gate in ("evidence_gate", "judge"):
-        builder.add_edge(agents[gate], agents["reformulator"], condition=_on("retry"), **any_of)
-        builder.add_edge(agents[gate], agents["responder"], condition=_on("answer"), **any_of)
-        builder.add_edge(agents[gate], agents["closer"], condition=_on("refuse", "handoff"),
-                         **any_of)
-    builder.add_edge(agents["evidence_gate"], agents["judge"], condition=_on("ask_judge"))
-    builder.add_edge(agents["responder"], agents["verifier"])
-    builder.add_edge(agents["verifier"], agents["responder"], condition=_on("revise"), **any_of)
-    builder.add_edge(agents["verifier"], agents["closer"], condition=_on("done"), **any_of)
-    builder.set_entry_point(agents["context"])
+    routes: dict[tuple[str, str], set[str | None]] = {}
+    for edge in EDGES:
+        routes.setdefault((edge.source, edge.target), set()).add(edge.route)
+    incoming = {target: sum(1 for _, t in routes if t == target) for _, target in routes}
+    for (source, target), on in routes.items():
+        condition = None if None in on else _on({r for r in on if r})
+        activation = "any" if incoming[target] > 1 else "all"
+        builder.add_edge(agents[source], agents[target], condition=condition,
+                         activation_condition=activation)
+    builder.set_entry_point(agents[ENTRY])
     return builder.build()
 
 
@@ -122,8 +97,7 @@ class EvidencePolicy:
             if len(self.expected) > 1:
                 self.state.note(f"selector: the model picked {source} among {self.expected}")
             decision = decision_of(last)
-            speaker = NEXT_AFTER.get(source) or (
-                ROUTE_TO.get(decision.route, "closer") if decision else "closer")
+            speaker = next_node(source, decision.route if decision else None)
         if speaker == "judge" and len(self.candidates(messages)) > 1:
             self.expected = self.candidates(messages)
             return None
@@ -172,10 +146,10 @@ class AutoGenEngine:
                 selector_func=policy.select, candidate_func=policy.candidates,
                 termination_condition=SourceMatchTermination(["closer"]) | stop,
                 allow_repeated_speaker=True,
-                custom_message_types=[Decision.message_type()])
+                custom_message_types=[DecisionMessage])
         return GraphFlow(list(agents.values()), graph=build_graph(agents),
                          termination_condition=stop,
-                         custom_message_types=[Decision.message_type()])
+                         custom_message_types=[DecisionMessage])
 
     def run(self, state: TurnState, runtime: Any) -> TurnState:
         services = TurnServices(state=state, runtime=runtime, client=self.client,

@@ -34,6 +34,7 @@ from crewai import Agent, Crew, Process, Task
 from crewai.project import CrewBase, agent, crew, task
 from crewai.project.utils import cache as _memo_cache
 
+from agents.crewai.tools import crewai_tool
 from agents.roles import CONFIG_DIR, ROLES
 from tasks.schemas import DraftAnswer, Judgement, Reformulation
 
@@ -75,8 +76,9 @@ class SupportAgents:
         callback = (lambda _step, name=name: self.on_step(name)) if self.on_step else None
         with warnings.catch_warnings():  # a step callback only blocks CrewAI checkpointing
             warnings.simplefilter("ignore", UserWarning)
+            held = tools if tools is not None else self.tools.get(name, [])
             return Agent(config=self.agents_config[name], llm=self.llm,
-                         tools=tools if tools is not None else self.tools.get(name, []),
+                         tools=[crewai_tool(t) for t in held],
                          allow_delegation=False, max_iter=1, max_retry_limit=0,
                          verbose=False, step_callback=callback)
 

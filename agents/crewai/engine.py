@@ -12,7 +12,7 @@ from typing import Any
 
 from agents.crewai.crews import RetrieveCrew
 from agents.crewai.events import flush_events, listen_to_crewai_llm_calls
-from agents.steps import TurnFailed
+from agents.failures import TurnFailed
 from tasks.state import TurnState
 
 

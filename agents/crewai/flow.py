@@ -1,13 +1,11 @@
-"""The support turn on CrewAI: a ``Flow`` of ``@CrewBase`` crews, routed by the evidence gates.
+"""The support turn on CrewAI: a ``Flow`` of ``@CrewBase`` crews wired from ``agents/topology.py``.
 
-```
-@start context ──► plan ──(rewrite)──► reformulate ─┐
-                    └──(as_is)──────────────────────┴► retrieve ──► @router evidence_gate
-   evidence_gate: answer ──► respond (guardrail = support check) ──► finish
-                  ask_judge ──► @router judge ──► answer | retry | refuse | handoff
-                  retry ──► plan (next round, bounded by max_rounds)
-                  refuse | handoff ──► finish
-```
+Each method runs its step of ``agents/steps.py`` (written once for both engines) and returns
+the step's route; the listeners take their routes from the topology table (the diagram is in
+``agents/topology.py`` and the README). ``@start`` ``context`` -> ``@router`` ``route_turn``
+(handoff | rewrite | as_is | manage) -> ``reformulate`` -> ``@router`` ``retrieve`` (the
+evidence gate: answer | retry | refuse | ask_judge) -> ``@router`` ``judge`` -> ``respond`` (its
+guardrail is the verifier's support check) | ``finish`` (the closer).
 
 With ``process: hierarchical`` the ``@start`` context routes to ``delegate_turn`` first: one
 ``Process.hierarchical`` crew whose manager delegates the whole turn to the four coworkers.
@@ -28,34 +26,13 @@ from typing import Any
 from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
 from pydantic import PrivateAttr
 
-from agents.crewai.crews import (
-    JudgeCrew,
-    ReformulateCrew,
-    RespondCrew,
-    release,
-)
-from agents.steps import (
-    EVIDENCE_PATH,
-    bind_search_tool,
-    is_outage,
-    load_context,
-    record_retrieval,
-    role_inputs,
-    role_uses_model,
-)
+from agents.crewai.crews import JudgeCrew, ReformulateCrew, RespondCrew, release
+from agents.failures import tolerated
+from agents.steps import TurnSteps
 from agents.tools.evidence import evidence_found
+from agents.topology import routes_into
 from agents.usage import acting_as
-from tasks.gates import (
-    answer_result,
-    closing_result,
-    evidence_route,
-    intake_route,
-    judge_route,
-    merge_rewrite,
-    plan_rewrite,
-    revision_request,
-    support_check,
-)
+from tasks.prompts import role_inputs
 from tasks.role_output import RoleFailed, parse_output
 from tasks.schemas import DraftAnswer, Judgement, Reformulation
 from tasks.state import TurnState
@@ -71,7 +48,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
 
     _runtime: Any = PrivateAttr(default=None)
     _engine: Any = PrivateAttr(default=None)
-    _tool: Any = PrivateAttr(default=None)
+    _steps: Any = PrivateAttr(default=None)
     # the customer's memory is supportcrew's own (Qdrant, scoped): no CrewAI Memory (and its
     # LanceDB storage) is built for every turn's Flow, the way CrewAI's own inner flows skip it
     _skip_auto_memory: bool = PrivateAttr(default=True)
@@ -81,6 +58,10 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         flow = cls(suppress_flow_events=True)
         flow._runtime, flow._engine = runtime, engine
         return flow
+
+    @property
+    def steps(self) -> TurnSteps:
+        return self._steps
 
     # ---- running a crew -----------------------------------------------------------------
     def _kickoff(self, crew_class: type, role: str, inputs: dict[str, str], **crew_kwargs: Any
@@ -95,113 +76,89 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     def _role(self, crew_class: type, role: str, task: str, output_model: type[Any],
               **crew_kwargs: Any) -> Any:
         """A role's typed output, or None when the model gave nothing usable (traced)."""
-        try:
+        output = None
+        with tolerated(self.state, task):
             result = self._kickoff(crew_class, role, role_inputs(task, self.state), **crew_kwargs)
-            return parse_output(result, output_model)
-        except Exception as exc:
-            if is_outage(exc):
-                raise
-            self.state.note(f"{task} failed ({type(exc).__name__}: {str(exc)[:160]})")
-            return None
+            output = parse_output(result, output_model)
+        return output
 
-    # ---- the flow -------------------------------------------------------------------------
+    # ---- the flow: the steps, in the topology's order --------------------------------------
     @start()
     def context(self) -> None:
-        load_context(self.state, self._runtime)
-        self._tool = bind_search_tool(self.state, self._runtime)
+        self._steps = TurnSteps(self.state, self._runtime)
+        self.steps.open()
 
     @router(context)
-    def choose_process(self) -> str:
-        if intake_route(self.state) == "handoff":
-            return "handoff"
-        return "manage" if self._engine.process == "hierarchical" else "sequential"
+    def route_turn(self) -> str:
+        decision = self.steps.intake()
+        if decision is not None:
+            return decision.route
+        if self._engine.process == "hierarchical":
+            return "manage"
+        return self.steps.plan().route
 
     @router("manage")
     def delegate_turn(self) -> str:
-        """The hierarchical crew's turn, accepted only when its work passes the gates."""
+        """The hierarchical crew's turn, accepted only when its work passes the gates; else
+        the sequential path from the plan on."""
         from agents.crewai.manager import run_managed_turn
 
-        return run_managed_turn(self, self._tool)
+        if run_managed_turn(self) == "accepted":
+            return "accepted"
+        return self.steps.plan().route
 
-    @router(or_("sequential", "retry", "fallback"))
-    def plan(self) -> str:
-        if plan_rewrite(self.state):
-            return "rewrite"
-        self.state.skip("reformulate", self.state.rewrite_reason, round=self.state.round_index)
-        self.state.queries, self.state.advisory = [], {}
-        return "as_is"
-
-    def _uses_model(self, role: str) -> bool:
-        return role_uses_model(self.state, self._runtime.settings, role)
-
-    @listen("rewrite")
+    @listen(or_(*routes_into("reformulator")))
     def reformulate(self) -> None:
-        with self.state.step("reformulate", round=self.state.round_index) as info:
-            rewrite = None
-            if self._uses_model("reformulate"):
-                rewrite = self._role(ReformulateCrew, "reformulator", "reformulate", Reformulation)
-            else:
-                info["decided_by"] = EVIDENCE_PATH.format(role="reformulate")
-            info.update(merge_rewrite(self.state, rewrite))
+        if self.state.route == "retry" and self.steps.plan().route == "as_is":
+            return
+        with self.steps.reformulation() as call:
+            if call.uses_model:
+                call.output = self._role(ReformulateCrew, "reformulator", "reformulate",
+                                         Reformulation)
 
-    @router(or_(reformulate, "as_is"))
+    @router(or_(reformulate, *routes_into("retriever")))
     def retrieve(self) -> str:
-        self._tool.bind_round(self.state.queries, self.state.advisory)
-        before, error, extra = len(self._tool.calls), "", []
-        if not self._uses_model("retrieve"):
-            with self.state.step("retrieve", round=self.state.round_index) as info:
-                record_retrieval(self.state, self._tool, before, info,
-                                 EVIDENCE_PATH.format(role="retrieve"))
-            return evidence_route(self.state, self._runtime.scorer, self._runtime.settings)
+        search = self.steps.bind_round()
+        if not search.uses_model:
+            with self.steps.retrieval(search):
+                pass
+            return self.steps.evidence_gate().route
         instance = self._engine.retrieve_crew(self._engine.llm, turn=self.state,
-                                              tools={"retriever": [self._tool]})
-        with self.state.step("retrieve", round=self.state.round_index) as info:
+                                              tools={"retriever": [search.tool]})
+        with self.steps.retrieval(search):
             try:
-                crew = instance.crew()
-                with acting_as("retriever"):
-                    crew.kickoff(inputs=role_inputs("retrieve", self.state))
-                extra = evidence_found(crew.agents)
-            except Exception as exc:
-                if is_outage(exc):
-                    raise
-                error = f"{type(exc).__name__}: {str(exc)[:160]}"
-                self.state.note(f"retrieve failed ({error})")
+                with tolerated(self.state, "retrieve") as failure:
+                    crew = instance.crew()
+                    with acting_as("retriever"):
+                        crew.kickoff(inputs=role_inputs("retrieve", self.state))
+                    search.extra = evidence_found(crew.agents)
             finally:
                 release(instance)
-            record_retrieval(self.state, self._tool, before, info, error, extra)
-        return evidence_route(self.state, self._runtime.scorer, self._runtime.settings)
+            search.error = failure.error
+        return self.steps.evidence_gate().route
 
-    @router("ask_judge")
+    @router(or_(*routes_into("judge")))
     def judge(self) -> str:
         judgement = self._role(JudgeCrew, "judge", "judge", Judgement)
-        return judge_route(self.state, judgement, self._runtime.settings)
+        return self.steps.judge(judgement).route
 
-    @listen("answer")
+    @listen(or_(*routes_into("responder")))
     def respond(self) -> None:
         def guardrail(output: Any):  # CrewAI rejects a string return annotation
             try:
                 draft = parse_output(output, DraftAnswer)
             except RoleFailed as exc:
                 return False, str(exc)
-            ok, unsupported = support_check(self.state, self._runtime.scorer, draft.answer)
-            if ok:
-                return True, output
-            return False, revision_request(unsupported)
+            decision = self.steps.check_draft(draft)
+            return (True, output) if decision.route == "done" else (False, decision.reason)
 
-        with self.state.step("respond") as info:
-            draft = None
-            if self._uses_model("respond"):
-                draft = self._role(RespondCrew, "responder", "respond", DraftAnswer,
-                                   guardrail=guardrail)
-                info["draft"] = "kept by the guardrail" if draft else "none usable"
-            else:
-                info["decided_by"] = EVIDENCE_PATH.format(role="respond")
-        self.state.draft = draft
-        self.state.result = answer_result(self.state, self._runtime.scorer,
-                                          self._runtime.settings, draft)
+        with self.steps.drafting() as call:
+            if call.uses_model:
+                call.output = self._role(RespondCrew, "responder", "respond", DraftAnswer,
+                                         guardrail=guardrail)
+                call.info["draft"] = "kept by the guardrail" if call.output else "none usable"
+        self.steps.answer(call.output)
 
-    @listen(or_("refuse", "handoff"))
+    @listen(or_(*routes_into("closer")))
     def finish(self) -> None:
-        self.state.skip("respond", f"route {self.state.route}: no grounded answer")
-        self.state.result = closing_result(self.state, self._runtime.settings)
-
+        self.steps.close()

@@ -9,7 +9,7 @@ where and why (CrewAI's manager is known not to delegate reliably, crewAI #4783)
 
 Usage::
 
-    route = run_managed_turn(flow, tool)     # "accepted" | "fallback"
+    route = run_managed_turn(flow)     # "accepted" | "fallback"
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from typing import Any
 
 from agents.crewai.crews import ManagedSupportCrew, ManagerOffTrack, release
 from agents.crewai.events import agents_at_work
+from agents.failures import is_outage
 from agents.roles import ROLES
-from agents.steps import is_outage, record_retrieval, role_inputs
+from agents.steps import record_retrieval
 from agents.usage import acting_as
-from tasks.gates import answer_result, evidence_route, support_check
+from tasks.prompts import role_inputs
 from tasks.role_output import RoleFailed, parse_output
 from tasks.schemas import DraftAnswer
 
@@ -46,9 +47,10 @@ def _fallback(flow: Any, why: str) -> str:
     return "fallback"
 
 
-def run_managed_turn(flow: Any, tool: Any) -> str:
+def run_managed_turn(flow: Any) -> str:
     """Run the manager's crew and accept its answer only through the evidence gates."""
-    state, runtime = flow.state, flow._runtime
+    state, steps = flow.state, flow.steps
+    tool = steps.tool
     instance = ManagedSupportCrew(flow._engine.llm, tools={"retriever": [tool]}, turn=state)
     roles = {instance.agents_config[name]["role"]: name for name in ROLES}
     before = len(tool.calls)
@@ -74,7 +76,7 @@ def run_managed_turn(flow: Any, tool: Any) -> str:
         return _fallback(flow, "the retriever coworker never searched")
     with state.step("retrieve", round=0, by="the manager's retriever coworker") as info:
         record_retrieval(state, tool, before, info)
-    route = evidence_route(state, runtime.scorer, runtime.settings)
+    route = steps.evidence_gate().route
     if route != "answer":
         return _fallback(flow, f"the evidence gate routes to {route!r}, not 'answer'")
     if "responder" not in delegated:
@@ -83,10 +85,10 @@ def run_managed_turn(flow: Any, tool: Any) -> str:
         draft = parse_output(output, DraftAnswer)
     except RoleFailed as exc:
         return _fallback(flow, f"no usable draft ({exc})")
-    ok, unsupported = support_check(state, runtime.scorer, draft.answer)
-    if not ok:
-        return _fallback(flow, f"{len(unsupported)} unsupported sentence(s) in the draft")
+    checked = steps.check_draft(draft)
+    if checked.route != "done":
+        return _fallback(flow, f"{len(checked.unsupported)} unsupported sentence(s) in the draft")
     with state.step("manager_check") as info:
         info.update(accepted=True, why="searched, evidence sufficient, draft supported")
-    state.result = answer_result(state, runtime.scorer, runtime.settings, draft)
+    steps.answer(draft)
     return "accepted"

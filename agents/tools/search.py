@@ -1,4 +1,6 @@
-"""The knowledge-base search tool the retriever agent holds, bound to one turn.
+"""The knowledge-base search the retriever agent holds as its tool, bound to one turn;
+framework-free (CrewAI's and AutoGen's adapters: ``agents/crewai/tools.py``,
+``agents/autogen/tools.py``).
 
 Its argument schema offers queries only. The turn's enforced slots, the customer's original
 message, the round's reformulated queries and its advisory filters are bound when the turn
@@ -9,7 +11,7 @@ kept in ``calls`` for the gates and the trace.
 
 Usage::
 
-    tool = KnowledgeBaseSearchTool.for_turn(retriever, slots={"tier": "basic"}, original="...")
+    tool = KnowledgeBaseSearch.for_turn(retriever, slots={"tier": "basic"}, original="...")
     tool.bind_round(["refund time"], advisory={"product": "cloud"})
     output = tool.search(["money back"])          # RetrievalOutput: original + bound + these
     text = tool.run(queries=["money back"])       # what an agent sees: JSON passages
@@ -20,8 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crewai.tools import BaseTool
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
 from tasks.schemas import Passage, RetrievalOutput
 
@@ -36,30 +37,29 @@ class SearchArgs(BaseModel):
                                max_length=3)
 
 
-class KnowledgeBaseSearchTool(BaseTool):
-    name: str = TOOL_NAME
-    description: str = TOOL_DESCRIPTION
+class KnowledgeBaseSearch:
+    """The turn's search: enforced slots, original message and remembered entities bound."""
+
+    name = TOOL_NAME
+    description = TOOL_DESCRIPTION
     args_schema: type[BaseModel] = SearchArgs
-    result_as_answer: bool = True  # the passages are the retriever's answer: no second call
-    _retriever: Any = PrivateAttr()
-    _slots: dict[str, str] = PrivateAttr(default_factory=dict)
-    _original: str = PrivateAttr(default="")
-    _entities: list[str] = PrivateAttr(default_factory=list)
-    _queries: list[str] = PrivateAttr(default_factory=list)
-    _advisory: dict[str, str] = PrivateAttr(default_factory=dict)
-    _unknown: list[str] = PrivateAttr(default_factory=list)
-    calls: list[RetrievalOutput] = Field(default_factory=list, exclude=True)
+
+    def __init__(self, retriever: Any, slots: dict[str, str], original: str,
+                 entities: list[str] | None = None) -> None:
+        self._retriever = retriever
+        self._slots = dict(slots)
+        self._original = original
+        self._entities = list(entities or [])
+        self._queries: list[str] = []
+        self._advisory: dict[str, str] = {}
+        self._unknown: list[str] = []
+        self.calls: list[RetrievalOutput] = []
 
     @classmethod
     def for_turn(cls, retriever: Any, slots: dict[str, str], original: str,
-                 entities: list[str] | None = None) -> KnowledgeBaseSearchTool:
+                 entities: list[str] | None = None) -> KnowledgeBaseSearch:
         """Bind the turn's enforced slots, original message and remembered entities."""
-        tool = cls()
-        tool._retriever = retriever
-        tool._slots = dict(slots)
-        tool._original = original
-        tool._entities = list(entities or [])
-        return tool
+        return cls(retriever, slots, original, entities)
 
     def bind_round(self, queries: list[str], advisory: dict[str, str] | None = None) -> None:
         """The reformulated queries and advisory filters of this round; an advisory value no
@@ -87,7 +87,8 @@ class KnowledgeBaseSearchTool(BaseTool):
         self.calls.append(output)
         return output
 
-    def _run(self, queries: list[str]) -> str:
+    def run(self, queries: list[str]) -> str:
+        """What an agent sees of a search: the passages as JSON."""
         output = self.search([str(q) for q in queries][:3])
         return json.dumps([{"id": p.pid, "title": p.title, "text": p.text[:AGENT_TEXT_CHARS]}
                            for p in output.passages])

@@ -74,7 +74,7 @@ def customer_trace(result: TurnResult) -> dict[str, Any]:
     """What a key that is not a trusted backend sees of a turn's trace: the steps' names and
     times and the model's cost; no filters, entities, queries, passage ids or notes."""
     trace = result.trace
-    return {"steps": [{"name": s.name, "ms": s.ms} for s in trace.steps],
+    return {"steps": trace.timeline(),
             "llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
             "completion_tokens": trace.completion_tokens, "duration_ms": trace.duration_ms}
 

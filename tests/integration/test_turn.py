@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from agents.tools.search import KnowledgeBaseSearchTool
+from agents.tools.search import KnowledgeBaseSearch
 from agents.turn import run_turn
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.schemas import HistoryTurn, TurnRequest
@@ -238,7 +238,7 @@ def test_restricted_documents_never_reach_a_prompt(make_runtime, engine):
 
 
 def test_the_tool_keeps_enforced_slots_whatever_the_advisory_filters_say(example_kb):
-    tool = KnowledgeBaseSearchTool.for_turn(QdrantRetriever(kb=example_kb), BASIC, "refund")
+    tool = KnowledgeBaseSearch.for_turn(QdrantRetriever(kb=example_kb), BASIC, "refund")
     tool.bind_round(["refund override runbook"], {"access_level": "internal",
                                                   "tier": "enterprise"})
     output = tool.search()
@@ -304,7 +304,7 @@ def test_the_users_turn_is_stored_even_when_retrieval_fails(make_runtime, tmp_pa
 
 
 def test_advisory_filters_no_document_has_are_dropped_and_reported(example_kb):
-    tool = KnowledgeBaseSearchTool.for_turn(QdrantRetriever(kb=example_kb), BASIC,
+    tool = KnowledgeBaseSearch.for_turn(QdrantRetriever(kb=example_kb), BASIC,
                                             "How long does a refund take?")
     tool.bind_round([], {"product": "The customer's question: ", "language": "en"})
     output = tool.search()

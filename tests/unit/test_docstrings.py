@@ -17,9 +17,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "terminal")
 DOCTESTED = ("config.settings", "storage.lru", "tasks.facts", "tasks.passage_text",
-             "tasks.answerability_model", "tasks.gates", "tasks.gap_report", "tasks.courtesy",
+             "tasks.answerability_model", "tasks.phrasings", "tasks.gap_report", "tasks.courtesy",
              "tasks.entities", "tasks.spelling",
-             "agents.progress", "evaluation.answers")
+             "agents.progress", "evaluation.answers", "tasks.schemas")
 
 
 def module_names() -> list[str]:

@@ -1,0 +1,120 @@
+"""What a turn gives the customer: a verified draft or the extractive answer with its citation,
+the refusal, the hand-off, or the best evidence-based outcome when the time ran out.
+
+Usage::
+
+    state.result = answer_result(state, scorer, settings, draft)   # or draft=None: extractive
+    state.result = closing_result(state, settings)                 # refuse or hand-off route
+    late.result = deadline_result(late, scorer, settings, running="respond")
+"""
+
+from __future__ import annotations
+
+from config.settings import Settings
+from tasks.answerability import quote
+from tasks.evidence import EvidenceScorer, verified
+from tasks.gates import answer_floor, evidence_route
+from tasks.judging import read_passages
+from tasks.schemas import Citation, DraftAnswer, Passage, TurnResult
+from tasks.state import TurnState
+
+
+def _citation(passage: Passage, snippet: str) -> Citation:
+    return Citation(source_id=passage.source_id, chunk_id=passage.chunk_id, title=passage.title,
+                    url=passage.url, snippet=snippet[:300], score=round(passage.score, 4))
+
+
+def _verified(state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
+              ) -> tuple[str, list[Citation]] | None:
+    """The draft with citations from evidence when every sentence is supported, else None."""
+    passages = state.passages
+    support = scorer.support(draft.answer, [p.text for p in passages])
+    if not verified(support):
+        weak = [s.sentence for s in support if not s.supported]
+        state.note(f"draft answer replaced: {len(weak)} unsupported sentence(s)" if weak
+                   else "draft answer replaced: it makes no claim to check")
+        return None
+    used: list[int] = []
+    for s in support:
+        if s.passage_index is not None and s.passage_index not in used:
+            used.append(s.passage_index)
+    citations = [_citation(passages[i], next(x.sentence for x in support
+                                             if x.passage_index == i)) for i in used]
+    claimed = sorted(set(draft.passage_ids))
+    actual = sorted(passages[i].pid for i in used)
+    if claimed != actual:
+        state.note(f"citations from evidence {actual}, not the model's claim {claimed}")
+    return draft.answer.strip(), citations
+
+
+def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
+               ) -> tuple[str, list[Citation]]:
+    """The contiguous sentences of the passage that answers, quoted with one citation."""
+    passages = state.passages
+    question = state.evidence.question or state.question
+    # a follow-up's resolution, or the question of a message: the message's words pick too
+    reading = read_passages(scorer, question, passages, state.evidence.relevance or None,
+                            settings.evidence, state.message)
+    picked = quote(reading, question, settings.evidence.answer_words)
+    if not picked:
+        return "", []
+    passage = passages[picked[0][1]]
+    text = " ".join(sentence for sentence, _ in picked)
+    return f"{text} [1]", [_citation(passage, text)]
+
+
+def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
+                  draft: DraftAnswer | None) -> TurnResult:
+    """The verified draft, else the extractive answer; with no supporting passage, a refusal."""
+    with state.step("verify") as info:
+        kept = _verified(state, scorer, draft) if draft is not None and draft.answer.strip() \
+            else None
+        if kept is None and state.draft_required:
+            info.update(kept_draft=False, cited=[])
+            state.note("evidence was undecided and no model draft passed the support check")
+            return refuse_result(state, settings)
+        answer, citations = kept or _extracted(state, scorer, settings)
+        info.update(kept_draft=kept is not None, cited=[c.chunk_id for c in citations])
+    if not citations:
+        state.note("no passage supports an answer")
+        return refuse_result(state, settings)
+    return TurnResult(session_id=state.request.session_id if state.request else "",
+                      answer=answer, verdict="answered", judge_verdict=state.verdict,
+                      citations=citations)
+
+
+def deadline_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
+                    running: str, why: str = "") -> TurnResult:
+    """The best evidence-based outcome of a turn whose time ran out during ``running`` (or
+    that ``why`` says was stopped): an extractive answer where the passages answer, else
+    "no results" (or the hand-off)."""
+    ended = why or f"deadline: {settings.turn_timeout_s:g} s passed"
+    state.note(f"{ended} during {running}; evidence decided the outcome")
+    if state.result is not None:
+        return state.result
+    if state.route == "handoff":
+        return handoff_result(state, settings)
+    if state.passages and not state.evidence.question:
+        evidence_route(state, scorer, settings)
+    if state.passages and state.evidence.probability >= answer_floor(settings):
+        state.draft_required = False
+        return answer_result(state, scorer, settings, None)
+    return refuse_result(state, settings)
+
+
+def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
+    return TurnResult(session_id=state.request.session_id if state.request else "",
+                      answer=settings.messages.no_results, verdict="idk",
+                      judge_verdict=state.verdict)
+
+
+def handoff_result(state: TurnState, settings: Settings) -> TurnResult:
+    return TurnResult(session_id=state.request.session_id if state.request else "",
+                      answer=settings.messages.handoff, verdict="handoff",
+                      judge_verdict=state.verdict, handoff=True)
+
+
+def closing_result(state: TurnState, settings: Settings) -> TurnResult:
+    """The result for a route that ends without an answer (refuse or hand-off)."""
+    return handoff_result(state, settings) if state.route == "handoff" \
+        else refuse_result(state, settings)
