@@ -14,32 +14,46 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agents.roles import ROLES, TASKS
 from config.settings import ConfigError, LlmSettings, Settings
 from integrations.retriever_loader import load_retriever
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
+from storage.retrieval.protocol import Retriever
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
+from tasks.state import TurnState
 
 ENGINES = ("crewai", "autogen")
 PROCESSES = ("sequential", "hierarchical")
 
 
+class Engine(Protocol):
+    """What runs a turn: ``CrewAIEngine`` and ``AutoGenEngine`` (subclass either to add agents)."""
+
+    name: str
+    process: str
+
+    def run(self, state: TurnState, runtime: TurnRuntime) -> TurnState: ...
+
+
 @dataclass
 class TurnRuntime:
     settings: Settings
-    retriever: Any
-    engine: Any
+    retriever: Retriever
+    engine: Engine
     scorer: EvidenceScorer
     memory: MemoryStore | None = None
     kb: KnowledgeBase | None = None
 
     def knowledge_base(self) -> KnowledgeBase:
         """The Qdrant knowledge base (also when retrieval goes to a custom service)."""
-        return self.kb if self.kb is not None else self.retriever.kb
+        kb = self.kb if self.kb is not None else getattr(self.retriever, "kb", None)
+        if kb is None:
+            raise RuntimeError("this runtime has no Qdrant knowledge base")
+        return kb
 
     def close(self) -> None:
         self.retriever.close()
@@ -86,7 +100,7 @@ def check_agents(agents_config: dict[str, Any]) -> None:
 
 
 def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | None = None,
-                 retrieve_crew: Any = None) -> Any:
+                 retrieve_crew: Any = None) -> Engine:
     """The engine that runs a turn: CrewAI's Flow, or AutoGen's GraphFlow / Selector.
 
     The role specs (``config/agents.yaml``, ``config/tasks.yaml``) are checked here, so a bad

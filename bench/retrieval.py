@@ -5,7 +5,7 @@
 Writes ``bench/results/retrieval.json`` and ``bench/results/retrieval.md``: our figures beside
 the published ones and an earlier reference run's, as ratios. Neither reference is measured
 by this script: ``PUBLISHED`` are BEIR / sentence-transformers figures for all-MiniLM-L6-v2,
-``EARLIER_REFERENCE`` the figures the retrieval issue gave for this machine.
+``EARLIER_REFERENCE`` the reference figures given for this machine (not measured here).
 Ingest runs in a child process so its peak RSS is measured on its own.
 """
 
@@ -26,7 +26,7 @@ from config.settings import PIPELINES, Settings, load_settings
 
 PUBLISHED = {"bm25": 0.665, "dense": 0.645, "dense+late": 0.707}
 PUBLISHED_NOTE = {"dense+late": "MiniLM token embeddings as late interaction; dense+rerank 0.703"}
-# nDCG@10 the retrieval issue reported for an earlier run on this machine (not measured here)
+# nDCG@10 of an earlier reference run on this machine (not measured here)
 EARLIER_REFERENCE = {"bm25": 0.683, "dense": 0.656, "hybrid": 0.722, "dense+late": 0.710,
                  "hybrid+late": 0.728}
 TARGETS = {"nDCG@10": 0.74, "p95_ms": 30.0, "ingest_s": 300.0, "rss_gb": 2.5}
