@@ -41,4 +41,4 @@ bench: setup
 	$(PY) bench/retrieval.py
 
 clean:
-	rm -rf $(VENV) .venv-rasa .models .supportcrew
+	rm -rf $(VENV) .venv-rasa .venv-autogen .models .supportcrew

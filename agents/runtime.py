@@ -115,11 +115,11 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
     if name == "autogen":
         from agents.autogen.client import BaseLLMChatClient, openai_client
         from agents.autogen.engine import AutoGenEngine
+        from agents.llm.remote import RemoteModel
 
-        remote = llm_settings is not None and llm_settings.provider != "local" and (
-            getattr(llm, "remote_server", False) or not getattr(llm, "records_usage", False))
-        client = (openai_client(llm_settings, getattr(llm, "structured_output", "json_schema"))
-                  if remote else BaseLLMChatClient(llm))
+        client = (openai_client(llm_settings, llm.structured_output)
+                  if isinstance(llm, RemoteModel) and llm_settings is not None
+                  else BaseLLMChatClient(llm))
         return AutoGenEngine(client, specs, process=process)
     from agents.crewai.engine import CrewAIEngine
 

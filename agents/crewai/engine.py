@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.crewai.crews import RetrieveCrew
 from agents.crewai.events import flush_events, listen_to_crewai_llm_calls
+from agents.crewai.llm import crewai_llm
 from agents.failures import TurnFailed
 from tasks.state import TurnState
 
@@ -21,7 +22,7 @@ class CrewAIEngine:
 
     def __init__(self, llm: Any, process: str = "sequential", retrieve_crew: Any = None
                  ) -> None:
-        self.llm = llm
+        self.llm = crewai_llm(llm)
         self.process = process
         listen_to_crewai_llm_calls()
         self.retrieve_crew = retrieve_crew or RetrieveCrew

@@ -1,9 +1,10 @@
-"""Pick the chat model from config: the embedded SmolLM2, or any provider CrewAI's LLM knows.
+"""Pick the chat model from config: the embedded SmolLM2, or a remote model.
 
-``llm.provider: local`` runs the GGUF in-process. Anything else (``openai/gpt-4o-mini``,
-``ollama/qwen2.5:7b``, or an OpenAI-compatible ``base_url`` such as vLLM or
-``python -m llama_cpp.server``) goes to ``crewai.LLM``. A missing key or an unreachable
-endpoint is one clear :class:`LlmConfigError` at start, not a stack trace mid-turn.
+``llm.provider: local`` runs the GGUF in-process (``LocalLlamaLLM``). Anything else
+(``openai/gpt-4o-mini``, ``ollama/qwen2.5:7b``, or an OpenAI-compatible ``base_url`` such as
+vLLM or ``python -m llama_cpp.server``) is a :class:`RemoteModel` that each engine builds its
+client from. A missing key or an unreachable endpoint is one clear :class:`LlmConfigError` at
+start, not a stack trace mid-turn. Framework-free: the engines adapt what this returns.
 
 Usage::
 
@@ -18,6 +19,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from agents.llm.remote import RemoteModel
 from config.settings import LlmSettings
 
 KEYLESS_PROVIDERS = ("ollama/", "ollama_chat/", "hosted_vllm/")
@@ -44,6 +46,7 @@ def _check_reachable(base_url: str, api_key: str | None) -> None:
 
 
 def build_llm(settings: LlmSettings, check: bool = True) -> Any:
+    """The configured model: ``LocalLlamaLLM`` or a :class:`RemoteModel`."""
     if settings.provider == "local":
         if importlib.util.find_spec("llama_cpp") is None:
             raise LlmConfigError("llama-cpp-python is not installed; run `make setup`")
@@ -59,20 +62,14 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
     api_key = api_key_for(settings)
     if check and settings.base_url:
         _check_reachable(settings.base_url, api_key)
-    if settings.base_url or settings.provider.startswith("openai/"):
-        from agents.llm.remote import TurnBoundOpenAI
-
-        return TurnBoundOpenAI(model=settings.provider.split("/", 1)[-1],
-                               base_url=settings.base_url, api_key=api_key,
-                               temperature=settings.temperature, seed=settings.seed,
-                               max_tokens=settings.max_tokens, max_retries=0,
-                               stream=settings.stream,
-                               structured_output=structured_mode(settings, api_key, check))
-    from crewai import LLM
-
-    return LLM(model=settings.provider, base_url=settings.base_url, api_key=api_key,
-               temperature=settings.temperature, seed=settings.seed,
-               max_tokens=settings.max_tokens)
+    openai_compatible = bool(settings.base_url) or settings.provider.startswith("openai/")
+    return RemoteModel(
+        provider=settings.provider,
+        model=settings.provider.split("/", 1)[-1] if openai_compatible else settings.provider,
+        base_url=settings.base_url, api_key=api_key, temperature=settings.temperature,
+        seed=settings.seed, max_tokens=settings.max_tokens, stream=settings.stream,
+        structured_output=structured_mode(settings, api_key, check)
+        if openai_compatible else "json_schema")
 
 
 def structured_mode(settings: LlmSettings, api_key: str | None, check: bool = True) -> str:

@@ -1,6 +1,7 @@
 """The embedded chat model: SmolLM2-135M-Instruct (GGUF) in-process through llama-cpp-python.
 
-A CrewAI ``BaseLLM``. Structured outputs are constrained to the response model's JSON schema
+Framework-free (CrewAI's adapter: ``agents/crewai/llm.py``; AutoGen's client:
+``agents/autogen/client.py``). Structured outputs are constrained to the response model's JSON schema
 (llama.cpp grammar) with bounded string lengths and list sizes, so the small model cannot run
 away; tools are rendered into the prompt and the call is forced the same way (llama.cpp drops
 tool schemas for SmolLM2's chat template, so the model would otherwise never see them).
@@ -22,8 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crewai.llms.base_llm import BaseLLM
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from agents.deadline import DeadlineExceeded, expired, time_left
 from agents.llm.model_file import local_gguf
@@ -123,8 +123,10 @@ def as_chat(messages: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
             for m in messages]
 
 
-class LocalLlamaLLM(BaseLLM):
+class LocalLlamaLLM(BaseModel):
     """SmolLM2 through llama.cpp, schema-constrained, usage recorded per call."""
+
+    model_config = ConfigDict(protected_namespaces=())
 
     model: str = "local/smollm2-135m-instruct"
     temperature: float | None = 0.0

@@ -1,108 +1,34 @@
-"""An OpenAI-compatible model server behind CrewAI, bounded by the turn.
-
-CrewAI's native OpenAI client with three changes a support turn needs:
-
-* every request's HTTP timeout is the time left before the turn's evidence reserve, with no
-  client retries, and a request that would start with less than a half second left is not
-  sent: the role takes its evidence path and the retrieval step still searches in time;
-  a streamed reply (``llm.stream``) still arriving at the deadline is cut and its stream
-  closed, so the server stops generating it;
-* a failed request (server down, HTTP error, timeout, a body that is not a completion) is a
-  :class:`ModelServerError` naming the server, never an ``OSError`` that the turn would take
-  for a knowledge-base outage;
-* every request, failed or late ones included, is recorded in the turn's ledger with its time
-  and status;
-* typed outputs are asked the way the server accepts (``structured_output``, see
-  ``agents/llm/structured_output.py``) and parsed here when not ``json_schema``.
+"""An OpenAI-compatible model server or a hosted provider, as the config names it: what each
+engine builds its own client from (CrewAI: ``agents/crewai/remote_llm.py``; AutoGen:
+``agents/autogen/client.py``).
 
 Usage::
 
-    llm = TurnBoundOpenAI(model="gpt-4o-mini", base_url="http://127.0.0.1:8080/v1",
-                          api_key="none", max_tokens=256, stream=True)
+    model = RemoteModel(provider="openai/local-model", model="local-model",
+                        base_url="http://127.0.0.1:8080/v1", api_key="none",
+                        structured_output="json_object")
 """
 
 from __future__ import annotations
 
-import contextvars
-import time
-from typing import Any
-
-from crewai.llms.providers.openai.completion import OpenAICompletion
 from pydantic import BaseModel
 
-from agents.deadline import DeadlineExceeded, ReplyCut, call_timeout, check_stream, failed_call
-from agents.llm.structured_output import response_format
-from agents.usage import record_call
-from tasks.role_output import RoleFailed, parse_output
 
-_LAST_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "supportcrew_last_usage", default=None)
-_OPEN_STREAM: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "supportcrew_open_stream", default=None)
-_RESPONSE_FORMAT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "supportcrew_response_format", default=None)
+class RemoteModel(BaseModel):
+    """The model the roles call, resolved at start (key found, endpoint reached, structured
+    output probed); the engine's client does the calling."""
 
-
-class TurnBoundOpenAI(OpenAICompletion):
-    records_usage: bool = True
-    remote_server: bool = True  # AutoGen talks to the same server with its own client
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    temperature: float | None = 0.0
+    seed: int | None = None
+    max_tokens: int = 256
+    stream: bool = True
     structured_output: str = "json_schema"
 
-    def _get_sync_client(self) -> Any:
-        client = super()._get_sync_client().with_options(timeout=call_timeout(self.timeout),
-                                                          max_retries=0)
-        completions = client.chat.completions  # this request's own client (with_options)
-        create = completions.create
-
-        def create_and_keep(*args: Any, **kwargs: Any) -> Any:
-            reply = create(*args, **kwargs)
-            _OPEN_STREAM.set(reply if kwargs.get("stream") else None)
-            return reply
-
-        completions.create = create_and_keep
-        return client
-
-    def call(self, *args: Any, response_model: type[BaseModel] | None = None,
-             **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        _LAST_USAGE.set(None)
-        asked = None
-        if response_model is not None and self.structured_output != "json_schema":
-            asked, response_model = response_model, None
-        _RESPONSE_FORMAT.set(response_format(asked, self.structured_output) if asked else None)
-        try:
-            result = super().call(*args, response_model=response_model, **kwargs)
-        except DeadlineExceeded:
-            raise
-        except Exception as exc:
-            raise failed_call(self.base_url or "api.openai.com", exc, started) from exc
-        usage = _LAST_USAGE.get() or {}
-        record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                    (time.perf_counter() - started) * 1000, purpose="ok")
-        if asked is not None and isinstance(result, str):
-            try:
-                return parse_output(result, asked)
-            except RoleFailed:
-                return result  # the role's own parsing notes what was wrong
-        return result
-
-    def _prepare_completion_params(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        params = super()._prepare_completion_params(*args, **kwargs)
-        if _RESPONSE_FORMAT.get() is not None:
-            params["response_format"] = _RESPONSE_FORMAT.get()
-        return params
-
-    def _emit_stream_chunk_event(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            check_stream(self.base_url or "api.openai.com")
-        except ReplyCut:
-            stream = _OPEN_STREAM.get()
-            if stream is not None:  # closed now, not when CrewAI lets go of the exception
-                stream.close()
-            raise
-        super()._emit_stream_chunk_event(*args, **kwargs)
-
-    def _extract_openai_token_usage(self, response: Any) -> dict[str, Any]:
-        usage = super()._extract_openai_token_usage(response)
-        _LAST_USAGE.set(usage)  # this thread's request: concurrent turns share the client
-        return usage
+    @property
+    def openai_compatible(self) -> bool:
+        """A ``base_url`` server or OpenAI itself (else a provider CrewAI's LLM knows)."""
+        return bool(self.base_url) or self.provider.startswith("openai/")

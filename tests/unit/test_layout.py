@@ -113,3 +113,21 @@ def test_the_readme_layout_section_matches_the_tree():
     assert packages <= listed, sorted(packages - listed)
     assert all((REPO / path).exists() for path in listed), sorted(
         p for p in listed if not (REPO / p).exists())
+
+
+AGENT_FRAMEWORKS = {"crewai": "agents/crewai/", "autogen": "agents/autogen/",
+                    "autogen_core": "agents/autogen/", "autogen_agentchat": "agents/autogen/",
+                    "autogen_ext": "agents/autogen/"}
+
+
+def test_each_agent_framework_is_imported_only_in_its_own_room():
+    """The turn's steps, the tools, the LLM backends, tasks and evaluation are framework-free:
+    an engine's room adapts them, so AutoGen runs without CrewAI installed and back."""
+    wrong = []
+    for path in modules():
+        where = str(path.relative_to(REPO))
+        for name in imports(path):
+            room = AGENT_FRAMEWORKS.get(name.split(".")[0])
+            if room is not None and not where.startswith(room):
+                wrong.append(f"{where} imports {name}")
+    assert not wrong, wrong
