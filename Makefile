@@ -28,6 +28,7 @@ demo: setup
 
 test: setup
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q -m "not e2e"
 	$(PY) -m pytest -q -m e2e
 
@@ -36,6 +37,7 @@ test-fast: setup
 
 lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 bench: setup
 	$(PY) bench/retrieval.py

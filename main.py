@@ -55,17 +55,13 @@ state = State()
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from agents.llm.factory import LlmConfigError
     from evaluation.retrieval import DatasetError
     from storage.kb.documents import DocumentError
     from storage.kb.model_files import ModelFilesError
     from storage.memory import ScopeError
     from storage.qdrant.store import StoreError
     from storage.retrieval.filters import SlotError
-
-    try:
-        from agents.llm.factory import LlmConfigError
-    except ImportError:  # crewai missing: the error then names what to install
-        LlmConfigError = ModelFilesError
     return (ConfigError, SlotError, StoreError, DocumentError, ModelFilesError, DatasetError,
             LlmConfigError, ScopeError, ValueError)
 

@@ -117,11 +117,11 @@ class TurnSteps:
             state.entities = context.entities
             state.memories = context.memories
             info.update(history=len(context.history), entities=[
-                f"{e['type']}:{e['value']}" for e in context.entities[:8]],
-                memories=[m["session_id"] for m in context.memories])
+                f"{e.type}:{e.value}" for e in context.entities[:8]],
+                memories=[m.session_id for m in context.memories])
         self._tool = KnowledgeBaseSearch.for_turn(
             self.runtime.retriever, state.slots, state.message,
-            [e["value"] for e in state.entities[:8]])
+            [e.value for e in state.entities[:8]])
 
     def intake(self) -> GateDecision | None:
         """``handoff`` when the customer asks for a person, before any model call."""

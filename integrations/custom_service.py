@@ -97,7 +97,7 @@ class CustomServiceRetriever:
                            "text": str(item.get("body") or ""),
                            "highlight": (item.get("highlight") or {}).get("body") or []}
                 score = float((item.get("result_metadata") or {}).get("score") or 0.0)
-                ranking.append(Hit(payload["chunk_id"], score, payload))
+                ranking.append(Hit(str(payload["chunk_id"]), score, payload))
             rankings.append(ranking)
         hits = fuse_rankings(rankings, 60)[: top_k or self.top_k]
         results = [SearchResult(text=h.payload["text"], score=h.score, metadata={

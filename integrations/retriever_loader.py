@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
+from typing import Any
 
 from config.settings import ConfigError, Settings
 from integrations.rasa_interface import RasaInterfaceRetriever
@@ -39,13 +40,13 @@ def retriever_class(type_name: str) -> type:
     except ImportError as exc:
         raise ConfigError(f"vector_store.type: cannot import module {module_name!r} ({exc})"
                           ) from None
-    cls = getattr(module, class_name, None)
+    cls: Any = getattr(module, class_name, None)
     if not inspect.isclass(cls):
         raise ConfigError(f"vector_store.type: {module_name!r} has no class {class_name!r}")
     missing = [name for name in ("connect", "search") if not callable(getattr(cls, name, None))]
     if missing:
         raise ConfigError(f"vector_store.type: {type_name} does not implement {', '.join(missing)}")
-    if not inspect.iscoroutinefunction(cls.search):
+    if not inspect.iscoroutinefunction(getattr(cls, "search", None)):
         raise ConfigError(f"vector_store.type: {type_name}.search must be `async def`")
     return cls
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import h11
 import uvicorn
@@ -74,7 +75,7 @@ def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:
     return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout_s": seconds})
 
 
-def server_config(app: object, host: str, port: int, header_timeout_s: float,
+def server_config(app: Any, host: str, port: int, header_timeout_s: float,
                   log_level: str = "info") -> uvicorn.Config:
     """How the pilot is served (``main.py serve`` and the tests' live servers alike)."""
     return uvicorn.Config(app, host=host, port=port, log_level=log_level,

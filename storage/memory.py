@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from storage.kb.embeddings import Encoders
 from storage.qdrant.store import (
     AllOf,
@@ -98,6 +100,36 @@ class Entity:
     type: str
     value: str
     attributes: dict[str, str] = field(default_factory=dict)
+
+
+class RememberedEntity(BaseModel):
+    """An entity of the customer's memory: what it is, when it was seen, in which turns."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    value: str
+    attributes: dict[str, str] = Field(default_factory=dict)
+    first_seen: float = 0.0
+    last_seen: float = 0.0
+    source_turns: list[str] = Field(default_factory=list)
+    customer_id: str = ""  # the scope it was stamped with
+    tenant: str = ""
+
+
+class RememberedCase(BaseModel):
+    """A long-term memory: an earlier session's question and how it was resolved."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session_id: str
+    summary: str
+    resolution: str = ""
+    sources: list[str] = Field(default_factory=list)
+    ts: float = 0.0
+    score: float = 0.0  # its similarity to what it was recalled for
+    customer_id: str = ""  # the scope it was stamped with
+    tenant: str = ""
 
 
 def _stamped(scope: Scope, payload: dict[str, Any]) -> dict[str, Any]:
@@ -203,26 +235,29 @@ class MemoryStore:
         self.ensure()
         now = time.time()
         with self._customer_locks(scope.key("entities")):
-            known = {(p["type"], p["value"]): p for p in self.entities(scope)}
+            known = {(p.type, p.value): p for p in self.entities(scope)}
             points = []
             texts = [f"{e.type} {e.value}" for e in entities]
             for entity, vector in zip(entities, self.encoders.dense.encode(texts), strict=True):
-                previous = known.get((entity.type, entity.value), {})
-                sources = list(previous.get("source_turns", []))
+                previous = known.get((entity.type, entity.value))
+                sources = list(previous.source_turns) if previous else []
                 if source not in sources:
                     sources = [*sources, source][-20:]
                 payload = {"type": entity.type, "value": entity.value,
-                           "attributes": {**previous.get("attributes", {}), **entity.attributes},
-                           "first_seen": previous.get("first_seen", now), "last_seen": now,
-                           "source_turns": sources}
+                           "attributes": {**(previous.attributes if previous else {}),
+                                          **entity.attributes},
+                           "first_seen": previous.first_seen if previous else now,
+                           "last_seen": now, "source_turns": sources}
                 points.append(PointData(id=scope.key("entity", entity.type, entity.value),
                                         dense=vector.dense, payload=_stamped(scope, payload)))
             self.store.upsert(ENTITIES, points)
 
-    def entities(self, scope: Scope) -> list[dict[str, Any]]:
+    def entities(self, scope: Scope) -> list[RememberedEntity]:
+        """The scope's entities, most recently seen first."""
         self.ensure()
-        return sorted((r.payload for r in self.store.scroll(ENTITIES, self._where(scope))),
-                      key=lambda p: -p["last_seen"])
+        found = [RememberedEntity.model_validate(r.payload)
+                 for r in self.store.scroll(ENTITIES, self._where(scope))]
+        return sorted(found, key=lambda e: -e.last_seen)
 
     # -- long-term memories ----------------------------------------------------------------
     def remember(self, scope: Scope, session_id: str, summary: str, resolution: str,
@@ -232,11 +267,13 @@ class MemoryStore:
                     {"session_id": session_id, "summary": summary, "resolution": resolution,
                      "sources": list(sources), "ts": time.time()})
 
-    def recall(self, scope: Scope, query: str, limit: int = 3) -> list[dict[str, Any]]:
+    def recall(self, scope: Scope, query: str, limit: int = 3) -> list[RememberedCase]:
+        """The scope's long-term memories nearest in meaning to ``query``."""
         self.ensure()
         hits = self.store.query(MEMORIES, Stage(Nearest("dense", self._vector(query)), limit),
                                 self._where(scope))
-        return [{**h.payload, "score": round(h.score, 3)} for h in hits]
+        return [RememberedCase.model_validate({**h.payload, "score": round(h.score, 3)})
+                for h in hits]
 
     def clear_memories(self, scope: Scope) -> int:
         """Erase the scope's long-term memories only (sessions and entities stay)."""

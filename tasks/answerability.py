@@ -85,8 +85,9 @@ def _coverage(weights: dict[int, float], terms: frozenset[int]) -> float:
 def _headings_above(units: list[Unit], terms: list[frozenset[int]]) -> list[frozenset[int]]:
     """Per unit, the terms of the headings it stands under: the passage's first heading and
     the last one up to it."""
-    first = last = None
-    above = []
+    first: int | None = None
+    last = 0
+    above: list[frozenset[int]] = []
     for index, unit in enumerate(units):
         if unit.kind == "heading":
             first = index if first is None else first

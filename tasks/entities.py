@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import re
 
-from storage.memory import Entity
+from storage.kb.fact_kinds import CUSTOMER_REFERENCE, ERROR_CODE, PLAN_NAMES, REFERENCE_PREFIXES
+from storage.memory import Entity, RememberedEntity
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("order", re.compile(r"\bORD-\d{3,}\b", re.IGNORECASE)),
+    ("order", CUSTOMER_REFERENCE["order"]),
     ("order", re.compile(r"\border\s*(?:number|no\.?|#)\s*:?\s*#?(\d{4,})\b", re.IGNORECASE)),
-    ("invoice", re.compile(r"\bINV-\d{4}-\d{3,}\b", re.IGNORECASE)),
-    ("refund", re.compile(r"\bRF-\d{3,}\b", re.IGNORECASE)),
-    ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")),
-    ("error_code", re.compile(r"\b(?!ORD-|INV-|RF-)[A-Z]{1,5}-\d{2,5}\b")),
-    ("plan", re.compile(r"\b(basic|pro|enterprise)\s+(?:plan|tier|workspace)\b", re.IGNORECASE)),
+    ("invoice", CUSTOMER_REFERENCE["invoice"]),
+    ("refund", CUSTOMER_REFERENCE["refund"]),
+    ("email", CUSTOMER_REFERENCE["email"]),
+    ("error_code", re.compile(r"\b(?!" + "|".join(REFERENCE_PREFIXES) + ")"
+                              + ERROR_CODE.pattern.removeprefix(r"\b"))),
+    ("plan", re.compile(r"\b(" + "|".join(PLAN_NAMES) + r")\s+(?:plan|tier|workspace)\b",
+                        re.IGNORECASE)),
 )
 
 
@@ -116,12 +119,12 @@ _REFERS = {
 }
 
 
-def referenced(text: str, known: list[dict]) -> list[dict]:
+def referenced(text: str, known: list[RememberedEntity]) -> list[RememberedEntity]:
     """Known entities the message points at without naming them ("where is my order?")."""
     hits = []
     for kind, pattern in _REFERS.items():
         if pattern.search(text):
-            latest = next((e for e in known if e["type"] == kind), None)
-            if latest and latest["value"].lower() not in text.lower():
+            latest = next((e for e in known if e.type == kind), None)
+            if latest and latest.value.lower() not in text.lower():
                 hits.append(latest)
     return hits

@@ -156,18 +156,18 @@ class EvidenceScorer:
                 results.append(SentenceSupport(sentence, None, 0.0, 0.0, True, claim=False))
                 continue
             words = content_words(sentence)
-            best = (None, 0.0, 0.0)
+            best: tuple[int | None, float, float] = (None, 0.0, 0.0)
             for index, (doc_tokens, doc_words) in enumerate(zip(passage_tokens, passage_words,
                                                                  strict=True)):
                 semantic = self.maxsim(tokens, doc_tokens)
                 lexical = len(words & doc_words) / len(words) if words else 0.0
                 if semantic + lexical > best[1] + best[2]:
                     best = (index, semantic, lexical)
-            index, semantic, lexical = best
-            facts_ok = index is not None and self._stands_behind(sentence, tokens,
-                                                                 passages[index])
+            chosen, semantic, lexical = best
+            facts_ok = chosen is not None and self._stands_behind(sentence, tokens,
+                                                                  passages[chosen])
             close_enough = semantic >= self.min_semantic or (
                 lexical >= self.close_lexical and semantic >= self.close_semantic)
             supported = close_enough and lexical >= self.min_lexical and facts_ok
-            results.append(SentenceSupport(sentence, index, semantic, lexical, supported))
+            results.append(SentenceSupport(sentence, chosen, semantic, lexical, supported))
         return results

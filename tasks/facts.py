@@ -18,11 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from storage.kb.fact_kinds import ANY_CASE_CODE, CODE_TOKEN
+
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
-_CODE = re.compile(r"\b[A-Z]{1,6}[-_]?\d[\w-]*\b")
-# not the tail of a hyphenated name (build-server-7)
-_ANY_CASE_CODE = re.compile(r"(?<![\w-])[A-Za-z]{1,6}[-_]\d[\w-]*\b")
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 _ASKS_MEANING = re.compile(r"\bwhat (?:does|do|is)\b.*\bmean", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
@@ -81,14 +80,14 @@ def facts(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[st
     for path in _PATH.findall(rest):
         first, *others = _ARROWS.split(path.strip())
         paths.add(" > ".join([first.split()[-1], *others]))
-    found = urls | paths | set(_CODE.findall(rest)) | set(_NUMBER.findall(rest)) | \
+    found = urls | paths | set(CODE_TOKEN.findall(rest)) | set(_NUMBER.findall(rest)) | \
         set(_MIXED.findall(rest))
     return found | _names(_PATH.sub(" ", rest), is_word)
 
 
 def codes(text: str) -> set[str]:
     """Error and reference codes named in ``text`` (``PAY-101``, ``E-429``, ``SSO-104``)."""
-    return {c.upper() for c in _ANY_CASE_CODE.findall(text)}
+    return {c.upper() for c in ANY_CASE_CODE.findall(text)}
 
 
 def asked_codes(message: str) -> set[str]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
+from storage.memory import RememberedEntity
 from tasks.courtesy import content_words
 from tasks.entities import extract, referenced
 from tasks.schemas import HistoryTurn
@@ -48,13 +48,13 @@ class FollowUp:
     leans: bool = True
 
 
-def conversation_entities(history: list[HistoryTurn], memory: list[dict[str, Any]]
-                          ) -> list[dict[str, Any]]:
+def conversation_entities(history: list[HistoryTurn], memory: list[RememberedEntity]
+                          ) -> list[RememberedEntity]:
     """Entities most recent first: this conversation's messages, then entity memory."""
-    said = [{"type": e.type, "value": e.value}
+    said = [RememberedEntity(type=e.type, value=e.value)
             for turn in reversed(history) for e in reversed(extract(turn.user))]
-    return said + [e for e in memory if (e["type"], e["value"]) not in
-                   {(s["type"], s["value"]) for s in said}]
+    return said + [e for e in memory if (e.type, e.value) not in
+                   {(s.type, s.value) for s in said}]
 
 
 def subject_terms(text: str) -> list[str]:
@@ -66,9 +66,9 @@ def subject_terms(text: str) -> list[str]:
     return list(dict.fromkeys([*values, *words]))[:SUBJECT_TERMS]
 
 
-def named(entities: list[dict[str, Any]]) -> str:
+def named(entities: list[RememberedEntity]) -> str:
     """'order ORD-55812, error code PAY-102'."""
-    return ", ".join(f"{e['type'].replace('_', ' ')} {e['value']}" for e in entities)
+    return ", ".join(f"{e.type.replace('_', ' ')} {e.value}" for e in entities)
 
 
 def leans_back(message: str) -> bool:
@@ -76,7 +76,7 @@ def leans_back(message: str) -> bool:
 
 
 def resolve_follow_up(message: str, history: list[HistoryTurn],
-                      entities: list[dict[str, Any]]) -> FollowUp | None:
+                      entities: list[RememberedEntity]) -> FollowUp | None:
     """One more query for a message that refers back, or None when it stands alone."""
     pointed = referenced(message, conversation_entities(history, entities))
     if pointed:

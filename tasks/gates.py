@@ -65,7 +65,7 @@ def plan_round(state: TurnState) -> GateDecision:
     if state.round_index > 0:
         need, reason = True, f"round {state.round_index}: the evidence asked for another query"
     elif state.pointed_at:
-        need, reason = True, "the message points at a remembered " + state.pointed_at[0]["type"]
+        need, reason = True, "the message points at a remembered " + state.pointed_at[0].type
     elif not state.history:
         need, reason = False, "no history: the message stands alone"
     elif follow_up is not None and follow_up.leans:
@@ -85,7 +85,7 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
                if q and q.strip()]
     detail: dict[str, object] = {}
     missing = [e for e in state.pointed_at
-               if not any(e["value"].lower() in q.lower() for q in queries)]
+               if not any(e.value.lower() in q.lower() for q in queries)]
     if missing:  # entity memory names what the customer points at
         queries.insert(0, f"{state.message} ({named(missing)})")
         detail["from_entity_memory"] = named(missing)
@@ -93,9 +93,9 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
         queries.insert(0, state.follow_up[0])
         detail["follow_up_from"] = state.follow_up[1]
     for remembered in state.memories:  # the earlier case about the same entity
-        if any(e["value"] in remembered["summary"] for e in state.pointed_at):
-            queries.append(remembered["summary"])
-            detail["from_long_term_memory"] = remembered["session_id"]
+        if any(e.value in remembered.summary for e in state.pointed_at):
+            queries.append(remembered.summary)
+            detail["from_long_term_memory"] = remembered.session_id
             break
     state.queries = queries
     state.rewrite_failed = reformulation is None

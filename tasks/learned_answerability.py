@@ -86,10 +86,10 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
         if top + RANK_WEIGHT * relevance[index] > best[0]:
             best = (top + RANK_WEIGHT * relevance[index], top, index)
     reading = Reading(features)
-    _, answerable, index = best
-    if index is not None and spans[index]:
-        focus = unit_focus(scorer, question, cut[index], titles[index]) if quoting else []
-        reading = Reading(features, index, cut[index], focus,
+    _, answerable, chosen = best
+    if chosen is not None and spans[chosen]:
+        focus = unit_focus(scorer, question, cut[chosen], titles[chosen]) if quoting else []
+        reading = Reading(features, chosen, cut[chosen], focus,
                           int(np.argmax(focus)) if focus else 0)
     ranked = [*sorted(relevance, reverse=True), 0.0]
     features.update(answerable=answerable, passage_relevance=ranked[0],

@@ -12,9 +12,8 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from storage.memory import MemoryStore, Scope
+from storage.memory import MemoryStore, RememberedCase, RememberedEntity, Scope
 from tasks.entities import extract
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
 
@@ -23,8 +22,8 @@ from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
 class MemoryContext:
     scope: Scope | None
     history: list[HistoryTurn] = field(default_factory=list)
-    entities: list[dict[str, Any]] = field(default_factory=list)
-    memories: list[dict[str, Any]] = field(default_factory=list)
+    entities: list[RememberedEntity] = field(default_factory=list)
+    memories: list[RememberedCase] = field(default_factory=list)
     turn_index: int = 0
 
 

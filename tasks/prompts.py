@@ -27,9 +27,8 @@ def render_history(state: TurnState) -> str:
 
 
 def render_entities(state: TurnState) -> str:
-    lines = [f"- {e['type']}: {e['value']}" for e in state.entities[:8]]
-    lines += [f"- earlier: {m['summary'][:120]} -> {m['resolution'][:160]}"
-              for m in state.memories]
+    lines = [f"- {e.type}: {e.value}" for e in state.entities[:8]]
+    lines += [f"- earlier: {m.summary[:120]} -> {m.resolution[:160]}" for m in state.memories]
     return "\n".join(lines) or "(none)"
 
 

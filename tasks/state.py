@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from storage.memory import RememberedCase, RememberedEntity
 from tasks.schemas import (
     DraftAnswer,
     EvidenceView,
@@ -47,12 +48,12 @@ class TurnState(BaseModel):
     request: TurnRequest | None = None
     slots: dict[str, str] = Field(default_factory=dict)
     history: list[HistoryTurn] = Field(default_factory=list)
-    entities: list[dict[str, Any]] = Field(default_factory=list)
-    memories: list[dict[str, Any]] = Field(default_factory=list)
+    entities: list[RememberedEntity] = Field(default_factory=list)
+    memories: list[RememberedCase] = Field(default_factory=list)
     turn_index: int = 0
     round_index: int = 0
     rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
-    pointed_at: list[dict[str, Any]] = Field(default_factory=list)
+    pointed_at: list[RememberedEntity] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]
     follow_up_leans: bool = False  # the message does not stand alone without the follow-up
     queries: list[str] = Field(default_factory=list)

@@ -65,7 +65,7 @@ class ChatLoop:
         self.slots = dict(slots)
         self.session_id = self._new_session_id()
         self.console = console or Console()
-        self.prompt = PromptSession(history=FileHistory(str(history_file))
+        self.prompt: Any = PromptSession(history=FileHistory(str(history_file))
                                     if history_file else None)
         self.last: TurnResult | None = None
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)

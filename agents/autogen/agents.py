@@ -163,7 +163,7 @@ class _ModelRole(_TurnAgent):
                 raise
             self.state.note(f"{self.task} failed ({type(exc).__name__}: {str(exc)[:160]})")
             return None
-        content = response.chat_message.content
+        content = getattr(response.chat_message, "content", None)
         if self.output is None or isinstance(content, self.output):
             return content
         try:

@@ -19,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from autogen_agentchat.conditions import MaxMessageTermination, SourceMatchTermination
 from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, SelectorGroupChat
@@ -66,7 +66,7 @@ def build_graph(agents: dict[str, Any]) -> Any:
     incoming = {target: sum(1 for _, t in routes if t == target) for _, target in routes}
     for (source, target), on in routes.items():
         condition = None if None in on else _on({r for r in on if r})
-        activation = "any" if incoming[target] > 1 else "all"
+        activation: Literal["all", "any"] = "any" if incoming[target] > 1 else "all"
         builder.add_edge(agents[source], agents[target], condition=condition,
                          activation_condition=activation)
     builder.set_entry_point(agents[ENTRY])

@@ -52,9 +52,9 @@ class QdrantAutoGenMemory(Memory):
         found = self._store.recall(self._scope, text, limit=int(kwargs.get("limit",
                                                                              self._limit)))
         return MemoryQueryResult(results=[
-            MemoryContent(content=m["summary"], mime_type=MemoryMimeType.TEXT,
-                          metadata={"session_id": m["session_id"], "score": m["score"],
-                                    "resolution": m["resolution"], "sources": m["sources"]})
+            MemoryContent(content=m.summary, mime_type=MemoryMimeType.TEXT,
+                          metadata={"session_id": m.session_id, "score": m.score,
+                                    "resolution": m.resolution, "sources": m.sources})
             for m in found])
 
     async def update_context(self, model_context: ChatCompletionContext
@@ -66,7 +66,7 @@ class QdrantAutoGenMemory(Memory):
             return UpdateContextResult(memories=MemoryQueryResult(results=[]))
         result = await self.query(last)
         if result.results:
-            lines = [f"{i}. {r.content}" for i, r in enumerate(result.results, start=1)]
+            lines = [f"{i}. {r.content!s}" for i, r in enumerate(result.results, start=1)]
             await model_context.add_message(SystemMessage(
                 content="What we know from this customer's earlier conversations:\n"
                         + "\n".join(lines)))

@@ -14,7 +14,7 @@ from autogen_core.tools import BaseTool
 from pydantic import BaseModel
 
 
-class AutoGenToolAdapter(BaseTool[BaseModel, str]):
+class AutoGenToolAdapter(BaseTool[BaseModel, str]):  # type: ignore[type-var]  # str as FunctionTool
     """Any tool with ``name``, ``description``, ``args_schema`` and ``run(**args)``."""
 
     def __init__(self, tool: Any) -> None:

@@ -2,7 +2,7 @@
 
 Each method runs its step of ``agents/steps.py`` (written once for both engines) and returns
 the step's route; the listeners take their routes from the topology table (the diagram is in
-``agents/topology.py`` and the README). ``@start`` ``context`` -> ``@router`` ``route_turn``
+``agents/topology.py`` and the README). ``@start`` ``context`` -> ``@router`` ``open_route``
 (handoff | rewrite | as_is | manage) -> ``reformulate`` -> ``@router`` ``retrieve`` (the
 evidence gate: answer | retry | refuse | ask_judge) -> ``@router`` ``judge`` -> ``respond`` (its
 guardrail is the verifier's support check) | ``finish`` (the closer).
@@ -89,7 +89,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         self.steps.open()
 
     @router(context)
-    def route_turn(self) -> str:
+    def open_route(self) -> str:
         decision = self.steps.intake()
         if decision is not None:
             return decision.route

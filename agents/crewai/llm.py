@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from crewai.llms.base_llm import BaseLLM
+from crewai.tools.base_tool import BaseTool
+from crewai.utilities.types import LLMMessage
 from pydantic import BaseModel, Field
 
 from agents.llm.local import LocalLlamaLLM
@@ -36,7 +38,7 @@ class CrewAILocalLLM(BaseLLM):
                                response_model: Any = None) -> int:
         return int(self.core.get_input_tokens_count(messages, tools, response_model))
 
-    def call(self, messages: str | list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+    def call(self, messages: str | list[LLMMessage], tools: list[dict[str, BaseTool]] | None = None,
              callbacks: list[Any] | None = None, available_functions: dict[str, Any] | None = None,
              from_task: Any = None, from_agent: Any = None,
              response_model: type[BaseModel] | None = None) -> str | Any:

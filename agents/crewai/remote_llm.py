@@ -70,7 +70,8 @@ class TurnBoundOpenAI(OpenAICompletion):
             asked, response_model = response_model, None
         _RESPONSE_FORMAT.set(response_format(asked, self.structured_output) if asked else None)
         try:
-            result = super().call(*args, response_model=response_model, **kwargs)
+            kwargs["response_model"] = response_model
+            result = super().call(*args, **kwargs)
         except DeadlineExceeded:
             raise
         except Exception as exc:

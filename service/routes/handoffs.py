@@ -55,8 +55,8 @@ def conversation(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
     turns = memory.session_turns(scope, header["session_id"])
     return {"session": header, "turns": turns,
             "citations": sorted({c for t in turns for c in t.get("citations", [])}),
-            "entities": [{"type": e["type"], "value": e["value"],
-                          "attributes": e.get("attributes", {})} for e in memory.entities(scope)],
+            "entities": [e.model_dump(include={"type", "value", "attributes"})
+                         for e in memory.entities(scope)],
             "feedback": pilot.store.feedback(header["tenant"], header["session_id"])}
 
 

@@ -162,7 +162,8 @@ def _read_html(path: Path, source_id: str) -> Document:
     for tag in soup.find_all("meta"):
         name, content = tag.get("name"), tag.get("content")
         if name and content and name in FrontMatter.model_fields:
-            meta[name] = [t.strip() for t in content.split(",")] if name == "tiers" else content
+            text = str(content)
+            meta[name] = [t.strip() for t in text.split(",")] if name == "tiers" else text
     title = soup.title.get_text(strip=True) if soup.title else ""
     heading = soup.find("h1")
     title = title or (heading.get_text(strip=True) if heading else path.stem)

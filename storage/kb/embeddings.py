@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -63,7 +64,8 @@ class DenseEncoder:
     def is_whole_word(self, word: str) -> bool:
         """Whether the tokenizer's vocabulary holds ``word`` whole (a common word spelt
         right: "event" yes, the typo "disablilty" no)."""
-        return self._model.model.tokenizer.token_to_id(word.lower()) is not None
+        model: Any = self._model.model  # fastembed's ONNX model: its tokenizer
+        return model.tokenizer.token_to_id(word.lower()) is not None
 
     def encode(self, texts: Sequence[str]) -> list[DenseEncoding]:
         """Encode texts in batches, shortest first, returned in input order.
@@ -87,7 +89,8 @@ class DenseEncoder:
         return [r for r in results if r is not None]
 
     def _encode_batch(self, texts: list[str]) -> list[DenseEncoding]:
-        output = self._model.model.onnx_embed(texts)
+        model: Any = self._model.model
+        output = model.onnx_embed(texts)
         hidden = np.asarray(output.model_output, dtype=np.float32)
         mask = np.asarray(output.attention_mask, dtype=np.float32)
         pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]

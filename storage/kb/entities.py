@@ -18,13 +18,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from storage.kb.fact_kinds import ERROR_CODE, PLAN
 from storage.kb.model_files import BM25_ASSETS
 
-_CODE = re.compile(r"\b[A-Z]{1,6}-\d{2,6}\b")
 _BACKTICK = re.compile(r"`([^`\n]{2,40})`")
 _BOLD = re.compile(r"\*\*([^*\n]{2,40})\*\*")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}\b(?!-\d)")
-_PLAN = re.compile(r"\b(Basic|Pro|Enterprise)\b")
 _NOT_ENTITIES = frozenset({"id", "ok", "pdf", "url", "ui", "us", "eu", "utc", "cet", "faq",
                            "http", "https", "json", "xml", "zip", "a", "i"})
 # an acronym that is also an everyday word ("IT" team vs "it") is no entity in a question
@@ -38,7 +37,7 @@ def _clean(term: str) -> str:
 def kb_entities(text: str) -> list[str]:
     """Entities one chunk mentions, lower-cased and sorted."""
     found: set[str] = set()
-    for pattern in (_CODE, _BACKTICK, _BOLD, _ACRONYM, _PLAN):
+    for pattern in (ERROR_CODE, _BACKTICK, _BOLD, _ACRONYM, PLAN):
         for match in pattern.finditer(text):
             term = _clean(match.group(1) if match.groups() else match.group(0))
             if len(term) >= 2 and term not in _NOT_ENTITIES and term not in _WORDS:

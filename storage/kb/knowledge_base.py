@@ -193,7 +193,7 @@ class KnowledgeBase:
         if pipeline == "bm25":
             return Stage(bm25.query, limit)
         if pipeline == "hybrid":
-            weights = (r.weights.dense, r.weights.bm25)
+            weights: tuple[float, ...] = (r.weights.dense, r.weights.bm25)
             return Stage(Rrf(r.rrf_k, weights), limit, (dense, bm25))
         tokens = Nearest("tokens", encoded.tokens)
         if pipeline == "dense+late":

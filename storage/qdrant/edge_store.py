@@ -187,7 +187,9 @@ class EdgeStore:
         self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points, update_mode=mode))
 
     def delete(self, name: str, where: Condition) -> None:
-        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(to_edge_filter(where)))
+        edge_filter = to_edge_filter(where)
+        assert edge_filter is not None  # a condition always translates to a filter
+        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
 
     def scroll(
         self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from numpy.typing import NDArray
+
 
 @dataclass(frozen=True)
 class SparseVec:
@@ -85,10 +87,10 @@ class CollectionSpec:
 @dataclass
 class PointData:
     id: str
-    dense: Sequence[float]
+    dense: Sequence[float] | NDArray[Any]
     payload: dict[str, Any]
     sparse: SparseVec | None = None
-    tokens: Sequence[Sequence[float]] | None = None
+    tokens: Sequence[Sequence[float]] | NDArray[Any] | None = None
 
 
 @dataclass(frozen=True)

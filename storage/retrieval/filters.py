@@ -103,15 +103,15 @@ def build_filters(
             applied[name] = f"advisory: {description}"
 
     for name, raw in (advisory or {}).items():
-        rule = rules.get(name)
-        if rule is None:
+        asked: SlotRule | None = rules.get(name)
+        if asked is None:
             by_field = [n for n, r in rules.items() if r.field == name]
-            rule = rules[by_field[0]] if by_field else None
+            asked = rules[by_field[0]] if by_field else None
             name = by_field[0] if by_field else name
-        if rule is None:
+        if asked is None:
             ignored.append(f"{name}: not a known filter")
             continue
-        if rule.mode == "enforced" or rule.field in enforced_fields:
+        if asked.mode == "enforced" or asked.field in enforced_fields:
             ignored.append(f"{name}: enforced slots cannot be set as advisory filters")
             continue
         try:
@@ -121,7 +121,7 @@ def build_filters(
             continue
         if value is None or name in applied:
             continue
-        condition, description = _rule_condition(name, rule, value)
+        condition, description = _rule_condition(name, asked, value)
         advisory_parts.append(condition)
         applied[name] = f"advisory: {description}"
 

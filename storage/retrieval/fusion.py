@@ -18,7 +18,8 @@ from storage.retrieval.results import SearchResult
 
 def within_budget(results: list[SearchResult], budget: int) -> list[SearchResult]:
     """Keep passages in rank order while their text fits ``budget`` word pieces (one at least)."""
-    kept, used = [], 0
+    kept: list[SearchResult] = []
+    used = 0
     for result in results:
         cost = estimate_tokens(result.text)
         if kept and used + cost > budget:

@@ -33,7 +33,7 @@ class SearchResultList:
             text = getattr(doc, "page_content", None) or getattr(doc, "text", "")
             metadata = dict(getattr(doc, "metadata", {}) or {})
             score = float(metadata.get("score", getattr(doc, "score", 0.0)) or 0.0)
-            results.append(SearchResult(text=text, metadata=metadata, score=score))
+            results.append(SearchResult(text=str(text or ""), metadata=metadata, score=score))
         return cls(results=results, metadata={})
 
 

@@ -79,7 +79,7 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
 
     _, pilot_context = pilot
     [memory] = pilot_context.runtime.memory.recall(Scope("c-77", "acme"), "refund")
-    assert memory["resolution"] == "resolved by our support team: refund re-sent"
+    assert memory.resolution == "resolved by our support team: refund re-sent"
 
 
 def test_staff_routes_need_a_staff_key_of_the_same_tenant(pilot):
@@ -133,7 +133,7 @@ def test_idle_sessions_are_remembered_once(pilot):
     assert close_idle_sessions(pilot_context, now=later) == [session]
     assert close_idle_sessions(pilot_context, now=later) == []  # once per quiet spell
     [memory] = pilot_context.runtime.memory.recall(Scope("c-9", "acme"), "refund")
-    assert memory["session_id"] == session and memory["resolution"].startswith("answered")
+    assert memory.session_id == session and memory.resolution.startswith("answered")
 
 
 def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_written(pilot,

@@ -29,9 +29,9 @@ def test_entities_merge_and_keep_their_history(memory):
     first = memory.entities(scope)[0]
     memory.upsert_entities(scope, [Entity("order", "ORD-1", {"carrier": "ups"})], "s2#0")
     [merged] = memory.entities(scope)
-    assert merged["first_seen"] == first["first_seen"] <= merged["last_seen"]
-    assert merged["attributes"] == {"status": "paid", "carrier": "ups"}
-    assert merged["source_turns"] == ["s1#0", "s2#0"]
+    assert merged.first_seen == first.first_seen <= merged.last_seen
+    assert merged.attributes == {"status": "paid", "carrier": "ups"}
+    assert merged.source_turns == ["s1#0", "s2#0"]
 
 
 def test_no_query_reaches_another_customer_or_tenant(memory):
@@ -41,10 +41,10 @@ def test_no_query_reaches_another_customer_or_tenant(memory):
         memory.upsert_entities(scope, [Entity("email", f"{scope.customer_id}@x.io")], "s1#0")
         memory.remember(scope, "s1", f"refund question of {scope}", "answered", ["a.md"])
     assert [t["user"] for t in memory.session_turns(mine, "s1")] == [f"hello from {mine}"]
-    assert {e["value"] for e in memory.entities(theirs)} == {"c-2@x.io"}
+    assert {e.value for e in memory.entities(theirs)} == {"c-2@x.io"}
     recalled = memory.recall(mine, f"refund question of {theirs}", limit=10)
-    assert [m["summary"] for m in recalled] == [f"refund question of {mine}"]
-    assert all(m["tenant"] == "acme" for m in memory.recall(other_tenant, "refund", limit=10))
+    assert [m.summary for m in recalled] == [f"refund question of {mine}"]
+    assert all(m.tenant == "acme" for m in memory.recall(other_tenant, "refund", limit=10))
     hostile = Scope('c-1" OR customer_id != "')
     assert memory.export(hostile) == {name: [] for name in COLLECTIONS}
 
@@ -94,7 +94,7 @@ def test_memory_survives_a_restart(tmp_path, example_kb):
     MemoryStore(store, example_kb.encoders).remember(Scope("c-1"), "s", "sum", "res", ["a.md"])
     store.close()
     store = EdgeStore(tmp_path / "m")
-    assert MemoryStore(store, example_kb.encoders).recall(Scope("c-1"), "sum")[0]["summary"] == (
+    assert MemoryStore(store, example_kb.encoders).recall(Scope("c-1"), "sum")[0].summary == (
         "sum")
     store.close()
 

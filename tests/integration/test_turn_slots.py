@@ -61,7 +61,7 @@ def test_a_message_naming_hundreds_of_ids_stores_a_bounded_number(memory):
     memory.upsert_entities(scope, [Entity("order", f"ORD-{n:05d}") for n in range(800)], "s1#0")
     stored = memory.entities(scope)
     assert len(stored) == MAX_ENTITIES_PER_WRITE
-    assert {e["value"] for e in stored} == {f"ORD-{n:05d}" for n in range(MAX_ENTITIES_PER_WRITE)}
+    assert {e.value for e in stored} == {f"ORD-{n:05d}" for n in range(MAX_ENTITIES_PER_WRITE)}
 
 
 def test_one_customers_entity_write_never_waits_for_anothers(memory, monkeypatch):
@@ -87,8 +87,8 @@ def test_one_customers_entity_write_never_waits_for_anothers(memory, monkeypatch
     stuck.join(20)
     other.join(20)
     assert finished_while_a_was_stuck
-    assert [e["value"] for e in memory.entities(Scope("c-b"))] == ["ORD-B1"]
-    assert [e["value"] for e in memory.entities(Scope("c-a"))] == ["ORD-A1"]
+    assert [e.value for e in memory.entities(Scope("c-b"))] == ["ORD-B1"]
+    assert [e.value for e in memory.entities(Scope("c-a"))] == ["ORD-A1"]
 
 
 def test_a_stream_that_disconnects_keeps_the_session_locked_until_its_turn_ends(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.memory import RememberedEntity
 from tasks.followups import resolve_follow_up
 from tasks.schemas import HistoryTurn
 
@@ -15,7 +16,7 @@ REFUND = [HistoryTurn(user="How long does a refund take?", answer="5 to 7 busine
 @pytest.mark.parametrize(("message", "history", "memory", "query", "source"), [
     ("What does that error code mean?", PAYMENT, [],
      "What does that error code mean? (error code PAY-102)", "error code PAY-102"),
-    ("Where is my order?", [], [{"type": "order", "value": "ORD-55812"}],
+    ("Where is my order?", [], [RememberedEntity(type="order", value="ORD-55812")],
      "Where is my order? (order ORD-55812)", "order ORD-55812"),
     ("How do I fix it?", PAYMENT, [],
      "How do I fix it? PAY-102 card payment failed", "the previous question"),
@@ -33,7 +34,7 @@ def test_references_resolve_to_what_they_point_at(message, history, memory, quer
 
 
 def test_the_conversation_wins_over_older_memory():
-    memory = [{"type": "error_code", "value": "SSO-104"}]
+    memory = [RememberedEntity(type="error_code", value="SSO-104")]
     found = resolve_follow_up("Is that error code serious?", PAYMENT, memory)
     assert found is not None and "PAY-102" in found.query and "SSO-104" not in found.query
 

@@ -109,7 +109,8 @@ def test_the_readme_layout_section_matches_the_tree():
     listed = {line.split()[0].rstrip("/") for line in section.split("```")[1].splitlines()
               if line.strip() and not line.startswith(" ")}
     packages = {str(p.parent.relative_to(REPO)) for p in REPO.glob("*/**/__init__.py")
-                if "tests" not in p.parts and ".venv" not in p.parts}
+                if p.relative_to(REPO).parts[0] != "tests"
+                and not p.relative_to(REPO).parts[0].startswith(".")}
     assert packages <= listed, sorted(packages - listed)
     assert all((REPO / path).exists() for path in listed), sorted(
         p for p in listed if not (REPO / p).exists())
