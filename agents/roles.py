@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from config.settings import ConfigError, read_yaml_mapping
+from config.settings import ROLE_NAMES, ConfigError, read_yaml_mapping
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 ROLES = ("reformulator", "retriever", "judge", "responder")
-TASKS = {"reformulate": "reformulator", "retrieve": "retriever", "judge": "judge",
-         "respond": "responder"}
+TASKS = dict(zip(ROLE_NAMES, ROLES, strict=True))  # each role's task, as ``roles:`` names it
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """One support turn, the single entry point of every interface: ``run_turn``.
 
 The engine owns the turn: a CrewAI ``Flow`` of crews (``agents/crewai/flow.py``) or an
-AutoGen ``GraphFlow`` / ``SelectorGroupChat`` (``agents/autogen/engine.py``). Both call the same
-evidence gates (``tasks/gates.py``). Every turn has its own ``TurnState`` and usage ledger,
-so concurrent turns never mix their traces.
+AutoGen ``GraphFlow`` / ``SelectorGroupChat`` (``agents/autogen/engine.py``). Both run the
+same steps (``agents/steps.py``) in the order of ``agents/topology.py``. Every turn has its
+own ``TurnState`` and usage ledger, so concurrent turns never mix their traces.
 
 Failures end in an honest result, never a crash: a store or search outage gives
 ``messages.connection_problem``; anything else is a bug, logged with its traceback, noted in

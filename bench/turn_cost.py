@@ -32,6 +32,7 @@ from crewai import Agent, Crew, Process, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agents.crewai.llm import crewai_llm
 from agents.llm.local import LocalLlamaLLM, as_chat
 from agents.roles import load_role_specs
 from agents.runtime import build_runtime
@@ -83,7 +84,8 @@ class PlainQdrantSearch(BaseTool):
 
 def stock_turn(llm: StockLocalLLM, tool: PlainQdrantSearch, question: str) -> TurnResult:
     specs = load_role_specs()
-    agents = {name: Agent(role=s["role"], goal=s["goal"], backstory=s["backstory"], llm=llm,
+    agents = {name: Agent(role=s["role"], goal=s["goal"], backstory=s["backstory"],
+                          llm=crewai_llm(llm),
                           tools=[tool] if name == "retriever" else [], verbose=False)
               for name, s in specs.agents.items()}
     tasks = [

@@ -15,26 +15,15 @@ Usage::
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from storage.coroutines import run_coroutine
 from storage.qdrant.store import Hit
 from storage.retrieval.fusion import fuse_rankings
 from storage.retrieval.results import SearchResult, SearchResultList
 
 RRF_K = 60
-
-
-def run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coroutine`` to completion from sync code, inside a running event loop or not."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 class RasaInterfaceRetriever:

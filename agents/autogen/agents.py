@@ -16,10 +16,7 @@ Usage::
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +27,7 @@ from autogen_core import CancellationToken
 from pydantic import BaseModel
 
 from agents.autogen.tools import AutoGenToolAdapter
-from agents.failures import is_outage
+from agents.failures import tolerated
 from agents.steps import TurnSteps
 from agents.tools.evidence import EvidenceTool
 from agents.usage import acting_as, record_call
@@ -39,18 +36,6 @@ from tasks.prompts import role_inputs
 from tasks.role_output import RoleFailed, parse_output
 from tasks.schemas import DraftAnswer, GateDecision, Judgement, Passage, Reformulation
 from tasks.state import TurnState
-
-
-def run_sync(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine from sync code, also when an event loop is already running."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    context = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(context.run, asyncio.run, coroutine).result()
-
 
 DecisionMessage = StructuredMessage[GateDecision]
 
@@ -153,15 +138,13 @@ class _ModelRole(_TurnAgent):
         if not self.uses_model:
             return None
         prompt = self.services.specs.describe(self.task, role_inputs(self.task, self.state))
-        try:
+        response = None
+        with tolerated(self.state, self.task):
             with acting_as(self.name):
                 response = await self.assistant(tools).on_messages(
                     [TextMessage(content=prompt, source="user")], cancellation_token)
             self._record_remote_usage(response)
-        except Exception as exc:
-            if is_outage(exc):
-                raise
-            self.state.note(f"{self.task} failed ({type(exc).__name__}: {str(exc)[:160]})")
+        if response is None:
             return None
         content = getattr(response.chat_message, "content", None)
         if self.output is None or isinstance(content, self.output):

@@ -36,11 +36,11 @@ from agents.autogen.agents import (
     TurnServices,
     VerifierAgent,
     decision_of,
-    run_sync,
 )
 from agents.autogen.client import BaseLLMChatClient
 from agents.failures import TurnFailed
 from agents.topology import EDGES, ENTRY, next_node
+from storage.coroutines import run_coroutine
 from tasks.state import TurnState
 
 MAX_MESSAGES = 40
@@ -155,7 +155,7 @@ class AutoGenEngine:
         services = TurnServices(state=state, runtime=runtime, client=self.client,
                                 specs=self.specs)
         try:
-            run_sync(self.team(services).run(task=state.message))
+            run_coroutine(self.team(services).run(task=state.message))
         except Exception as exc:
             raise TurnFailed(state, services.failure or exc) from exc
         return state

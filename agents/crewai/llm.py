@@ -26,10 +26,10 @@ class CrewAILocalLLM(BaseLLM):
     core: Any = Field(default=None, exclude=True)
 
     def supports_function_calling(self) -> bool:
-        return True
+        return bool(self.core.supports_function_calling())
 
     def supports_stop_words(self) -> bool:
-        return False
+        return bool(self.core.supports_stop_words())
 
     def get_context_window_size(self) -> int:
         return int(self.core.n_ctx)
