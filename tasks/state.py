@@ -8,7 +8,7 @@ Usage::
     state = TurnState.for_request(TurnRequest(session_id="s", message="Refund time?"))
     with state.step("retrieve", round=0) as info:
         info["ids"] = [...]
-    state.trace.steps[-1].name   # "retrieve"
+    state.trace.timeline()[-1]   # {"name": "retrieve", "ms": ...}
 """
 
 from __future__ import annotations
