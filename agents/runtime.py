@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agents.roles import ROLES, TASKS
-from config.settings import ConfigError, LlmSettings, Settings
+from config.settings import ConfigError, Settings
 from integrations.retriever_loader import load_retriever
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
@@ -99,8 +99,7 @@ def check_agents(agents_config: dict[str, Any]) -> None:
             raise ConfigError(f"agents.yaml: {name} needs text role, goal and backstory")
 
 
-def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | None = None,
-                 retrieve_crew: Any = None) -> Engine:
+def build_engine(name: str, llm: Any, process: str, retrieve_crew: Any = None) -> Engine:
     """The engine that runs a turn: CrewAI's Flow, or AutoGen's GraphFlow / Selector.
 
     The role specs (``config/agents.yaml``, ``config/tasks.yaml``) are checked here, so a bad
@@ -117,9 +116,7 @@ def build_engine(name: str, llm: Any, process: str, llm_settings: LlmSettings | 
         from agents.autogen.engine import AutoGenEngine
         from agents.llm.remote import RemoteModel
 
-        client = (openai_client(llm_settings, llm.structured_output)
-                  if isinstance(llm, RemoteModel) and llm_settings is not None
-                  else BaseLLMChatClient(llm))
+        client = openai_client(llm) if isinstance(llm, RemoteModel) else BaseLLMChatClient(llm)
         return AutoGenEngine(client, specs, process=process)
     from agents.crewai.engine import CrewAIEngine
 
@@ -146,8 +143,7 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
             kb.term_statistics()
         else:  # the custom-service client or a user's class; memory stays in our store
             retriever = load_retriever(settings, data_dir)
-        chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name,
-                              settings.llm)
+        chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name)
     except Exception:
         local.close()
         raise

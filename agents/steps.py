@@ -61,7 +61,6 @@ class RoleCall:
     """A role's part in a step: whether its model is asked, and what it gave (None: nothing
     usable, or the evidence path)."""
 
-    role: str
     uses_model: bool
     output: Any = None
     info: dict[str, Any] = field(default_factory=dict)  # the open step's trace details
@@ -85,6 +84,11 @@ class TurnSteps:
         self.state = state
         self.runtime = runtime
         self._tool: KnowledgeBaseSearch | None = None
+
+    @property
+    def opened(self) -> bool:
+        """Whether :meth:`open` has run (the context loaded, the search tool bound)."""
+        return self._tool is not None
 
     @property
     def tool(self) -> KnowledgeBaseSearch:
@@ -140,24 +144,21 @@ class TurnSteps:
     def reformulation(self) -> Iterator[RoleCall]:
         """The reformulate step: the engine fills ``call.output`` with the model's rewrite."""
         with self.state.step("reformulate", round=self.state.round_index) as info:
-            call = RoleCall("reformulate", self.uses_model("reformulate"), info=info)
+            call = RoleCall(self.uses_model("reformulate"), info=info)
             if not call.uses_model:
                 info["decided_by"] = EVIDENCE_PATH.format(role="reformulate")
             yield call
             info.update(merge_rewrite(self.state, call.output))
 
-    def bind_round(self) -> Search:
-        """This round's queries and advisory filters on the tool; what the retriever gets."""
-        self.tool.bind_round(self.state.queries, self.state.advisory)
-        return Search(self.tool, self.uses_model("retrieve"))
-
     @contextmanager
-    def retrieval(self, search: Search | None = None, **detail: Any) -> Iterator[Search]:
-        """The retrieve step: the retriever agent searches with ``search.tool`` (when
-        ``search.uses_model``); when it made no search, the turn searches directly."""
-        search = search or self.bind_round()
+    def retrieval(self) -> Iterator[Search]:
+        """The retrieve step: this round's queries and advisory filters are bound to the tool;
+        the retriever agent searches with ``search.tool`` (when ``search.uses_model``); when it
+        made no search, the turn searches directly."""
+        self.tool.bind_round(self.state.queries, self.state.advisory)
+        search = Search(self.tool, self.uses_model("retrieve"))
         before = len(search.tool.calls)
-        with self.state.step("retrieve", round=self.state.round_index, **detail) as info:
+        with self.state.step("retrieve", round=self.state.round_index) as info:
             yield search
             why = search.error or ("" if search.uses_model
                                    else EVIDENCE_PATH.format(role="retrieve"))
@@ -174,7 +175,7 @@ class TurnSteps:
         """The respond step (``revise`` for a second draft): the engine fills ``call.output``
         with the responder's ``DraftAnswer``."""
         with self.state.step(name, **detail) as info:
-            call = RoleCall("respond", self.uses_model("respond"), info=info)
+            call = RoleCall(self.uses_model("respond"), info=info)
             if not call.uses_model:
                 info["decided_by"] = EVIDENCE_PATH.format(role="respond")
             yield call

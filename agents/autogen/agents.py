@@ -54,7 +54,6 @@ class TurnServices:
     client: Any
     specs: Any
     steps: TurnSteps = field(init=False)
-    opened: bool = False
     attempts: dict[str, int] = field(default_factory=dict)
     failure: BaseException | None = None
 
@@ -189,11 +188,10 @@ class ContextAgent(_TurnAgent):
     name_ = "context"
 
     def ready(self) -> bool:
-        return not self.services.opened
+        return not self.steps.opened
 
     async def act(self, cancellation_token: CancellationToken) -> GateDecision:
         self.steps.open()
-        self.services.opened = True
         return self.steps.intake() or self.steps.plan()
 
 

@@ -31,7 +31,7 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel
 
 from agents.deadline import call_timeout, check_stream, failed_call
-from agents.llm.factory import api_key_for
+from agents.llm.remote import RemoteModel
 from agents.llm.structured_output import response_format
 from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
 
@@ -178,15 +178,15 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
         raise ValueError(f"the stream of {self.server} ended without a reply")
 
 
-def openai_client(settings: Any, structured_output: str = "json_schema") -> Any:
+def openai_client(remote: RemoteModel) -> Any:
     """autogen-ext's OpenAI client for ``openai/...`` providers or any OpenAI-compatible
-    ``base_url`` (vLLM, ``python -m llama_cpp.server``)."""
-    model = settings.provider.split("/", 1)[-1]
+    ``base_url`` (vLLM, ``python -m llama_cpp.server``): the model ``build_llm`` resolved."""
     return TurnBoundOpenAIClient(
-        structured_output=structured_output,
-        stream=settings.stream,
-        model=model, base_url=settings.base_url, api_key=api_key_for(settings),
-        temperature=settings.temperature, seed=settings.seed, max_tokens=settings.max_tokens,
+        structured_output=remote.structured_output,
+        stream=remote.stream,
+        model=remote.provider.split("/", 1)[-1], base_url=remote.base_url,
+        api_key=remote.api_key,
+        temperature=remote.temperature, seed=remote.seed, max_tokens=remote.max_tokens,
         max_retries=0,
         model_info=ModelInfo(vision=False, function_calling=True, json_output=True,
                              family="unknown", structured_output=True))

@@ -28,7 +28,7 @@ from pydantic import PrivateAttr
 
 from agents.crewai.crews import JudgeCrew, ReformulateCrew, RespondCrew, release
 from agents.failures import tolerated
-from agents.steps import TurnSteps
+from agents.steps import Search, TurnSteps
 from agents.tools.evidence import evidence_found
 from agents.topology import routes_into
 from agents.usage import acting_as
@@ -118,24 +118,25 @@ class SupportTurnFlow(Flow[TurnFlowState]):
 
     @router(or_(reformulate, *routes_into("retriever")))
     def retrieve(self) -> str:
-        search = self.steps.bind_round()
-        if not search.uses_model:
-            with self.steps.retrieval(search):
-                pass
-            return self.steps.evidence_gate().route
+        with self.steps.retrieval() as search:
+            if search.uses_model:
+                self._search_with_crew(search)
+        return self.steps.evidence_gate().route
+
+    def _search_with_crew(self, search: Search) -> None:
+        """The retrieval crew's turn: its retriever searches with the bound tool, added agents
+        find evidence of their own; a failure is noted and the step searches directly."""
         instance = self._engine.retrieve_crew(self._engine.llm, turn=self.state,
                                               tools={"retriever": [search.tool]})
-        with self.steps.retrieval(search):
-            try:
-                with tolerated(self.state, "retrieve") as failure:
-                    crew = instance.crew()
-                    with acting_as("retriever"):
-                        crew.kickoff(inputs=role_inputs("retrieve", self.state))
-                    search.extra = evidence_found(crew.agents)
-            finally:
-                release(instance)
-            search.error = failure.error
-        return self.steps.evidence_gate().route
+        try:
+            with tolerated(self.state, "retrieve") as failure:
+                crew = instance.crew()
+                with acting_as("retriever"):
+                    crew.kickoff(inputs=role_inputs("retrieve", self.state))
+                search.extra = evidence_found(crew.agents)
+        finally:
+            release(instance)
+        search.error = failure.error
 
     @router(or_(*routes_into("judge")))
     def judge(self) -> str:

@@ -62,14 +62,12 @@ def build_llm(settings: LlmSettings, check: bool = True) -> Any:
     api_key = api_key_for(settings)
     if check and settings.base_url:
         _check_reachable(settings.base_url, api_key)
-    openai_compatible = bool(settings.base_url) or settings.provider.startswith("openai/")
-    return RemoteModel(
-        provider=settings.provider,
-        model=settings.provider.split("/", 1)[-1] if openai_compatible else settings.provider,
-        base_url=settings.base_url, api_key=api_key, temperature=settings.temperature,
-        seed=settings.seed, max_tokens=settings.max_tokens, stream=settings.stream,
-        structured_output=structured_mode(settings, api_key, check)
-        if openai_compatible else "json_schema")
+    remote = RemoteModel(provider=settings.provider, base_url=settings.base_url,
+                         api_key=api_key, temperature=settings.temperature, seed=settings.seed,
+                         max_tokens=settings.max_tokens, stream=settings.stream)
+    if remote.openai_compatible:
+        remote.structured_output = structured_mode(settings, api_key, check)
+    return remote
 
 
 def structured_mode(settings: LlmSettings, api_key: str | None, check: bool = True) -> str:

@@ -4,9 +4,9 @@ engine builds its own client from (CrewAI: ``agents/crewai/remote_llm.py``; Auto
 
 Usage::
 
-    model = RemoteModel(provider="openai/local-model", model="local-model",
-                        base_url="http://127.0.0.1:8080/v1", api_key="none",
-                        structured_output="json_object")
+    model = RemoteModel(provider="openai/local-model", base_url="http://127.0.0.1:8080/v1",
+                        api_key="none", structured_output="json_object")
+    model.model                   # "local-model": what the server is asked for
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ class RemoteModel(BaseModel):
     output probed); the engine's client does the calling."""
 
     provider: str
-    model: str
     base_url: str | None = None
     api_key: str | None = None
     temperature: float | None = 0.0
@@ -32,3 +31,9 @@ class RemoteModel(BaseModel):
     def openai_compatible(self) -> bool:
         """A ``base_url`` server or OpenAI itself (else a provider CrewAI's LLM knows)."""
         return bool(self.base_url) or self.provider.startswith("openai/")
+
+    @property
+    def model(self) -> str:
+        """The name the endpoint is asked for: ``gpt-4o-mini`` of ``openai/gpt-4o-mini`` on an
+        OpenAI-compatible API, else the provider string a CrewAI ``LLM`` takes whole."""
+        return self.provider.split("/", 1)[-1] if self.openai_compatible else self.provider

@@ -83,7 +83,7 @@ def remote_runtime(settings, example_kb, remote: LlmSettings, llm: Any, engine: 
     """A turn runtime over the example KB with ``llm`` (built from ``remote``) in the roles."""
     return TurnRuntime(settings.model_copy(update={"llm": remote}),
                        QdrantRetriever(kb=example_kb),
-                       build_engine(engine, llm, "sequential", remote),
+                       build_engine(engine, llm, "sequential"),
                        EvidenceScorer(example_kb.encoders, settings.evidence,
                                       example_kb.term_statistics))
 

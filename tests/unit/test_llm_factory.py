@@ -31,13 +31,13 @@ def test_autogen_uses_autogen_ext_for_remote_endpoints(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     remote = LlmSettings(provider="openai/my-model", base_url="http://127.0.0.1:9/v1")
     llm = build_llm(remote, check=False)
-    engine = build_engine("autogen", llm, "sequential", remote)
+    engine = build_engine("autogen", llm, "sequential")
     from autogen_ext.models.openai import OpenAIChatCompletionClient
 
     assert isinstance(engine.client, OpenAIChatCompletionClient)
     assert engine.client._create_args["max_tokens"] == remote.max_tokens  # both engines get it
     assert llm.max_tokens == remote.max_tokens
-    local = build_engine("autogen", build_llm(LlmSettings()), "sequential", LlmSettings())
+    local = build_engine("autogen", build_llm(LlmSettings()), "sequential")
     assert isinstance(local.client, BaseLLMChatClient)
 
 
@@ -48,5 +48,5 @@ def test_a_server_without_a_key_is_sent_a_placeholder_on_both_engines(monkeypatc
     remote = LlmSettings(provider="openai/local-model", base_url="http://127.0.0.1:9/v1")
     llm = build_llm(remote, check=False)  # no "OPENAI_API_KEY is required" at the first call
     assert llm.api_key == "none"
-    engine = build_engine("autogen", llm, "sequential", remote)  # no traceback at start
+    engine = build_engine("autogen", llm, "sequential")  # no traceback at start
     assert engine.client._client.api_key == "none"
