@@ -212,6 +212,8 @@ def kickoff(
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
     llm: Annotated[str | None, typer.Option(help="local, or a provider such as "
                                                  "openai/gpt-4o-mini")] = None,
+    answers: Annotated[bool, typer.Option(help="Print what was said in each turn under the "
+                                               "table.")] = True,
 ) -> None:
     """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
     from agents.runtime import build_runtime
@@ -229,6 +231,7 @@ def kickoff(
     for column in ("conversation", "#", "verdict", "cited", "LLM calls", "seconds", "expect"):
         table.add_column(column)
     failed = 0
+    said: list[dict[str, Any]] = []
     sink = output.open("w", encoding="utf-8") if output else None
     try:
         with console.status("the crew is working…"):
@@ -238,6 +241,7 @@ def kickoff(
                     sink.flush()
                 failures = line["expect_failures"]
                 failed += bool(failures)
+                said.append(line)
                 table.add_row(line["conversation_id"], str(line["turn_index"]), line["verdict"],
                               ", ".join(c["source_id"] for c in line["citations"]) or "-",
                               str(line["trace"]["llm_calls"]),
@@ -248,9 +252,28 @@ def kickoff(
             sink.close()
         runtime.close()
     console.print(table)
+    if answers:
+        print_answers(said)
     if failed:
         errors.print(f"[red]{failed} turn(s) failed their expectations[/]")
         raise typer.Exit(1)
+
+
+def print_answers(lines: list[dict[str, Any]]) -> None:
+    """Each kickoff turn: what the customer wrote and what the assistant answered, wrapped
+    to the terminal, with its numbered sources."""
+    from rich.text import Text
+
+    for line in lines:
+        head = Text(f"{line['conversation_id']} #{line['turn_index']} ", style="bold")
+        head.append(f"({line['verdict']})", style="dim")
+        console.print(head, soft_wrap=False)
+        body = Text("  customer: ", style="dim") + Text(str(line.get("user", "")))
+        body += Text("\n  assistant: ", style="dim") + Text(line["answer"])
+        for number, citation in enumerate(line["citations"], start=1):
+            body += Text(f"\n  [{number}] {citation['title']} "
+                         f"{citation.get('url') or citation['source_id']}", style="dim")
+        console.print(body, soft_wrap=False, overflow="fold")
 
 
 @contextmanager

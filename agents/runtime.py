@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agents.roles import ROLES, TASKS
-from config.settings import ConfigError, Settings
+from config.settings import ROLE_NAMES, ConfigError, Settings
 from integrations.retriever_loader import load_retriever
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
@@ -143,7 +143,10 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
             kb.term_statistics()
         else:  # the custom-service client or a user's class; memory stays in our store
             retriever = load_retriever(settings, data_dir)
-        chosen = build_engine(engine_name, llm or build_llm(settings.llm), process_name)
+        needed = process_name == "hierarchical" or any(
+            settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES)
+        chosen = build_engine(engine_name, llm or build_llm(settings.llm, needed=needed),
+                              process_name)
     except Exception:
         local.close()
         raise

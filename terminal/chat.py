@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
+from rich.text import Text
 
 from agents.progress import progress_label
 from agents.turn import run_turn
@@ -30,6 +32,8 @@ from storage.retrieval.filters import SlotError, build_filters
 from tasks.schemas import TurnRequest, TurnResult
 
 T = TypeVar("T")
+VERDICT_STYLES = {"answered": "green", "suggest": "cyan", "idk": "yellow", "handoff": "blue",
+                  "error": "red"}
 
 HELP = """[bold]/slots[/] show slots · [bold]/slot key=value[/] set one · [bold]/unslot key[/] \
 drop one · [bold]/trace[/] last turn's trace · [bold]/memory[/] what is remembered · \
@@ -57,11 +61,31 @@ def let_ctrl_c_through() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+def answer_panel(result: TurnResult) -> Panel:
+    """A turn's answer and its sources as a panel whose text wraps at any width (a long URL
+    folds); the text is shown as it is, never read as markup.
+
+    >>> from tasks.schemas import TurnResult
+    >>> answer_panel(TurnResult(session_id="s", answer="[bold]x", verdict="idk")).title
+    'idk'
+    """
+    lines = [result.answer]
+    for number, citation in enumerate(result.citations, start=1):
+        lines.append(f"[{number}] {citation.title} {citation.url or citation.source_id}")
+    return Panel(Text("\n".join(lines), overflow="fold"), title=result.verdict,
+                 border_style=VERDICT_STYLES.get(result.verdict, "white"))
+
+
 class ChatLoop:
+    """One terminal conversation. Without ``customer_id`` the session gets an anonymous
+    customer id of its own (``anon-...``): its turns are stored and follow-ups read them; a
+    customer id also brings memory across sessions."""
+
     def __init__(self, runtime: Any, customer_id: str | None, slots: dict[str, str],
                  history_file: Path | None = None, console: Console | None = None) -> None:
         self.runtime = runtime
-        self.customer_id = customer_id
+        self.anonymous = not customer_id
+        self.customer_id = customer_id or f"anon-{uuid.uuid4().hex[:12]}"
         self.slots = dict(slots)
         self.session_id = self._new_session_id()
         self.console = console or Console()
@@ -119,14 +143,18 @@ class ChatLoop:
 
     def _show_memory(self) -> None:
         memory = self.runtime.memory
-        if memory is None or not self.customer_id:
-            self.console.print("(no customer: start with --customer ID to use memory)")
+        who = f"customer {self.customer_id}" + (
+            " (anonymous: this session only; --customer ID keeps memory across sessions)"
+            if self.anonymous else "")
+        self.console.print(escape(who))
+        if memory is None:
+            self.console.print("(memory is off)")
             return
         data = memory.export(Scope(self.customer_id, self.slots.get("tenant", "")))
         entities = ", ".join(f"{e['type']} {e['value']}" for e in data["entities"]) or "-"
-        self.console.print(f"entities: {entities}")
+        self.console.print(Text(f"entities: {entities}"))
         for item in data["memories"]:
-            self.console.print(f"- {item['summary'][:100]} → {item['resolution'][:100]}")
+            self.console.print(Text(f"- {item['summary'][:100]} → {item['resolution'][:100]}"))
 
     # -- turns ------------------------------------------------------------------------------
     def ask(self, message: str) -> TurnResult | None:
@@ -155,19 +183,18 @@ class ChatLoop:
         return result
 
     def show(self, result: TurnResult) -> None:
-        style = {"answered": "green", "idk": "yellow", "handoff": "blue", "error": "red"}
-        lines = [result.answer]
-        for number, citation in enumerate(result.citations, start=1):
-            lines.append(f"[{number}] {citation.title} {citation.url or citation.source_id}")
-        self.console.print(Panel("\n".join(lines), title=result.verdict,
-                                 border_style=style.get(result.verdict, "white")))
+        # a soft-wrapping console would crop the panel's lines instead of wrapping them
+        self.console.print(answer_panel(result), soft_wrap=False)
         trace = result.trace
         self.console.print(f"[dim]{trace.llm_calls} LLM calls · {trace.prompt_tokens} prompt "
                            f"tokens · {trace.duration_ms / 1000:.1f} s[/]")
 
     def run(self) -> None:
         let_ctrl_c_through()
-        self.console.print(f"supportcrew chat · session {self.session_id} · /help for commands")
+        who = f"anonymous customer {self.customer_id}" if self.anonymous \
+            else f"customer {self.customer_id}"
+        self.console.print(escape(f"supportcrew chat · session {self.session_id} · {who} · "
+                                  "/help for commands"))
         while True:
             try:
                 line = self.prompt.prompt("you> ").strip()

@@ -45,11 +45,18 @@ def _check_reachable(base_url: str, api_key: str | None) -> None:
         raise LlmConfigError(f"llm.base_url {base_url} is unreachable ({exc})") from None
 
 
-def build_llm(settings: LlmSettings, check: bool = True) -> Any:
-    """The configured model: ``LocalLlamaLLM`` or a :class:`RemoteModel`."""
+LOCAL_MODEL_MISSING = ("the local model needs llama-cpp-python, which is not installed: run "
+                       "`make setup-llm` (builds llama.cpp, about 5 minutes), or set "
+                       "llm.provider to a model server")
+
+
+def build_llm(settings: LlmSettings, check: bool = True, needed: bool = True) -> Any:
+    """The configured model: ``LocalLlamaLLM`` or a :class:`RemoteModel`. ``needed=False``:
+    no role calls the model in this configuration, so the local model may be absent (it is
+    loaded on its first call, which never comes)."""
     if settings.provider == "local":
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise LlmConfigError("llama-cpp-python is not installed; run `make setup`")
+        if needed and importlib.util.find_spec("llama_cpp") is None:
+            raise LlmConfigError(LOCAL_MODEL_MISSING)
         from agents.llm.local import LocalLlamaLLM
 
         return LocalLlamaLLM(

@@ -50,3 +50,14 @@ def test_a_server_without_a_key_is_sent_a_placeholder_on_both_engines(monkeypatc
     assert llm.api_key == "none"
     engine = build_engine("autogen", llm, "sequential")  # no traceback at start
     assert engine.client._client.api_key == "none"
+
+
+def test_a_missing_local_model_is_one_line_only_where_a_role_needs_it(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    with pytest.raises(LlmConfigError, match="make setup-llm"):
+        build_llm(LlmSettings())
+    assert build_llm(LlmSettings(), needed=False).model  # the shipped defaults call no model
