@@ -301,20 +301,23 @@ def memory_show(customer: CustomerOption, tenant: TenantOption = "",
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
         return
-    entities = Table(title=f"entities of {customer}")
+    from terminal.safe_text import visible
+
+    entities = Table(title=visible(f"entities of {customer}"))
     for column in ("type", "value", "seen in"):
         entities.add_column(column)
     for e in data["entities"]:
-        entities.add_row(e["type"], e["value"], ", ".join(e["source_turns"][-3:]))
+        entities.add_row(visible(e["type"]), visible(e["value"]),
+                         visible(", ".join(e["source_turns"][-3:])))
     memories = Table(title="long-term memories")
     for column in ("session", "summary", "resolution", "sources"):
         memories.add_column(column)
     for m in data["memories"]:
-        memories.add_row(m["session_id"], m["summary"][:80], m["resolution"][:80],
-                         ", ".join(m["sources"]))
+        memories.add_row(visible(m["session_id"]), visible(m["summary"][:80]),
+                         visible(m["resolution"][:80]), visible(", ".join(m["sources"])))
     sessions = sorted({t["session_id"] for t in data["sessions"]})
-    console.print(f"{len(data['sessions'])} stored turns in {len(sessions)} session(s): "
-                  f"{', '.join(sessions) or '-'}")
+    console.print(visible(f"{len(data['sessions'])} stored turns in {len(sessions)} "
+                          f"session(s): {', '.join(sessions) or '-'}"))
     console.print(entities, memories)
 
 
@@ -398,6 +401,8 @@ def report_gaps(
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
+    from terminal.safe_text import visible
+
     table = Table(title=f"knowledge gaps: {report.questions} question(s)")
     for column in ("#", "asked", "kinds", "examples", "nearest article"):
         table.add_column(column)
@@ -405,8 +410,8 @@ def report_gaps(
         near = cluster.nearest_article
         table.add_row(str(rank), str(cluster.size),
                       ", ".join(f"{k} {n}" for k, n in cluster.kinds.items()),
-                      "\n".join(cluster.examples),
-                      f"{near.source_id} ({near.score:.2f})" if near else "-")
+                      visible("\n".join(cluster.examples)),
+                      visible(f"{near.source_id} ({near.score:.2f})") if near else "-")
     console.print(table if report.clusters else "no unanswered questions stored")
 
 

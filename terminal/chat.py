@@ -23,13 +23,13 @@ from prompt_toolkit.history import FileHistory
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
-from rich.text import Text
 
 from agents.progress import progress_label
 from agents.turn import run_turn
 from storage.memory import Scope
 from storage.retrieval.filters import SlotError, build_filters
 from tasks.schemas import TurnRequest, TurnResult
+from terminal.safe_text import visible
 
 T = TypeVar("T")
 VERDICT_STYLES = {"answered": "green", "suggest": "cyan", "idk": "yellow", "handoff": "blue",
@@ -63,7 +63,7 @@ def let_ctrl_c_through() -> None:
 
 def answer_panel(result: TurnResult) -> Panel:
     """A turn's answer and its sources as a panel whose text wraps at any width (a long URL
-    folds); the text is shown as it is, never read as markup.
+    folds); the text is shown as it is, never read as markup, control characters visible.
 
     >>> from tasks.schemas import TurnResult
     >>> answer_panel(TurnResult(session_id="s", answer="[bold]x", verdict="idk")).title
@@ -72,7 +72,9 @@ def answer_panel(result: TurnResult) -> Panel:
     lines = [result.answer]
     for number, citation in enumerate(result.citations, start=1):
         lines.append(f"[{number}] {citation.title} {citation.url or citation.source_id}")
-    return Panel(Text("\n".join(lines), overflow="fold"), title=result.verdict,
+    text = visible("\n".join(lines))
+    text.overflow = "fold"
+    return Panel(text, title=result.verdict,
                  border_style=VERDICT_STYLES.get(result.verdict, "white"))
 
 
@@ -152,9 +154,9 @@ class ChatLoop:
             return
         data = memory.export(Scope(self.customer_id, self.slots.get("tenant", "")))
         entities = ", ".join(f"{e['type']} {e['value']}" for e in data["entities"]) or "-"
-        self.console.print(Text(f"entities: {entities}"))
+        self.console.print(visible(f"entities: {entities}"))
         for item in data["memories"]:
-            self.console.print(Text(f"- {item['summary'][:100]} → {item['resolution'][:100]}"))
+            self.console.print(visible(f"- {item['summary'][:100]} → {item['resolution'][:100]}"))
 
     # -- turns ------------------------------------------------------------------------------
     def ask(self, message: str) -> TurnResult | None:

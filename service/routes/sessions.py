@@ -155,9 +155,7 @@ async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot
     """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
-    if header.get("status") == "resolved":
-        raise ApiError(409, "session_resolved", "this conversation was resolved by our support "
-                       "team: start a new session")
+    refuse_if_resolved(header)
     header = await run_in_threadpool(pilot.store.reopen, header)
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
@@ -178,6 +176,14 @@ async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot
     result = await asyncio.shield(start_turn(pilot, request, lock))
     status, payload = shown(pilot, result, who)
     return JSONResponse(payload, status_code=status)
+
+
+def refuse_if_resolved(header: dict[str, Any]) -> None:
+    """A resolved conversation stays resolved: a customer's message, hand-off or feedback
+    to it gets 409 (only a new session goes on)."""
+    if header.get("status") == "resolved":
+        raise ApiError(409, "session_resolved", "this conversation was resolved by our support "
+                       "team: start a new session")
 
 
 def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str
@@ -204,6 +210,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
 @router.post("/{session_id}/feedback", status_code=201)
 async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    refuse_if_resolved(header)
     turns = await run_in_threadpool(pilot.runtime.memory.session_turns,
                                     Scope(header["customer_id"], who.tenant), session_id)
     if body.turn_index not in {t["turn_index"] for t in turns}:
@@ -216,7 +223,7 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
 async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot
                   ) -> dict[str, Any]:
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
-    await run_in_threadpool(owned_session, pilot, who, session_id)
+    refuse_if_resolved(await run_in_threadpool(owned_session, pilot, who, session_id))
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
                                      body.reason)
     return {"session": header, "message": pilot.settings.messages.handoff}

@@ -104,3 +104,28 @@ def test_the_cli_prints_the_report_and_names_a_bad_since(tmp_path, example_kb):
     bad = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--since", "soon"])
     assert bad.exit_code != 0
     assert "error: since 'soon': give 7d, 24h, 30m or an ISO date" in bad.output
+
+
+def test_customer_text_reaches_the_leads_terminal_as_text(tmp_path, example_kb):
+    """Markup or escape sequences in a customer's message neither break the report for the
+    whole tenant nor reach the terminal raw."""
+    runner = CliRunner()
+    data = tmp_path / "cli"
+    from tests.conftest import EXAMPLE_KB
+
+    assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
+    store = EdgeStore(data / "qdrant")
+    try:
+        memory = MemoryStore(store, example_kb.encoders)
+        memory.add_turn(Scope("c-1", "acme"), "s-hostile", 0, {
+            "user": "Why [/bold] is my [link=http://x.example]bill[/link] \x1b[2Jwrong\u202e?",
+            "status": "done", "verdict": "idk"})
+    finally:
+        store.close()
+    for command in (["report", "gaps", "--tenant", "acme"],
+                    ["memory", "show", "--customer", "c-1", "--tenant", "acme"]):
+        result = runner.invoke(cli, ["--data-dir", str(data), *command])
+        assert result.exit_code == 0, (command, result.output)
+        assert "\x1b" not in result.output and "\u202e" not in result.output
+    report = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--tenant", "acme"])
+    assert "[/bold]" in report.output and "\\x1b[2J" in report.output

@@ -160,3 +160,23 @@ def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_writte
     again = time.time() + minutes * 60 + 1
     assert close_idle_sessions(pilot_context, now=again) == [sessions[1]]
     assert set(read) == {sessions[1]}
+
+
+def test_a_resolved_session_cannot_be_reopened_or_rated_by_the_customer(pilot):
+    """An agent resolves a session that was never handed off: the customer's hand-off request,
+    message and feedback afterwards all get 409 and the session stays resolved."""
+    client, app_pilot = pilot
+    session = post(client, "/v1/sessions", "backend", customer_id="c-78").json()["session_id"]
+    first = post(client, f"/v1/sessions/{session}/messages", "backend",
+                 message="How long does a refund take?")
+    assert first.json()["verdict"] == "answered"
+    assert post(client, f"/v1/sessions/{session}/resolve", "ana",
+                note="answered").status_code == 200
+    for path, body in (("handoff", {"reason": "again"}), ("messages", {"message": "hi"}),
+                       ("feedback", {"turn_index": 0, "rating": "down"})):
+        refused = post(client, f"/v1/sessions/{session}/{path}", "backend", **body)
+        assert refused.status_code == 409, (path, refused.json())
+        assert refused.json()["error"]["code"] == "session_resolved"
+    header = app_pilot.store.session("acme", session)
+    assert header["status"] == "resolved" and not header["handoff"]
+    assert client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"] == []
