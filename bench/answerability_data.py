@@ -4,11 +4,11 @@ SQuAD 2.0 dev (``../shared/datasets/squad-v2.0/dev-v2.0.json``): every paragraph
 windows the product reads at turn time (``tasks.answerability_model.windows``: two adjacent
 units under the passage's heading, here the article title). For each question:
 
-* answerable: the window that holds a gold answer is positive, and one negative: another window
-  of the same paragraph or, as often, a window of another paragraph of the same article (a
-  related page is not an answer);
+* answerable: the window that holds a gold answer is positive; the window of the same
+  paragraph and the window of another paragraph of the article that share most words with the
+  question are hard negatives (a related page is not an answer);
 * unanswerable: the window that holds the *plausible* answer (written to fool word overlap) is
-  a hard negative.
+  a hard negative, and so are the two closest other windows.
 
 A share of questions is wrapped the way customers write (a greeting before, "can you help me
 with that?" after, no capital or question mark): the wrapper must not change the label.
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,34 +91,46 @@ def _holding(spans: list[Span], starts: list[int]) -> list[int]:
     return [i for i, w in enumerate(spans) if any(w.start <= s < w.end for s in starts)]
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2)
+
+
+def _hardest(question: str, spans: list[Span]) -> Span | None:
+    """The window that shares most words with the question: the hardest negative."""
+    asked = _words(question)
+    return max(spans, key=lambda s: len(asked & _words(s.text)), default=None)
+
+
 def _article_pairs(article: dict, rng: random.Random) -> list[Pair]:
+    """Per question: the gold window (or SQuAD's plausible-answer window, negative), the
+    hardest other window of its paragraph and the hardest window of another paragraph of
+    the article (both negative)."""
     topic = article["title"].replace("_", " ")
     paragraphs = [(p, paragraph_windows(p["context"], topic)) for p in article["paragraphs"]]
     pairs: list[Pair] = []
     for index, (paragraph, spans) in enumerate(paragraphs):
         if not spans:
             continue
-        others = [s for j, (_, s) in enumerate(paragraphs) if j != index and s]
+        others = [w for j, (_, s) in enumerate(paragraphs) if j != index for w in s]
         for qa in paragraph["qas"]:
-            question = qa["question"].strip()
-            if rng.random() < WRAP_SHARE:
-                question = wrap(question, topic, rng)
-            answers = qa["plausible_answers"] if qa.get("is_impossible") else qa["answers"]
+            asked = qa["question"].strip()
+            question = wrap(asked, topic, rng) if rng.random() < WRAP_SHARE else asked
+            impossible = bool(qa.get("is_impossible"))
+            answers = qa["plausible_answers"] if impossible else qa["answers"]
             holding = _holding(spans, [a["answer_start"] for a in answers])
-            rest = [i for i in range(len(spans)) if i not in holding]
             chosen: list[tuple[Span, str, int]] = []
-            if qa.get("is_impossible"):
-                hard = holding[:1] or rng.sample(range(len(spans)), 1)
-                chosen.append((spans[hard[0]], "plausible" if holding else "unanswerable", 0))
-            elif holding:
-                chosen.append((spans[holding[0]], "gold", 1))
-                negatives = [(spans[i], "same_paragraph") for i in rest]
-                if others:
-                    negatives.append((rng.choice(rng.choice(others)), "other_paragraph"))
-                if negatives:
-                    span, kind = negatives[0] if not rest else rng.choice(
-                        [rng.choice(negatives[:-1] or negatives), negatives[-1]])
-                    chosen.append((span, kind, 0))
+            if holding:
+                chosen.append((spans[holding[0]], "plausible" if impossible else "gold",
+                               0 if impossible else 1))
+            elif not impossible:
+                continue
+            rest = [s for i, s in enumerate(spans) if i not in holding]
+            same = _hardest(asked, rest)
+            if same is not None:
+                chosen.append((same, "same_paragraph" if holding else "unanswerable", 0))
+            other = _hardest(asked, rng.sample(others, min(len(others), 40)))
+            if other is not None:
+                chosen.append((other, "other_paragraph", 0))
             pairs += [Pair(question, span.text, label, qa["id"], kind)
                       for span, kind, label in chosen]
     return pairs

@@ -16,7 +16,8 @@ With ``--baseline-repo DIR`` (a checkout of an earlier main, e.g. ``git worktree
 the same run: once as shipped (its figures) and once with its gate answering everything (its
 probability per question and the page it would cite: its risk-coverage curve).
 
-    python bench/answers.py [--packs dev,test] [--no-naive-rag] [--baseline-repo DIR]
+    python bench/answers.py [--packs dev,test,near-miss,support-problems,support-requests]
+                            [--no-naive-rag] [--baseline-repo DIR]
 
 Writes bench/results/answers.{md,json} and, per pack, the risk-coverage curves of our gate
 (and the baseline's) as bench/results/answers_<pack>_curve.png.
@@ -48,8 +49,12 @@ from evaluation.answers import (
 from storage.retrieval.filters import build_filters
 from tasks.passage_text import split_units
 
+SETS = ROOT / "examples" / "answer-sets"
 PACKS = {"dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
-         "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support"}
+         "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support",
+         # written for supportcrew over examples/kb (tuned on, like dev)
+         "near-miss": SETS / "near-miss", "support-problems": SETS / "support-problems",
+         "support-requests": SETS / "support-requests"}
 FIGURES = ("answered_right", "wrong_source_answers", "refused_right", "precision",
            "evidence_recall", "evidence_f1", "llm_calls", "p50_s", "p95_s", "answered_p50_s",
            "gate_ms_p50")

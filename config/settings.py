@@ -182,7 +182,10 @@ class AnswerabilityGate(_Strict):
     ``bench/fit_answerability_gate.py`` into config/learned_answerability.yaml. ``answer_at`` is the
     lowest threshold from which every point reaches ``evidence.target_precision`` (set it to
     override the curve); below ``refuse_below`` (``answer_at - undecided_band``) the passages do
-    not answer; in between a judge model may weigh in (it never decides alone).
+    not answer; in between a judge model may weigh in (it never decides alone) and, without
+    one, the best page is offered as "this article may help" (verdict ``suggest``).
+    ``page_margin``: a lower-ranked page answers instead of the top-ranked one only when its
+    best window reads better by more than this (measured on dev).
     """
 
     model_dir: Path | None = None
@@ -190,6 +193,7 @@ class AnswerabilityGate(_Strict):
     answer_at: float | None = Field(None, ge=0, le=1)
     refuse_below: float | None = Field(None, ge=0, le=1)
     undecided_band: float = Field(0.1, ge=0, le=0.5)
+    page_margin: float = Field(0.1, ge=0, le=1)
     fitted_on: str = ""
 
     @model_validator(mode="after")
@@ -245,7 +249,7 @@ class EvidenceSettings(_Strict):
     """
 
     gate: Literal["logistic", "learned"] = "logistic"
-    target_precision: float = Field(0.95, gt=0, le=1)
+    target_precision: float = Field(0.9, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
     learned: AnswerabilityGate = Field(default_factory=fitted_learned_gate)
     support_semantic: float = Field(0.8, ge=0, le=1)
@@ -343,6 +347,9 @@ class PilotSettings(_Strict):
 
 class Messages(_Strict):
     no_results: str = "I could not find this in our help articles."
+    # evidence between refuse_below and answer_at, no judge model: the closest article offered
+    suggest: str = ("I could not find a direct answer to that in our help articles. "
+                    "This article may help:")
     connection_problem: str = "I'm having trouble reaching our knowledge base right now."
     handoff: str = "I'm passing this conversation to a member of our support team."
 

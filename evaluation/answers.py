@@ -87,6 +87,7 @@ def score_turn(question: LabelledQuestion, result: TurnResult) -> dict[str, Any]
     trace = result.trace
     source = gate_source(result)
     return {"id": question.id, "question": question.question, "answerable": question.answerable,
+            "doc_ids": list(question.doc_ids),
             "verdict": result.verdict, "cited": cited, "right_source": right_source,
             "probability": gate_probability(result), "answer": result.answer,
             "gate_source": source,
@@ -117,6 +118,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "refused_right": share([r for r in unanswerable if r["verdict"] != "answered"],
                                unanswerable),
         "precision": share([r for r in answered if r["right_source"]], answered),
+        # "this article may help": never an answer; how often, and how often the page answers
+        "suggested": len([r for r in rows if r["verdict"] == "suggest"]),
+        "suggested_right": len([r for r in answerable if r["verdict"] == "suggest"
+                                and any(s in r.get("doc_ids", ()) for s in r["cited"])]),
         "evidence_recall": round(statistics.mean(recalls), 3) if recalls else None,
         "evidence_f1": round(statistics.mean(f1s), 3) if f1s else None,
         "llm_calls": round(statistics.mean(r["llm_calls"] for r in rows), 2) if rows else 0,

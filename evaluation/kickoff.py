@@ -11,8 +11,8 @@ Script format::
             expect: {verdict: answered, cites: [billing/refunds.md]}
           - user: "And for annual plans?"
 
-``expect`` keys: ``verdict`` (answered | idk | handoff | error), ``cites`` (source ids that must
-be cited), ``not_cites`` (source ids that must not be), ``contains`` (text the answer holds),
+``expect`` keys: ``verdict`` (answered | suggest | idk | handoff | error), ``cites`` (source ids
+that must be cited), ``not_cites`` (source ids that must not be), ``contains`` (text the answer holds),
 ``queries_contain`` (text some search query held, e.g. an order id recalled from memory).
 
 Usage::
@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,13 +34,13 @@ from agents.runtime import TurnRuntime
 from agents.turn import run_turn
 from config.settings import ConfigError, read_yaml_mapping
 from tasks.memory_context import close_session, scope_of
-from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
+from tasks.schemas import HistoryTurn, TurnRequest, TurnResult, Verdict
 
 
 class Expectation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    verdict: Literal["answered", "idk", "handoff", "error"] | None = None
+    verdict: Verdict | None = None
     cites: list[str] = Field(default_factory=list)
     not_cites: list[str] = Field(default_factory=list)
     contains: list[str] = Field(default_factory=list)

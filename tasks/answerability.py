@@ -55,6 +55,7 @@ class Reading:
     units: list[Unit] = field(default_factory=list)
     focus: list[float] = field(default_factory=list)
     best_unit: int = 0
+    pages: dict[int, float] = field(default_factory=dict)   # candidate passage -> probability
 
 
 def question_terms(question: str) -> str:
@@ -96,7 +97,7 @@ def _headings_above(units: list[Unit], terms: list[frozenset[int]]) -> list[froz
     return above
 
 
-def _closest_tokens(query_tokens: np.ndarray, tokens: list[np.ndarray]) -> np.ndarray:
+def closest_tokens(query_tokens: np.ndarray, tokens: list[np.ndarray]) -> np.ndarray:
     """Per unit, per query word piece: its best cosine in the unit (one product for all
     units). A window's MaxSim is the mean of its units' row-wise maximum."""
     if len(query_tokens) == 0 or not tokens:
@@ -119,7 +120,7 @@ def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: di
     headings it stands under: under "## Pro", "It adds team roles" answers what Pro includes.
     """
     texts = [u.text for u in units]
-    closest = _closest_tokens(query_tokens, scorer.token_vectors(texts))
+    closest = closest_tokens(query_tokens, scorer.token_vectors(texts))
     terms = scorer.encoders.bm25.document_terms(texts)
     headings = _headings_above(units, terms)
     focus = [_coverage(weights, t) + (float(c.mean()) if len(c) else 0.0)

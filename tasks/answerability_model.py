@@ -20,14 +20,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tasks.passage_text import Unit
 
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
 WINDOW = 2
-MAX_TOKENS = 256
-QUESTION_TOKENS = 96
+MAX_TOKENS = 128       # what the model was trained on: the message and one window
+QUESTION_TOKENS = 48
 BATCH = 32
 
 
@@ -92,55 +96,69 @@ def read_as(context: str, text: str) -> str:
     return f"{context}. {text}" if context else text
 
 
+def pair_tokenizer(path: Path) -> Tokenizer:
+    """The model's tokenizer, cutting (message, window) pairs the way it was trained."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def clip_question(tokenizer: Tokenizer, question: str) -> str:
+    """The message cut to its first ``QUESTION_TOKENS`` word pieces (the window gets the rest)."""
+    encoding = tokenizer.encode(question, add_special_tokens=False)
+    if len(encoding.ids) <= QUESTION_TOKENS:
+        return question
+    return question[:encoding.offsets[QUESTION_TOKENS - 1][1]]
+
+
+def encode_pairs(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
+    """The model's inputs for (message, window) pairs, padded to the longest; training and
+    the product encode with this one function."""
+    encodings = tokenizer.encode_batch([(clip_question(tokenizer, q), t) for q, t in pairs])
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(pairs), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        n = len(encoding.ids)
+        ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
 class AnswerabilityModel:
     """The int8 ONNX cross-encoder with its tokenizer; thread-safe, one session per process."""
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, threads: int = 0) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        self._session = ort.InferenceSession(str(model_dir / "model.onnx"),
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
                                              providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
-        self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self._tokenizer.enable_truncation(MAX_TOKENS, strategy="only_second")
-        self._tokenizer.no_padding()
+        self._tokenizer = pair_tokenizer(model_dir / "tokenizer.json")
         self._lock = threading.Lock()
 
     def probabilities(self, question: str, texts: Sequence[str]) -> list[float]:
-        """P(answers) for each text read against the question."""
-        if not texts:
-            return []
-        question = self._clip(question)
+        """P(answers) for each text read against the question, in one call per ``BATCH``."""
         scores: list[float] = []
         for start in range(0, len(texts), BATCH):
-            scores += self._batch(question, list(texts[start:start + BATCH]))
+            feed = encode_pairs(self._tokenizer, [(question, t) for t in texts[start:start + BATCH]])
+            with self._lock:
+                logits = self._session.run(None, {k: v for k, v in feed.items()
+                                                  if k in self._inputs})[0]
+            scores += [float(p) for p in 1.0 / (1.0 + np.exp(-np.asarray(logits).reshape(-1)))]
         return scores
-
-    def _clip(self, question: str) -> str:
-        encoding = self._tokenizer.encode(question, add_special_tokens=False)
-        if len(encoding.ids) <= QUESTION_TOKENS:
-            return question
-        return question[:encoding.offsets[QUESTION_TOKENS - 1][1]]
-
-    def _batch(self, question: str, texts: list[str]) -> list[float]:
-        encodings = self._tokenizer.encode_batch([(question, t) for t in texts])
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, encoding in enumerate(encodings):
-            n = len(encoding.ids)
-            ids[row, :n], mask[row, :n], types[row, :n] = encoding.ids, 1, encoding.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        with self._lock:
-            logits = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-        return [float(p) for p in 1.0 / (1.0 + np.exp(-np.asarray(logits).reshape(-1)))]
 
 
 @lru_cache(maxsize=2)
-def load_answerability_model(model_dir: Path | None = None) -> AnswerabilityModel:
-    """The shipped model (``storage/kb/assets/answerability``), loaded once per process."""
+def load_answerability_model(model_dir: Path | None = None, threads: int = 0
+                             ) -> AnswerabilityModel:
+    """The shipped model (``storage/kb/assets/answerability``), loaded once per process;
+    ``threads``: ONNX Runtime's intra-op threads (0: its default, every core)."""
     from storage.kb.model_files import answerability_dir
 
-    return AnswerabilityModel(answerability_dir(model_dir))
+    return AnswerabilityModel(answerability_dir(model_dir), threads)

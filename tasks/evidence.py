@@ -98,7 +98,9 @@ class EvidenceScorer:
         """The answerability model's probability that each text answers the question; a
         turn reads the same windows for the gate and the quote, so each is read once."""
         def read(missing: list[tuple[str, str]]) -> list[float]:
-            model = load_answerability_model(self.answerability_dir)
+            # the same ONNX threads as the encoder's (the pilot: one per turn)
+            model = load_answerability_model(self.answerability_dir,
+                                             getattr(self.encoders.dense, "threads", None) or 0)
             return model.probabilities(question, [text for _, text in missing])
         return self._answerable.get_many([(question, t) for t in texts], read)
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-GapKind = Literal["refused", "handoff", "not_helpful"]
+GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
 DISTANCE = 0.45  # cosine distance under which two questions ask the same thing
 EXAMPLES = 3
 
@@ -47,6 +47,9 @@ class GapCluster(BaseModel):
     nearest_article: NearestArticle | None = None
 
 
+GAP_KINDS: dict[str, GapKind] = {"idk": "refused", "suggest": "suggested", "handoff": "handoff"}
+
+
 class GapReport(BaseModel):
     questions: int
     clusters: list[GapCluster] = Field(default_factory=list)
@@ -59,7 +62,7 @@ def gap_questions(turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, 
     by_turn = {(t["session_id"], t["turn_index"]): t for t in turns if t.get("user")}
     found: dict[tuple[str, int], GapQuestion] = {}
     for turn in by_turn.values():
-        kind = {"idk": "refused", "handoff": "handoff"}.get(turn.get("verdict", ""))
+        kind = GAP_KINDS.get(turn.get("verdict", ""))
         if turn.get("status") == "waiting_for_agent":
             kind = "handoff"
         if kind:

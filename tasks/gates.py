@@ -116,10 +116,14 @@ def strongest_evidence(scorer: EvidenceScorer, settings: Settings, questions: li
     for text in dict.fromkeys(q for q in questions if q and q.strip()):
         found = assess(scorer, text, passages, settings.evidence)
         index = found.reading.passage_index if found.reading else None
+        pages: dict[str, float] = {}
+        for candidate, probability in (found.reading.pages if found.reading else {}).items():
+            source = passages[candidate].source_id
+            pages[source] = max(pages.get(source, 0.0), probability)
         view = EvidenceView(call=found.call, relevance=found.relevance, coverage=found.coverage,
                             probability=found.probability,
                             features=found.reading.features if found.reading else {},
-                            question=text,
+                            question=text, pages=pages,
                             source_id=passages[index].source_id if index is not None else "")
         views.append(view)
     if not views:
@@ -152,7 +156,8 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings
         info.update(evidence=state.evidence.call, answerable=state.evidence.probability,
                     features=state.evidence.features,
                     relevance=[round(r, 3) for r in state.evidence.relevance],
-                    question=state.evidence.question, source=state.evidence.source_id)
+                    question=state.evidence.question, source=state.evidence.source_id,
+                    pages=state.evidence.pages)
         if state.evidence.call == "sufficient":
             route: Route = "answer"
             state.verdict, why = "sufficient", "evidence is sufficient"

@@ -101,7 +101,8 @@ def _read(scorer: EvidenceScorer, question: str, passages: list[Passage],
     texts = [p.text for p in passages]
     if thresholds.gate == "learned":
         titles = [p.title for p in passages]
-        reading = learned.read(scorer, question, texts, relevance, titles, quoting=quoting)
+        reading = learned.read(scorer, question, texts, relevance, titles, quoting=quoting,
+                               page_margin=thresholds.learned.page_margin)
         if message and message != question and reading.passage_index is not None:
             reading = learned.refocus(scorer, reading, question, message,
                                       titles[reading.passage_index])

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from config.settings import Settings
 from tasks.answerability import quote
-from tasks.evidence import EvidenceScorer, verified
-from tasks.gates import answer_floor, evidence_route
+from tasks.evidence import EvidenceScorer, sentences, verified
+from tasks.gates import answer_floor, evidence_route, model_role
 from tasks.judging import read_passages
 from tasks.schemas import Citation, DraftAnswer, Passage, TurnResult
 from tasks.state import TurnState
@@ -103,9 +103,27 @@ def deadline_result(state: TurnState, scorer: EvidenceScorer, settings: Settings
 
 
 def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
-    return TurnResult(session_id=state.request.session_id if state.request else "",
-                      answer=settings.messages.no_results, verdict="idk",
+    """No answer: where the evidence was undecided (between ``refuse_below`` and
+    ``answer_at``) and no judge model weighed in, the page it read best is offered as "this
+    article may help" (verdict ``suggest``, never counted as an answer); else "no results"."""
+    session_id = state.request.session_id if state.request else ""
+    suggested = None if model_role(settings, "judge") else _suggested(state)
+    if suggested is not None:
+        state.note(f"undecided evidence ({state.evidence.probability:.3f}): "
+                   f"{suggested.source_id} offered as an article that may help")
+        return TurnResult(session_id=session_id,
+                          answer=f"{settings.messages.suggest} {suggested.title or suggested.source_id}",
+                          verdict="suggest", judge_verdict=state.verdict,
+                          citations=[_citation(suggested, " ".join(sentences(suggested.text)[:2]))])
+    return TurnResult(session_id=session_id, answer=settings.messages.no_results, verdict="idk",
                       judge_verdict=state.verdict)
+
+
+def _suggested(state: TurnState) -> Passage | None:
+    """The page to offer when the evidence was undecided, else None."""
+    if state.evidence.call != "undecided" or not state.evidence.source_id:
+        return None
+    return next((p for p in state.passages if p.source_id == state.evidence.source_id), None)
 
 
 def handoff_result(state: TurnState, settings: Settings) -> TurnResult:

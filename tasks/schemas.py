@@ -35,7 +35,7 @@ PlainText = Annotated[str, AfterValidator(_valid_unicode)]
 CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000),
                             AfterValidator(_valid_unicode), AfterValidator(_not_blank)]
 
-Verdict = Literal["answered", "idk", "handoff", "error"]
+Verdict = Literal["answered", "suggest", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
 EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
 # where a gate sends the turn (``TurnState.route``), and where the other steps send it
@@ -163,6 +163,7 @@ class EvidenceView(BaseModel):
     features: dict[str, float] = Field(default_factory=dict)
     question: str = ""
     source_id: str = ""   # the page the reading found answering (cited if the turn answers)
+    pages: dict[str, float] = Field(default_factory=dict)  # candidate page -> probability
 
     @property
     def best(self) -> float:

@@ -49,6 +49,7 @@ class DenseEncoder:
         if model_dir is None and settings.model == MINILM:
             model_dir = minilm_dir(settings.max_tokens)
         self.batch_size = settings.batch_size
+        self.threads = settings.threads  # None: ONNX Runtime's default (every core)
         self._cache: LruCache[str, DenseEncoding] = LruCache(CACHE_SIZE)
         self._model = TextEmbedding(
             settings.model,

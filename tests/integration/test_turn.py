@@ -10,6 +10,8 @@ import pytest
 
 from agents.tools.search import KnowledgeBaseSearch
 from agents.turn import run_turn
+from evaluation.answer_sets import LabelledQuestion
+from evaluation.answers import score_turn, summarise
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.schemas import HistoryTurn, TurnRequest
 from tests.helpers import REFUND, scripted_runtime
@@ -341,3 +343,20 @@ def test_a_follow_up_is_resolved_even_when_the_models_rewrite_is_junk(make_runti
     assert result.verdict == "answered"
     assert result.citations[0].source_id == "billing/failed-payments.md"
     assert "PAY-102" in result.answer
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_undecided_evidence_without_a_judge_offers_the_best_article(example_kb, settings,
+                                                                    engine):
+    llm = ScriptedLLM(model="scripted")
+    runtime = scripted_runtime(undecided(settings), example_kb, llm, engine=engine,
+                               roles="evidence")
+    result = ask(runtime, "How long does a refund take?")
+    assert result.verdict == "suggest", result.trace.notes
+    assert result.answer.startswith(settings.messages.suggest)
+    assert [c.source_id for c in result.citations] == ["billing/refunds.md"]
+    assert result.trace.llm_calls == 0
+    row = score_turn(LabelledQuestion(id="q", question="How long does a refund take?",
+                                      answerable=True, doc_ids=["billing/refunds.md"]), result)
+    assert row["right_source"] is False  # never counted as an answer
+    assert summarise([row])["suggested_right"] == 1

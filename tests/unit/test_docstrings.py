@@ -19,7 +19,8 @@ PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "
 DOCTESTED = ("config.settings", "storage.lru", "tasks.facts", "tasks.passage_text",
              "tasks.answerability_model", "tasks.phrasings", "tasks.gap_report", "tasks.courtesy",
              "tasks.entities", "tasks.spelling",
-             "agents.progress", "evaluation.answers", "tasks.schemas")
+             "agents.progress", "evaluation.answers", "tasks.schemas",
+             "tasks.learned_answerability", "terminal.chat", "terminal.safe_text")
 
 
 def module_names() -> list[str]:

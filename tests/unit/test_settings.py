@@ -66,6 +66,7 @@ def test_bad_env_value_is_named(monkeypatch):
         ("evidence: {answerability: {features: [a], mean: [0], scale: [1], weights: [1], "
          "bias: 0, answer_at: 0.3, refuse_below: 0.6}}\n", "refuse_below must not exceed"),
         ("evidence: {gate: neural}\n", "evidence.gate"),
+        ("evidence: {learned: {page_margin: -0.1}}\n", "learned.page_margin"),
         ("evidence: {learned: {curve: []}}\n", "give answer_at or a curve"),
         ("evidence: {learned: {curve: [{threshold: 0.5, precision: 1, coverage: 0.2}, "
          "{threshold: 0.1, precision: 0.9, coverage: 0.8}]}}\n", "increasing order"),
@@ -123,13 +124,15 @@ def test_the_target_precision_picks_the_threshold_from_the_curve(tmp_path):
         return load_settings(write(tmp_path, text)).evidence.learned
 
     # every point from the threshold on must reach the target: 0.5 misses 0.95, so 0.7
-    assert gate(f"evidence: {{learned: {{curve: {curve}}}}}\n").answer_at == 0.7
+    strict = f"evidence: {{target_precision: 0.95, learned: {{curve: {curve}}}}}\n"
+    assert gate(strict).answer_at == 0.7
     lenient = gate(f"evidence: {{target_precision: 0.9, learned: {{curve: {curve}}}}}\n")
     assert lenient.answer_at == 0.3 and lenient.refuse_below == pytest.approx(0.2)
     # nothing reaches it: the strictest point
     assert gate("evidence: {target_precision: 1.0, learned: {curve: "
                 "[{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n").answer_at == 0.2
-    explicit = gate(f"evidence: {{learned: {{curve: {curve}, answer_at: 0.42}}}}\n")
+    explicit = gate(f"evidence: {{target_precision: 0.95, learned: {{curve: {curve}, "
+                    f"answer_at: 0.42}}}}\n")
     assert explicit.answer_at == 0.42
 
 

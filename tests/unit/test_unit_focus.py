@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.answerability import _closest_tokens
+from tasks.answerability import closest_tokens
 from tasks.evidence import EvidenceScorer
 
 
@@ -20,7 +20,7 @@ def test_rows_give_each_unit_and_each_window_its_maxsim(seed):
     rng = np.random.default_rng(seed)
     query = unit_vectors(rng, 7)
     units = [unit_vectors(rng, int(n)) for n in rng.integers(1, 30, size=9)]
-    closest = _closest_tokens(query, units)
+    closest = closest_tokens(query, units)
     assert closest.shape == (9, 7)
     for index, unit in enumerate(units):
         assert closest[index].mean() == pytest.approx(EvidenceScorer.maxsim(query, unit), abs=1e-5)
@@ -33,7 +33,7 @@ def test_rows_give_each_unit_and_each_window_its_maxsim(seed):
 def test_an_empty_query_or_unit_scores_zero():
     rng = np.random.default_rng(0)
     units = [unit_vectors(rng, 3), np.zeros((0, 16), dtype=np.float32)]
-    assert _closest_tokens(np.zeros((0, 16), dtype=np.float32), units).shape == (2, 0)
-    closest = _closest_tokens(unit_vectors(rng, 4), units)
+    assert closest_tokens(np.zeros((0, 16), dtype=np.float32), units).shape == (2, 0)
+    closest = closest_tokens(unit_vectors(rng, 4), units)
     assert closest.shape == (2, 4) and not closest[1].any()
-    assert _closest_tokens(unit_vectors(rng, 4), []).shape == (0, 4)
+    assert closest_tokens(unit_vectors(rng, 4), []).shape == (0, 4)
