@@ -178,6 +178,21 @@ async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot
     return JSONResponse(payload, status_code=status)
 
 
+CUSTOMER_FIELDS = ("session_id", "customer_id", "slots", "created", "status", "handoff",
+                   "handoff_reason", "handoff_at", "resolved_at")
+STAFF_ONLY_TURN_FIELDS = ("agent",)  # which staff key replied
+
+
+def customer_view(header: dict[str, Any]) -> dict[str, Any]:
+    """A session header as its customer sees it: no owner hash, resolution note, resolving
+    agent or memory bookkeeping (staff read those in /v1/handoffs)."""
+    return {k: header[k] for k in CUSTOMER_FIELDS if k in header}
+
+
+def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
+
+
 def refuse_if_resolved(header: dict[str, Any]) -> None:
     """A resolved conversation stays resolved: a customer's message, hand-off or feedback
     to it gets 409 (only a new session goes on)."""
@@ -204,7 +219,8 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     scope = Scope(header["customer_id"], who.tenant)
     turns = await run_in_threadpool(pilot.runtime.memory.session_turns, scope, session_id)
     feedback = await run_in_threadpool(pilot.store.feedback, who.tenant, session_id)
-    return {"session": header, "turns": turns, "feedback": feedback}
+    return {"session": customer_view(header), "turns": [customer_turn(t) for t in turns],
+            "feedback": feedback}
 
 
 @router.post("/{session_id}/feedback", status_code=201)
@@ -226,4 +242,4 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot
     refuse_if_resolved(await run_in_threadpool(owned_session, pilot, who, session_id))
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
                                      body.reason)
-    return {"session": header, "message": pilot.settings.messages.handoff}
+    return {"session": customer_view(header), "message": pilot.settings.messages.handoff}

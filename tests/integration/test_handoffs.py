@@ -180,3 +180,20 @@ def test_a_resolved_session_cannot_be_reopened_or_rated_by_the_customer(pilot):
     header = app_pilot.store.session("acme", session)
     assert header["status"] == "resolved" and not header["handoff"]
     assert client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"] == []
+
+
+def test_the_customers_view_of_a_session_holds_no_staff_internal_fields(pilot):
+    client, _ = pilot
+    session = post(client, "/v1/sessions", "backend", customer_id="c-79").json()["session_id"]
+    post(client, f"/v1/sessions/{session}/handoff", "backend", reason="please call")
+    assert post(client, f"/v1/sessions/{session}/agent-messages", "ana",
+                message="Calling you now.").status_code == 201
+    post(client, f"/v1/sessions/{session}/resolve", "ana", note="internal: VIP, refunded")
+    seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()
+    assert seen["session"]["status"] == "resolved"
+    assert not {"owner", "resolution", "resolved_by", "memory_written_at"} & set(seen["session"])
+    assert "internal: VIP" not in str(seen)
+    [reply] = seen["turns"]
+    assert reply["from"] == "agent" and "agent" not in reply  # which staff key: staff only
+    staff = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
+    assert staff["session"]["resolution"] == "internal: VIP, refunded"
