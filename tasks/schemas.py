@@ -10,6 +10,7 @@ Usage::
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -31,7 +32,23 @@ def _valid_unicode(text: str) -> str:
     return text
 
 
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _shown_as_written(text: str) -> str:
+    """Text a person writes for others to read (an agent's reply, a resolution note): no
+    control characters but line breaks and tabs (NUL, escape sequences, C1), no bidirectional
+    overrides, and something visible (not only spaces and zero-width marks)."""
+    for char in text:
+        if (unicodedata.category(char) == "Cc" and char not in "\n\t") or char in _BIDI_CONTROLS:
+            raise ValueError(f"the text holds the control character U+{ord(char):04X}")
+    if not any(unicodedata.category(c)[0] in "LMNPS" for c in text):
+        raise ValueError("the text has nothing visible")
+    return text
+
+
 PlainText = Annotated[str, AfterValidator(_valid_unicode)]
+StaffText = Annotated[str, AfterValidator(_valid_unicode), AfterValidator(_shown_as_written)]
 CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000),
                             AfterValidator(_valid_unicode), AfterValidator(_not_blank)]
 

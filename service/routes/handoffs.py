@@ -25,19 +25,19 @@ from service.context import Pilot, PilotContext, Staff
 from service.errors import ApiError
 from storage.memory import Scope
 from tasks.memory_context import close_session
-from tasks.schemas import CustomerMessage, PlainText
+from tasks.schemas import StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
 
 
 class AgentMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    message: CustomerMessage
+    message: StaffText = Field(min_length=1, max_length=8000)
 
 
 class Resolution(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    note: PlainText = Field(min_length=1, max_length=2000)
+    note: StaffText = Field(min_length=1, max_length=2000)
 
 
 def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> dict[str, Any]:

@@ -102,12 +102,20 @@ def test_staff_routes_need_a_staff_key_of_the_same_tenant(pilot):
 @pytest.mark.parametrize(("path", "body"), [
     ("agent-messages", {"message": "   "}), ("agent-messages", {}),
     ("resolve", {"note": ""}), ("resolve", {"note": "x", "extra": 1}),
+    ("agent-messages", {"message": "refund sent\x00"}),
+    ("agent-messages", {"message": "\x1b[2J\x1b[31mrefund sent"}),
+    ("agent-messages", {"message": "refund \x9b sent"}),
+    ("agent-messages", {"message": "refund \u202esent"}),
+    ("agent-messages", {"message": "\u200b\u200b \ufeff"}),
+    ("resolve", {"note": "done\x07"}), ("resolve", {"note": "\u200b"}),
 ])
 def test_bad_staff_requests_are_named_and_store_nothing(pilot, path, body):
     client, _ = pilot
     session = post(client, "/v1/sessions", "widget").json()["session_id"]
     response = client.post(f"/v1/sessions/{session}/{path}", json=body, headers=auth("ana"))
     assert response.status_code == 422
+    if body and "extra" not in body:  # the field is named
+        assert next(iter(body)) in str(response.json()), response.json()
     assert client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()["turns"] == []
 
 
