@@ -33,7 +33,8 @@ COURTESY = frozenset((
     "course", "sure", "certainly", "absolutely", "definitely", "happy", "glad", "help", "helping",
     "assist", "assisting", "hello", "hi", "hey", "thanks", "thank", "welcome", "great", "okay",
     "ok", "good", "morning", "afternoon", "evening", "let", "see", "look", "question",
-    "questions", "ask", "asking", "alright", "right", "please", "anything", "else"))
+    "questions", "ask", "asking", "alright", "right", "please", "anything", "else", "bye",
+    "goodbye", "cheers"))
 
 # what a customer adds around the subject: wanting and needing to know, hedging, feelings,
 # when it happened relative to now, and "a way to do that"

@@ -21,6 +21,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from tasks.judging import asks_the_pages
+
 GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
 DISTANCE = 0.45  # cosine distance under which two questions ask the same thing
 EXAMPLES = 3
@@ -58,14 +60,15 @@ class GapReport(BaseModel):
 def gap_questions(turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
                   ) -> list[GapQuestion]:
     """The customer messages of refused or handed-off turns, and of turns rated "down" (each
-    message once, its first reason kept)."""
+    message once, its first reason kept); a message that asks the pages nothing (only for a
+    person, or courtesy) is no knowledge gap."""
     by_turn = {(t["session_id"], t["turn_index"]): t for t in turns if t.get("user")}
     found: dict[tuple[str, int], GapQuestion] = {}
     for turn in by_turn.values():
         kind = GAP_KINDS.get(turn.get("verdict", ""))
         if turn.get("status") == "waiting_for_agent":
             kind = "handoff"
-        if kind:
+        if kind and asks_the_pages(turn["user"]):
             found[(turn["session_id"], turn["turn_index"])] = GapQuestion(
                 text=turn["user"], kind=kind, session_id=turn["session_id"],
                 turn_index=turn["turn_index"], ts=turn.get("ts", 0.0))

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from config.settings import EvidenceSettings
 from tasks import learned_answerability as learned
 from tasks.answerability import Reading, read, refocus
+from tasks.courtesy import asks_something
 from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
+from tasks.passage_text import split_sentences
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 from tasks.spelling import respell
 
@@ -50,6 +52,14 @@ class Evidence:
 def wants_human(message: str) -> bool:
     """The customer explicitly asks for a person."""
     return bool(_HUMAN.search(message))
+
+
+def asks_the_pages(message: str) -> bool:
+    """Whether a message asks something a page could answer: more than a request for a
+    person, greetings and thanks ("I want to talk to a human." and "Thanks, bye!" do not;
+    "My invoice is wrong. I want to talk to a human." does)."""
+    return any(asks_something(s) and not wants_human(s)
+               for s in split_sentences(" ".join(message.split())))
 
 
 def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
