@@ -205,3 +205,22 @@ def test_the_customers_view_of_a_session_holds_no_staff_internal_fields(pilot):
     assert reply["from"] == "agent" and "agent" not in reply  # which staff key: staff only
     staff = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
     assert staff["session"]["resolution"] == "internal: VIP, refunded"
+
+
+def test_the_idle_sweep_stops_reading_sessions_that_never_got_a_message(pilot, monkeypatch):
+    client, pilot_context = pilot
+    memory = pilot_context.runtime.memory
+    empty = post(client, "/v1/sessions", "backend", customer_id="c-e").json()["session_id"]
+    minutes = pilot_context.settings.pilot.idle_close_minutes
+    quiet = time.time() + minutes * 60 + 1
+    assert close_idle_sessions(pilot_context, now=quiet) == []  # nothing to remember
+    read: list[str] = []
+    session_turns = memory.session_turns
+    monkeypatch.setattr(memory, "session_turns",
+                        lambda scope, session_id: read.append(session_id) or
+                        session_turns(scope, session_id))
+    assert close_idle_sessions(pilot_context, now=quiet + 60) == []
+    assert read == []  # before: read again every minute, forever
+    post(client, f"/v1/sessions/{empty}/messages", "backend", message="How long does a refund take?")
+    later = time.time() + minutes * 60 + 1
+    assert close_idle_sessions(pilot_context, now=later) == [empty]  # a first message counts
