@@ -395,9 +395,14 @@ def report_gaps(
     start = parse_since(since, time.time())
     slots = {"access_level": "internal", **parse_slots(slot or [])}
     with open_kb() as kb:
-        report = tenant_gap_report(MemoryStore(kb.store, kb.encoders),
-                                   PilotStore(kb.store, kb.encoders), QdrantRetriever(kb=kb),
-                                   tenant, start, slots)
+        sessions = PilotStore(kb.store, kb.encoders)
+        report = tenant_gap_report(MemoryStore(kb.store, kb.encoders), sessions,
+                                   QdrantRetriever(kb=kb), tenant, start, slots)
+        others = [t for t in sessions.tenants() if t != tenant]
+    if not report.questions and others and not tenant:
+        # a pilot whose keys all have a tenant stores nothing under "": never a silent 0
+        raise ValueError("no questions without a tenant; this store's sessions belong to "
+                         f"{', '.join(others)}: give --tenant")
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return

@@ -98,6 +98,10 @@ class PilotStore:
         found = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
         return sorted((r.payload for r in found), key=lambda h: h["created"])
 
+    def tenants(self) -> list[str]:
+        """The tenants that hold sessions ("" for sessions of keys without one)."""
+        return sorted({r.payload["tenant"] for r in self.store.scroll(SESSIONS)})
+
     def handoffs(self, tenant: str) -> list[dict[str, Any]]:
         """Sessions waiting for a person: handed off, not resolved, oldest hand-off first."""
         waiting = [h for h in self.sessions(tenant) if h.get("status") == "handoff"]

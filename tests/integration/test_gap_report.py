@@ -129,3 +129,28 @@ def test_customer_text_reaches_the_leads_terminal_as_text(tmp_path, example_kb):
         assert "\x1b" not in result.output and "\u202e" not in result.output
     report = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--tenant", "acme"])
     assert "[/bold]" in report.output and "\\x1b[2J" in report.output
+
+
+def test_without_a_tenant_the_cli_names_the_tenants_instead_of_a_silent_zero(tmp_path,
+                                                                           example_kb):
+    runner = CliRunner()
+    data = tmp_path / "cli"
+    from tests.conftest import EXAMPLE_KB
+
+    assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
+    store = EdgeStore(data / "qdrant")
+    try:
+        pilot = PilotStore(store, example_kb.encoders)
+        for tenant in ("acme", "globex"):
+            pilot.create_session(tenant, f"s-{tenant}", "c-1", "owner", {})
+            MemoryStore(store, example_kb.encoders).add_turn(
+                Scope("c-1", tenant), f"s-{tenant}", 0,
+                {"user": "Can I pay in Japanese yen?", "status": "done", "verdict": "idk"})
+    finally:
+        store.close()
+    silent = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps"])
+    assert silent.exit_code == 2
+    assert "give --tenant" in silent.output and "acme, globex" in silent.output
+    named = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--tenant", "acme",
+                                "--json"])
+    assert named.exit_code == 0 and json.loads(named.stdout)["questions"] == 1
