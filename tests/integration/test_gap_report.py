@@ -4,6 +4,7 @@ one tenant, grouped by meaning, with the nearest article; through the CLI and th
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -106,15 +107,20 @@ def test_the_cli_prints_the_report_and_names_a_bad_since(tmp_path, example_kb):
     assert "error: since 'soon': give 7d, 24h, 30m or an ISO date" in bad.output
 
 
+def ingested_cli_store(tmp_path) -> tuple[CliRunner, Path, EdgeStore]:
+    """The example KB ingested through the CLI, and its store opened to seed turns (close it
+    before the next CLI call)."""
+    from tests.conftest import EXAMPLE_KB
+
+    runner, data = CliRunner(), tmp_path / "cli"
+    assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
+    return runner, data, EdgeStore(data / "qdrant")
+
+
 def test_customer_text_reaches_the_leads_terminal_as_text(tmp_path, example_kb):
     """Markup or escape sequences in a customer's message neither break the report for the
     whole tenant nor reach the terminal raw."""
-    runner = CliRunner()
-    data = tmp_path / "cli"
-    from tests.conftest import EXAMPLE_KB
-
-    assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
-    store = EdgeStore(data / "qdrant")
+    runner, data, store = ingested_cli_store(tmp_path)
     try:
         memory = MemoryStore(store, example_kb.encoders)
         memory.add_turn(Scope("c-1", "acme"), "s-hostile", 0, {
@@ -133,12 +139,7 @@ def test_customer_text_reaches_the_leads_terminal_as_text(tmp_path, example_kb):
 
 def test_without_a_tenant_the_cli_names_the_tenants_instead_of_a_silent_zero(tmp_path,
                                                                            example_kb):
-    runner = CliRunner()
-    data = tmp_path / "cli"
-    from tests.conftest import EXAMPLE_KB
-
-    assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
-    store = EdgeStore(data / "qdrant")
+    runner, data, store = ingested_cli_store(tmp_path)
     try:
         pilot = PilotStore(store, example_kb.encoders)
         for tenant in ("acme", "globex"):

@@ -43,12 +43,18 @@ def post(client, path, key, **body):
     return client.post(path, json=body, headers=auth(key))
 
 
-def test_a_hand_off_round_trip_through_the_service(pilot):
-    client, _ = pilot
-    session = post(client, "/v1/sessions", "backend", customer_id="c-77").json()["session_id"]
+def answered_session(client, customer: str) -> str:
+    """A new session of ``customer`` (the backend key) whose first question was answered."""
+    session = post(client, "/v1/sessions", "backend", customer_id=customer).json()["session_id"]
     first = post(client, f"/v1/sessions/{session}/messages", "backend",
                  message="How long does a refund take?")
     assert first.json()["verdict"] == "answered"
+    return session
+
+
+def test_a_hand_off_round_trip_through_the_service(pilot):
+    client, _ = pilot
+    session = answered_session(client, "c-77")
     assert post(client, f"/v1/sessions/{session}/handoff", "backend",
                 reason="refund still missing").status_code == 200
     later = post(client, f"/v1/sessions/{session}/messages", "backend",
@@ -144,6 +150,16 @@ def test_idle_sessions_are_remembered_once(pilot):
     assert memory.session_id == session and memory.resolution.startswith("answered")
 
 
+def sessions_read(memory, monkeypatch) -> list[str]:
+    """The ids of the sessions whose turns are read from now on."""
+    read: list[str] = []
+    session_turns = memory.session_turns
+    monkeypatch.setattr(memory, "session_turns",
+                        lambda scope, session_id: read.append(session_id) or
+                        session_turns(scope, session_id))
+    return read
+
+
 def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_written(pilot,
                                                                                  monkeypatch):
     client, pilot_context = pilot
@@ -156,11 +172,7 @@ def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_writte
     minutes = pilot_context.settings.pilot.idle_close_minutes
     quiet = time.time() + minutes * 60 + 1
     assert sorted(close_idle_sessions(pilot_context, now=quiet)) == sorted(sessions)
-    read: list[str] = []
-    session_turns = memory.session_turns
-    monkeypatch.setattr(memory, "session_turns",
-                        lambda scope, session_id: read.append(session_id) or
-                        session_turns(scope, session_id))
+    read = sessions_read(memory, monkeypatch)
     assert close_idle_sessions(pilot_context, now=quiet + 60) == []
     assert read == []  # remembered and quiet: no session's turns are read again
     post(client, f"/v1/sessions/{sessions[1]}/messages", "backend",
@@ -174,10 +186,7 @@ def test_a_resolved_session_cannot_be_reopened_or_rated_by_the_customer(pilot):
     """An agent resolves a session that was never handed off: the customer's hand-off request,
     message and feedback afterwards all get 409 and the session stays resolved."""
     client, app_pilot = pilot
-    session = post(client, "/v1/sessions", "backend", customer_id="c-78").json()["session_id"]
-    first = post(client, f"/v1/sessions/{session}/messages", "backend",
-                 message="How long does a refund take?")
-    assert first.json()["verdict"] == "answered"
+    session = answered_session(client, "c-78")
     assert post(client, f"/v1/sessions/{session}/resolve", "ana",
                 note="answered").status_code == 200
     for path, body in (("handoff", {"reason": "again"}), ("messages", {"message": "hi"}),
@@ -214,11 +223,7 @@ def test_the_idle_sweep_stops_reading_sessions_that_never_got_a_message(pilot, m
     minutes = pilot_context.settings.pilot.idle_close_minutes
     quiet = time.time() + minutes * 60 + 1
     assert close_idle_sessions(pilot_context, now=quiet) == []  # nothing to remember
-    read: list[str] = []
-    session_turns = memory.session_turns
-    monkeypatch.setattr(memory, "session_turns",
-                        lambda scope, session_id: read.append(session_id) or
-                        session_turns(scope, session_id))
+    read = sessions_read(memory, monkeypatch)
     assert close_idle_sessions(pilot_context, now=quiet + 60) == []
     assert read == []  # before: read again every minute, forever
     post(client, f"/v1/sessions/{empty}/messages", "backend", message="How long does a refund take?")
