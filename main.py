@@ -264,12 +264,14 @@ def print_answers(lines: list[dict[str, Any]]) -> None:
     to the terminal, with its numbered sources."""
     from rich.text import Text
 
+    from terminal.safe_text import visible
+
     for line in lines:
         head = Text(f"{line['conversation_id']} #{line['turn_index']} ", style="bold")
         head.append(f"({line['verdict']})", style="dim")
         console.print(head, soft_wrap=False)
-        body = Text("  customer: ", style="dim") + Text(str(line.get("user", "")))
-        body += Text("\n  assistant: ", style="dim") + Text(line["answer"])
+        body = Text("  customer: ", style="dim") + visible(line.get("user", ""))
+        body += Text("\n  assistant: ", style="dim") + visible(line["answer"])
         for number, citation in enumerate(line["citations"], start=1):
             body += Text(f"\n  [{number}] {citation['title']} "
                          f"{citation.get('url') or citation['source_id']}", style="dim")
@@ -398,9 +400,10 @@ def report_gaps(
         sessions = PilotStore(kb.store, kb.encoders)
         report = tenant_gap_report(MemoryStore(kb.store, kb.encoders), sessions,
                                    QdrantRetriever(kb=kb), tenant, start, slots)
-        others = [t for t in sessions.tenants() if t != tenant]
-    if not report.questions and others and not tenant:
         # a pilot whose keys all have a tenant stores nothing under "": never a silent 0
+        others = [t for t in sessions.tenants() if t] \
+            if not tenant and not report.questions else []
+    if others:
         raise ValueError("no questions without a tenant; this store's sessions belong to "
                          f"{', '.join(others)}: give --tenant")
     if as_json:

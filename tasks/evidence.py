@@ -100,7 +100,7 @@ class EvidenceScorer:
         def read(missing: list[tuple[str, str]]) -> list[float]:
             # the same ONNX threads as the encoder's (the pilot: one per turn)
             model = load_answerability_model(self.answerability_dir,
-                                             getattr(self.encoders.dense, "threads", None) or 0)
+                                             self.encoders.dense.threads or 0)
             return model.probabilities(question, [text for _, text in missing])
         return self._answerable.get_many([(question, t) for t in texts], read)
 

@@ -37,7 +37,7 @@ FEATURES = ("answerable", "passage_relevance", "margin", "windows_read")
 READ_PASSAGES = 4      # the top-ranked passages whose windows compete
 MAX_WINDOWS = 16       # windows the model reads per phrasing: one ONNX batch
 PAGE_MARGIN = 0.1      # default of evidence.learned.page_margin (measured on dev)
-STRONG_SHARE = 0.75     # a unit this close to the best one's focus may start the quote
+STRONG_SHARE = 0.75    # a unit this close to the best one's focus may start the quote
 
 
 def _unit_best(units: list[Unit], spans: list[Window], probabilities: Sequence[float]

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
 from agents.progress import progress_label
@@ -148,7 +147,7 @@ class ChatLoop:
         who = f"customer {self.customer_id}" + (
             " (anonymous: this session only; --customer ID keeps memory across sessions)"
             if self.anonymous else "")
-        self.console.print(escape(who))
+        self.console.print(visible(who))
         if memory is None:
             self.console.print("(memory is off)")
             return
@@ -195,8 +194,8 @@ class ChatLoop:
         let_ctrl_c_through()
         who = f"anonymous customer {self.customer_id}" if self.anonymous \
             else f"customer {self.customer_id}"
-        self.console.print(escape(f"supportcrew chat · session {self.session_id} · {who} · "
-                                  "/help for commands"))
+        self.console.print(visible(f"supportcrew chat · session {self.session_id} · {who} · "
+                                   "/help for commands"))
         while True:
             try:
                 line = self.prompt.prompt("you> ").strip()
