@@ -412,7 +412,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=8e-5)
-    parser.add_argument("--freeze", type=int, default=4, help="frozen lower encoder layers (of 6)")
+    parser.add_argument("--freeze", type=int, default=3, help="frozen lower encoder layers (of 6)")
     parser.add_argument("--positive-weight", type=float, default=2.0)
     parser.add_argument("--support-repeat", type=int, default=3)
     parser.add_argument("--held-out-limit", type=int, default=2000,
