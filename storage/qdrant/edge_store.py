@@ -172,7 +172,11 @@ class EdgeStore:
     def insert_new(self, name: str, points: Sequence[PointData]) -> None:
         self._write(name, points, qe.UpdateMode.InsertOnly)
 
-    def _write(self, name: str, points: Sequence[PointData], mode: Any) -> None:
+    def update_if(self, name: str, point: PointData, where: Condition) -> None:
+        self._write(name, [point], qe.UpdateMode.UpdateOnly, to_edge_filter(where))
+
+    def _write(self, name: str, points: Sequence[PointData], mode: Any,
+               condition: Any = None) -> None:
         if not points:
             return
         edge_points = []
@@ -184,7 +188,8 @@ class EdgeStore:
             if p.tokens is not None:
                 vector["tokens"] = np.asarray(p.tokens, dtype=np.float32)
             edge_points.append(qe.Point(p.id, vector, p.payload))
-        self._shard(name).update(qe.UpdateOperation.upsert_points(edge_points, update_mode=mode))
+        self._shard(name).update(qe.UpdateOperation.upsert_points(
+            edge_points, condition=condition, update_mode=mode))
 
     def delete(self, name: str, where: Condition) -> None:
         edge_filter = to_edge_filter(where)
@@ -192,7 +197,8 @@ class EdgeStore:
         self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
 
     def scroll(
-        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None
+        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None,
+        dense: bool = False,
     ) -> Iterator[Record]:
         shard = self._shard(name)
         with_payload: Any = qe.PayloadSelector.Include(list(fields)) if fields else True
@@ -204,11 +210,11 @@ class EdgeStore:
                     limit=_SCROLL_PAGE,
                     filter=to_edge_filter(where),
                     with_payload=with_payload,
-                    with_vector=False,
+                    with_vector=["dense"] if dense else False,
                 )
             )
             for r in records:
-                yield Record(str(r.id), dict(r.payload or {}))
+                yield Record(str(r.id), dict(r.payload or {}), _dense_of(r) if dense else None)
             if offset is None:
                 return
 
@@ -249,3 +255,9 @@ class EdgeStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _dense_of(record: Any) -> np.ndarray | None:
+    vectors = record.vector
+    found = vectors.get("dense") if isinstance(vectors, dict) else vectors
+    return None if found is None else np.asarray(found, dtype=np.float32)

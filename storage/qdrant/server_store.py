@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from qdrant_client import QdrantClient, models
 
 from storage.qdrant.store import (
@@ -132,7 +133,11 @@ class ServerStore:
     def insert_new(self, name: str, points: Sequence[PointData]) -> None:
         self._write(name, points, models.UpdateMode.INSERT_ONLY)
 
-    def _write(self, name: str, points: Sequence[PointData], mode: Any) -> None:
+    def update_if(self, name: str, point: PointData, where: Condition) -> None:
+        self._write(name, [point], models.UpdateMode.UPDATE_ONLY, to_client_filter(where))
+
+    def _write(self, name: str, points: Sequence[PointData], mode: Any,
+               condition: Any = None) -> None:
         if not points:
             return
         structs = []
@@ -145,7 +150,8 @@ class ServerStore:
             if p.tokens is not None:
                 vector["tokens"] = _plain(p.tokens)
             structs.append(models.PointStruct(id=p.id, vector=vector, payload=p.payload))
-        self._client.upsert(name, points=structs, wait=True, update_mode=mode)
+        self._client.upsert(name, points=structs, wait=True, update_mode=mode,
+                            update_filter=condition)
 
     def delete(self, name: str, where: Condition) -> None:
         self._client.delete(
@@ -153,7 +159,8 @@ class ServerStore:
         )
 
     def scroll(
-        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None
+        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None,
+        dense: bool = False,
     ) -> Iterator[Record]:
         offset = None
         while True:
@@ -163,10 +170,10 @@ class ServerStore:
                 limit=_SCROLL_PAGE,
                 offset=offset,
                 with_payload=list(fields) if fields else True,
-                with_vectors=False,
+                with_vectors=["dense"] if dense else False,
             )
             for r in records:
-                yield Record(str(r.id), dict(r.payload or {}))
+                yield Record(str(r.id), dict(r.payload or {}), _dense_of(r) if dense else None)
             if offset is None:
                 return
 
@@ -189,3 +196,9 @@ class ServerStore:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _dense_of(record: Any) -> np.ndarray | None:
+    vectors = record.vector
+    found = vectors.get("dense") if isinstance(vectors, dict) else vectors
+    return None if found is None else np.asarray(found, dtype=np.float32)

@@ -199,3 +199,29 @@ def test_insert_new_leaves_an_existing_point_as_it_is(store):
     by_n = {r.payload["n"]: r.payload for r in backend.scroll(name)}
     assert 99 not in by_n and by_n[1]["source_id"] == "a"
     assert by_n[9]["claim"] == "new"
+
+
+def test_update_if_replaces_only_a_point_that_still_matches(store):
+    backend, name = store, store.test_collection
+    first = POINTS[0]
+
+    def attempt(rev: str, expected: str) -> None:
+        backend.update_if(name, PointData(id=first.id, dense=first.dense,
+                                          payload={"n": 1, "rev": rev}),
+                          Match("rev", (expected,)) if expected else Missing("rev"))
+
+    attempt("r1", "")          # the stored point has no revision yet: applied
+    attempt("r2", "stale")     # a writer that read another revision: left as it is
+    by_n = {r.payload["n"]: r.payload for r in backend.scroll(name)}
+    assert by_n[1]["rev"] == "r1"
+    attempt("r2", "r1")
+    assert {r.payload["n"]: r.payload for r in backend.scroll(name)}[1]["rev"] == "r2"
+    ghost = point(42, unit(0, 0, 0, 1), {"rev": "r1"})
+    backend.update_if(name, ghost, Missing("rev"))  # never inserts a point that is not there
+    assert 42 not in {r.payload["n"] for r in backend.scroll(name)}
+
+
+def test_scroll_reads_stored_dense_vectors_back(store):
+    by_n = {r.payload["n"]: r for r in store.scroll(store.test_collection, dense=True)}
+    assert np.allclose(by_n[2].dense, POINTS[1].dense, atol=1e-6)
+    assert all(r.dense is None for r in store.scroll(store.test_collection))
