@@ -382,6 +382,7 @@ def report_gaps(
     since: Annotated[str, typer.Option(help="7d, 24h, 30m or an ISO date; empty: all.")] = "",
     slot: Annotated[list[str] | None, typer.Option(
         "--slot", help="Slot the nearest article is searched under, key=value.")] = None,
+    top: Annotated[int, typer.Option(min=1, max=100, help="Largest groups shown.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """What customers asked that the knowledge base could not answer, grouped by meaning:
@@ -406,12 +407,15 @@ def report_gaps(
     if others:
         raise ValueError("no questions without a tenant; this store's sessions belong to "
                          f"{', '.join(others)}: give --tenant")
+    report.clusters = report.clusters[:top]
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
     from terminal.safe_text import visible
 
-    table = Table(title=f"knowledge gaps: {report.questions} question(s)")
+    latest = f", the latest {report.clustered} grouped" \
+        if report.clustered < report.questions else ""
+    table = Table(title=f"knowledge gaps: {report.questions} question(s){latest}")
     for column in ("#", "asked", "kinds", "examples", "nearest article"):
         table.add_column(column)
     for rank, cluster in enumerate(report.clusters, start=1):

@@ -14,11 +14,19 @@ Any wrong key or value raises :class:`ConfigError` with one line per problem, na
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
@@ -331,8 +339,31 @@ class ApiKey(_Strict):
     role: Literal["customer", "agent", "admin"] = "customer"
 
 
+RATE = re.compile(r"[1-9][0-9]*\s*/\s*(second|minute|hour|day)")
+
+
+class PilotLimits(_Strict):
+    """Per API key, shared by every worker (counted in Qdrant); over a limit: 429 with
+    Retry-After. Rates in the `limits` notation: "<count>/<second|minute|hour|day>". A web
+    widget's key is shared by all its visitors: size its limits for all of them together."""
+
+    sessions: str = "120/minute"
+    handoffs: str = "60/hour"
+    message_bytes: str = "5000000/day"   # UTF-8 bytes of customer messages
+    waiting_messages: int = Field(20, ge=1, le=10_000)  # per session, until a person replies
+
+    @field_validator("sessions", "handoffs", "message_bytes")
+    @classmethod
+    def _a_rate(cls, value: str) -> str:
+        if not RATE.fullmatch(value.strip()):
+            raise ValueError(f"{value!r} is not a rate like '30/minute' (count/second, "
+                             "minute, hour or day)")
+        return value.strip()
+
+
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
+    limits: PilotLimits = Field(default_factory=PilotLimits)
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408

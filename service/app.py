@@ -35,8 +35,10 @@ from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.pilot_store import PilotStore
+from service.rate_limits import RateLimits
 from service.routes import handoffs, health, me, page, reports, search, sessions
 from service.routes.page import PAGE_HEADERS, STATIC
+from service.session_state import SessionConflict
 from storage.qdrant.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
             pilot.runtime = await run_in_threadpool(build_runtime, settings, data_dir)
         kb = pilot.runtime.knowledge_base()
         pilot.store = PilotStore(kb.store, kb.encoders)
+        pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
         sweeper = asyncio.create_task(sweep_forever(pilot))
         yield
         sweeper.cancel()
@@ -71,7 +74,12 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message, **exc.extra), status_code=exc.status)
+        return JSONResponse(error_body(exc.code, exc.message, **exc.extra), status_code=exc.status,
+                            headers=exc.headers)
+
+    @app.exception_handler(SessionConflict)
+    async def _conflict(_request: Request, exc: SessionConflict) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, exc.message), status_code=409)
 
     @app.exception_handler(StoreError)
     async def _store_down(_request: Request, exc: StoreError) -> JSONResponse:

@@ -12,9 +12,11 @@ from typing import Any
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, extra: dict | None = None) -> None:
+    def __init__(self, status: int, code: str, message: str, extra: dict | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.extra = status, code, message, extra or {}
+        self.headers = headers or {}
 
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:

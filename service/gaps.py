@@ -1,25 +1,35 @@
 """The knowledge-gap report of one tenant, from what the pilot stored: every customer's refused
 and handed-off turns, and the answers rated "not helpful" (``tasks/gap_report.py`` groups them).
-Served at ``GET /v1/reports/gaps`` (admin keys) and printed by ``main.py report gaps``.
+Served at ``GET /v1/reports/gaps`` (admin keys, a page of clusters at a time, each report kept
+for ``CACHE_S``) and printed by ``main.py report gaps``.
 
 Usage::
 
     report = tenant_gap_report(memory, pilot_store, retriever, "acme", since=0.0,
                                slots={"access_level": "internal"})
+    reports = GapReports()
+    reports.get(("acme", 0.0), lambda: report)   # the same report for 60 s
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from tasks.gap_report import GapReport, cluster_gaps, gap_questions
+
+CACHE_S = 60.0  # an admin polling the report reads one computation a minute
+TOP = 100  # clusters kept per report, served a page at a time
 
 
 def tenant_gap_report(memory: Any, pilot_store: Any, retriever: Any, tenant: str, since: float,
                       slots: dict[str, str]) -> GapReport:
     """``slots``: the enforced slots the nearest article is searched under (the caller's)."""
-    turns = memory.tenant_turns(tenant, since)
     feedback = [f for f in pilot_store.all_feedback(tenant) if f.get("ts", 0.0) >= since]
+    rated = sorted({f["session_id"] for f in feedback if f.get("rating") == "down"})
+    turns = memory.gap_turns(tenant, since, rated)
     search_slots = {**slots, "tenant": tenant} if tenant else dict(slots)
 
     def nearest(text: str) -> tuple[str, str, float] | None:
@@ -30,4 +40,30 @@ def tenant_gap_report(memory: Any, pilot_store: Any, retriever: Any, tenant: str
         best = found.results[0]
         return best.metadata["source_id"], best.metadata.get("title", ""), best.score
 
-    return cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest)
+    return cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest,
+                        top=TOP)
+
+
+class GapReports:
+    """Reports kept for ``ttl_s`` per key (tenant, window, slots): polling costs one
+    computation per minute, and concurrent calls for one key compute it once."""
+
+    def __init__(self, ttl_s: float = CACHE_S) -> None:
+        self.ttl_s = ttl_s
+        self._kept: dict[Hashable, tuple[float, GapReport]] = {}
+        self._locks: dict[Hashable, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], GapReport]) -> GapReport:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            kept = self._kept.get(key)
+            if kept is not None and time.monotonic() - kept[0] < self.ttl_s:
+                return kept[1]
+            report = compute()
+            with self._guard:
+                self._kept = {k: v for k, v in self._kept.items()
+                              if time.monotonic() - v[0] < self.ttl_s}
+                self._kept[key] = (time.monotonic(), report)
+            return report

@@ -17,6 +17,7 @@ from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
+from service.session_state import SessionConflict
 from storage.memory import Scope
 from tasks.memory_context import close_session
 
@@ -37,14 +38,22 @@ def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
         last = max((t.get("ts", 0.0) for t in turns), default=None)
         if last is None:  # never written to: nothing to remember, and no reason to look again
             if header.get("created", now) < older_than:  # until a first message reopens it
-                pilot.store.update(header["tenant"], header["session_id"], memory_written_at=now)
+                mark_remembered(pilot, header, now)
             continue
         if last >= older_than:
             continue
         if close_session(pilot.runtime.memory, scope, header["session_id"]):
             remembered.append(header["session_id"])
-        pilot.store.update(header["tenant"], header["session_id"], memory_written_at=now)
+        mark_remembered(pilot, header, now)
     return remembered
+
+
+def mark_remembered(pilot: Any, header: dict[str, Any], now: float) -> None:
+    """Record the sweep's write; a session resolved meanwhile keeps its resolution."""
+    try:
+        pilot.store.remembered(header["tenant"], header["session_id"], now)
+    except SessionConflict:
+        log.info("session %s was resolved while the sweep remembered it", header["session_id"])
 
 
 async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:

@@ -12,9 +12,12 @@ Usage::
     pilot.add_feedback("acme", session_id, turn_index=0, rating="up", comment="clear")
     pilot.mark_handoff("acme", session_id, "requested by the customer")
     pilot.handoffs("acme")                     # handed-off, unresolved sessions, oldest first
-    pilot.resolve("acme", session_id, note="refund sent", by="agent-ana")
+    pilot.take("acme", session_id, agent="ana", role="agent")
+    pilot.resolve("acme", session_id, note="refund sent", by="ana")
 
-A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``;
+A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``, moved
+only by the verbs of :mod:`service.session_state`, each write a compare-and-set on the
+header's ``rev`` (a conflict is a :class:`SessionConflict`, answered 409).
 ``memory_written_at`` says when its long-term memory was last written (on resolution, or by the
 idle sweep); the first message after that clears it (``reopen``), so the sweep reads the turns
 of sessions active since their memory was written, not of every session ever opened.
@@ -24,12 +27,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
+from service.session_state import Role, SessionConflict, Verb, move
 from storage.kb.embeddings import Encoders
-from storage.qdrant.store import AllOf, CollectionSpec, Match, PointData, Store
+from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
+MAX_TRIES = 8  # compare-and-set attempts before a writer gives up with a conflict
+KEPT_REVS = 8  # earlier revisions kept in the header: how a writer knows its write landed
 _NAMESPACE = uuid.UUID("7a1d2c3e-5b6f-4a8b-9c0d-e1f2a3b4c5d6")
 
 
@@ -52,46 +59,97 @@ class PilotStore:
                                                  "session", header)])
         return header
 
-    def update(self, tenant: str, session_id: str, **changes: Any) -> dict[str, Any] | None:
-        """The session's header with ``changes`` applied and stored; None when unknown."""
-        header = self.session(tenant, session_id)
-        return None if header is None else self._save({**header, **changes})
-
     def create_session(self, tenant: str, session_id: str, customer_id: str, owner: str,
                        slots: dict[str, str]) -> dict[str, Any]:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
-        now = time.time()
         return self._save({"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
-                           "owner": owner, "slots": slots, "created": now, "handoff": False,
-                           "status": "open", "memory_written_at": None})
+                           "owner": owner, "slots": slots, "created": time.time(),
+                           "handoff": False, "status": "open", "memory_written_at": None,
+                           "rev": uuid.uuid4().hex, "revs": []})
 
     def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
         found = list(self.store.scroll(SESSIONS, AllOf((Match("tenant", (tenant,)),
                                                         Match("session_id", (session_id,))))))
         return found[0].payload if found else None
 
-    def mark_handoff(self, tenant: str, session_id: str, reason: str) -> dict[str, Any] | None:
-        """Hand the session to people (once: a second hand-off keeps the first time and reason)."""
-        header = self.session(tenant, session_id)
-        if header is None or header.get("handoff"):
-            return header
-        return self._save({**header, "handoff": True, "status": "handoff",
-                           "handoff_reason": reason, "handoff_at": time.time()})
+    def apply(self, tenant: str, session_id: str, verb: Verb, role: Role, actor: str = "",
+              fields: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
+              ) -> dict[str, Any] | None:
+        """Apply one move of :mod:`service.session_state` as a compare-and-set on the
+        session's revision: the header as written (None for an unknown session), or
+        :class:`SessionConflict` when the move does not apply to the session as it is now.
+        ``fields(header, changes)`` adds fields that depend on what the move changes. A
+        writer that lost a race re-reads and tries again."""
+        for _ in range(MAX_TRIES):
+            header = self.session(tenant, session_id)
+            if header is None:
+                return None
+            changes = move(header, verb, role, actor)
+            changes.update(fields(header, changes) if fields else {})
+            if not changes:
+                return header
+            written = self._compare_and_set(header, changes)
+            if written is not None:
+                return written
+        raise SessionConflict("busy", "this conversation is changing now: try again")
 
-    def reopen(self, header: dict[str, Any]) -> dict[str, Any]:
+    def _compare_and_set(self, header: dict[str, Any], changes: dict[str, Any]
+                         ) -> dict[str, Any] | None:
+        """Write ``header`` with ``changes`` if nobody wrote it since it was read; the header
+        written, or None when another writer came first."""
+        read = header.get("rev")
+        new = {**header, **changes, "rev": uuid.uuid4().hex,
+               "revs": ([read] if read else []) + list(header.get("revs", []))[:KEPT_REVS - 1]}
+        key = f"{header['tenant']}/{header['session_id']}"
+        self.store.update_if(SESSIONS, self._point(key, "session", new),
+                             Match("rev", (read,)) if read else Missing("rev"))
+        now = self.session(header["tenant"], header["session_id"]) or {}
+        applied = now.get("rev") == new["rev"] or new["rev"] in now.get("revs", [])
+        return new if applied else None
+
+    def mark_handoff(self, tenant: str, session_id: str, reason: str,
+                     role: Role = "customer") -> dict[str, Any] | None:
+        """Hand the session to people (once: a second hand-off keeps the first time and
+        reason); :class:`SessionConflict` once it is resolved."""
+        def first_time(_: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+            return {"handoff_reason": reason, "handoff_at": time.time()} if changes else {}
+
+        return self.apply(tenant, session_id, "hand_off", role, fields=first_time)
+
+    def take(self, tenant: str, session_id: str, agent: str, role: Role) -> dict[str, Any] | None:
+        """Give the conversation to ``agent`` (an agent takes it for themselves; an admin may
+        reassign it to anyone); a conversation still open is handed off by it."""
+        def taken(header: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+            reason = {} if header.get("handoff_at") else {
+                "handoff_reason": f"taken over by {agent}", "handoff_at": time.time()}
+            return {**reason, "taken_at": time.time()} if header.get("taken_by") != agent else {}
+
+        return self.apply(tenant, session_id, "take", role, agent, taken)
+
+    def reopen(self, tenant: str, session_id: str, verb: Verb, role: Role, actor: str = ""
+               ) -> dict[str, Any] | None:
         """A message to a session whose memory was written starts a new spell: the idle sweep
-        will remember it again (one header write per spell, none per message)."""
-        if not header.get("memory_written_at"):
-            return header
-        return self._save({**header, "memory_written_at": None})
+        will remember it again (one header write per spell, none per message).
+        :class:`SessionConflict` when ``verb`` does not apply (e.g. the session is resolved)."""
+        def new_spell(header: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+            return {"memory_written_at": None} if header.get("memory_written_at") else {}
 
-    def resolve(self, tenant: str, session_id: str, note: str, by: str
+        return self.apply(tenant, session_id, verb, role, actor, new_spell)
+
+    def remembered(self, tenant: str, session_id: str, when: float) -> dict[str, Any] | None:
+        """The idle sweep wrote the session's memory (a conflict if it was resolved since)."""
+        return self.apply(tenant, session_id, "remember", "sweep",
+                          fields=lambda _h, _c: {"memory_written_at": when})
+
+    def resolve(self, tenant: str, session_id: str, note: str, by: str, role: Role = "agent"
                 ) -> dict[str, Any] | None:
-        """Close the session; its long-term memory is written by the caller, now."""
+        """Close the session (once: a second resolve is a conflict); the caller writes its
+        long-term memory after this."""
         now = time.time()
-        return self.update(tenant, session_id, status="resolved", resolution=note,
-                           resolved_by=by, resolved_at=now, memory_written_at=now)
+        return self.apply(tenant, session_id, "resolve", role, by, lambda _h, _c: {
+            "resolution": note, "resolved_by": by, "resolved_at": now,
+            "memory_written_at": now})
 
     def sessions(self, tenant: str) -> list[dict[str, Any]]:
         """Every session header of the tenant, oldest first."""

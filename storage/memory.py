@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from storage.kb.embeddings import Encoders
 from storage.qdrant.store import (
     AllOf,
+    AnyOf,
     CollectionSpec,
     Condition,
     Match,
@@ -42,6 +43,7 @@ from storage.qdrant.store import (
 
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
+GAP_VERDICTS = ("idk", "suggest", "handoff")  # turns the knowledge-gap report reads
 _NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
 _MAX_ID = 200
 MAX_ENTITIES_PER_WRITE = 32  # one message naming hundreds of ids stores the first 32
@@ -151,7 +153,8 @@ class MemoryStore:
         if self._ready:
             return
         spec = CollectionSpec(dense_dim=self.encoders.dense.dim, sparse=False, tokens=False,
-                              keyword_indexes=("customer_id", "tenant", "session_id", "type"))
+                              keyword_indexes=("customer_id", "tenant", "session_id", "type",
+                                               "verdict", "status"))
         with self._merge_lock:
             for name in COLLECTIONS:
                 if not self.store.has_collection(name):
@@ -215,12 +218,21 @@ class MemoryStore:
         records = self.store.scroll(SESSIONS, self._session(scope, session_id))
         return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
 
-    def tenant_turns(self, tenant: str, since: float = 0.0) -> list[dict[str, Any]]:
-        """Every customer's turns of ``tenant`` since ``since`` (epoch seconds): the one read
-        across customers, for the tenant's own knowledge-gap report (staff, never a customer)."""
+    def gap_turns(self, tenant: str, since: float = 0.0, rated_sessions: Sequence[str] = ()
+                  ) -> list[dict[str, Any]]:
+        """The turns of ``tenant`` since ``since`` (epoch seconds) that may show a knowledge
+        gap (refused, suggested, handed off, waiting for a person, or of ``rated_sessions``),
+        each with the ``vector`` its message was stored with: the one read across customers,
+        for the tenant's own knowledge-gap report (staff, never a customer)."""
         self.ensure()
-        records = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
-        return [r.payload for r in records if r.payload.get("ts", 0.0) >= since]
+        kinds: list[Condition] = [Match("verdict", GAP_VERDICTS),
+                                  Match("status", ("waiting_for_agent",))]
+        if rated_sessions:
+            kinds.append(Match("session_id", tuple(rated_sessions)))
+        where = AllOf((Match("tenant", (tenant,)), AnyOf(tuple(kinds))))
+        return [{**r.payload, "vector": r.dense}
+                for r in self.store.scroll(SESSIONS, where, dense=True)
+                if r.payload.get("ts", 0.0) >= since]
 
     # -- entities --------------------------------------------------------------------------
     def upsert_entities(self, scope: Scope, entities: Sequence[Entity], source: str) -> None:

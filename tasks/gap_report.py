@@ -3,12 +3,16 @@
 first, each with its size, three example questions and the nearest existing article. What a
 support lead reads every Monday to decide which article to write next.
 
-Questions are embedded with the shipped MiniLM encoder and grouped by agglomerative
-clustering (scikit-learn, average linkage over cosine distance, cut at ``distance``).
+Questions carry the MiniLM vector their turn was stored with (a question recorded before
+vectors were read back is encoded once per call), and are grouped by agglomerative
+clustering (scikit-learn, average linkage over cosine distance, cut at ``distance``, chosen
+on labelled paraphrase groups by ``bench/gap_threshold.py``). At most ``MAX_CLUSTERED`` of
+the most recent questions are clustered: the cost of a call stays flat however many are
+recorded.
 
 Usage::
 
-    gaps = gap_questions(turns, feedback)              # turns of memory.tenant_turns(...)
+    gaps = gap_questions(turns, feedback)              # turns of memory.gap_turns(...)
     report = cluster_gaps(gaps, encoders.dense.encode, nearest=lambda text: ("faq.md", "FAQ", 0.4))
     report.clusters[0].size, report.clusters[0].examples
 """
@@ -19,13 +23,16 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.judging import asks_the_pages
 
 GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
-DISTANCE = 0.45  # cosine distance under which two questions ask the same thing
+# cosine distance under which two questions ask the same thing: the best adjusted Rand index
+# (0.774; 0.547 at the earlier 0.45) on examples/gaps/paraphrase-groups.jsonl
+DISTANCE = 0.55
 EXAMPLES = 3
+MAX_CLUSTERED = 2000  # the most recent gap questions clustered per report
 
 
 class GapQuestion(BaseModel):
@@ -34,6 +41,8 @@ class GapQuestion(BaseModel):
     session_id: str
     turn_index: int
     ts: float = 0.0
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    vector: Any = Field(default=None, exclude=True, repr=False)  # as stored
 
 
 class NearestArticle(BaseModel):
@@ -54,6 +63,7 @@ GAP_KINDS: dict[str, GapKind] = {"idk": "refused", "suggest": "suggested", "hand
 
 class GapReport(BaseModel):
     questions: int
+    clustered: int = 0  # the most recent ``MAX_CLUSTERED`` of them
     clusters: list[GapCluster] = Field(default_factory=list)
 
 
@@ -64,33 +74,39 @@ def gap_questions(turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, 
     person, or courtesy) is no knowledge gap."""
     by_turn = {(t["session_id"], t["turn_index"]): t for t in turns if t.get("user")}
     found: dict[tuple[str, int], GapQuestion] = {}
+    asks: dict[str, bool] = {}  # the same question comes back again and again
     for turn in by_turn.values():
         kind = GAP_KINDS.get(turn.get("verdict", ""))
         if turn.get("status") == "waiting_for_agent":
             kind = "handoff"
-        if kind and asks_the_pages(turn["user"]):
+        if kind and turn["user"] not in asks:
+            asks[turn["user"]] = asks_the_pages(turn["user"])
+        if kind and asks[turn["user"]]:
             found[(turn["session_id"], turn["turn_index"])] = GapQuestion(
                 text=turn["user"], kind=kind, session_id=turn["session_id"],
-                turn_index=turn["turn_index"], ts=turn.get("ts", 0.0))
+                turn_index=turn["turn_index"], ts=turn.get("ts", 0.0), vector=turn.get("vector"))
     for rating in feedback:
         key = (rating["session_id"], rating["turn_index"])
         if rating.get("rating") == "down" and key in by_turn and key not in found:
             turn = by_turn[key]
             found[key] = GapQuestion(text=turn["user"], kind="not_helpful", session_id=key[0],
-                                     turn_index=key[1], ts=turn.get("ts", 0.0))
+                                     turn_index=key[1], ts=turn.get("ts", 0.0),
+                                     vector=turn.get("vector"))
     return sorted(found.values(), key=lambda q: q.ts)
 
 
 def cluster_gaps(questions: Sequence[GapQuestion], encode: Callable[[list[str]], list[Any]],
                  nearest: Callable[[str], tuple[str, str, float] | None] | None = None,
-                 distance: float = DISTANCE, top: int = 20) -> GapReport:
-    """Group ``questions`` by meaning; the ``top`` largest groups, each with the article
-    ``nearest(text)`` finds for its most central question."""
+                 distance: float = DISTANCE, top: int = 20,
+                 max_clustered: int = MAX_CLUSTERED) -> GapReport:
+    """Group the ``max_clustered`` most recent of ``questions`` (oldest first) by meaning; the
+    ``top`` largest groups, each with the article ``nearest(text)`` finds for its most
+    central question."""
+    total = len(questions)
+    questions = list(questions)[-max_clustered:]
     if not questions:
         return GapReport(questions=0)
-    vectors = np.array([np.asarray(e.dense, dtype=np.float32)
-                        for e in encode([q.text for q in questions])])
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
+    vectors = question_vectors(questions, encode)
     labels = _labels(vectors, distance)
     clusters = []
     for label in sorted(set(labels), key=lambda c: -int(np.sum(labels == c))):
@@ -108,7 +124,17 @@ def cluster_gaps(questions: Sequence[GapQuestion], encode: Callable[[list[str]],
                                            score=round(found[2], 3)) if found else None))
         if len(clusters) == top:
             break
-    return GapReport(questions=len(questions), clusters=clusters)
+    return GapReport(questions=total, clustered=len(questions), clusters=clusters)
+
+
+def question_vectors(questions: Sequence[GapQuestion], encode: Callable[[list[str]], list[Any]]
+                     ) -> np.ndarray:
+    """Unit vectors of ``questions``: the stored ones, the rest encoded in one batch."""
+    missing = [q.text for q in questions if q.vector is None]
+    encoded = iter(encode(missing)) if missing else iter(())
+    vectors = np.array([np.asarray(q.vector if q.vector is not None else next(encoded).dense,
+                                   dtype=np.float32) for q in questions])
+    return vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
 
 
 def _labels(vectors: np.ndarray, distance: float) -> np.ndarray:
@@ -117,8 +143,11 @@ def _labels(vectors: np.ndarray, distance: float) -> np.ndarray:
     from sklearn.cluster import AgglomerativeClustering
 
     model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance,
-                                    metric="cosine", linkage="average")
-    return model.fit_predict(vectors)
+                                    metric="precomputed", linkage="average")
+    # unit vectors: cosine distance is one matrix product (scipy's pdist is ~30x slower)
+    distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
+    np.fill_diagonal(distances, 0.0)
+    return model.fit_predict(distances)
 
 
 def parse_since(text: str | None, now: float) -> float:

@@ -1,33 +1,44 @@
 """The hand-off queue, worked by people: support agents' keys (role ``agent`` or ``admin``)
-list the conversations handed to them, read one whole (transcript, citations shown, the
-customer's entities), reply (the customer sees it, marked as from a person) and resolve it
-(the resolution note becomes the customer's long-term memory). Only their tenant's sessions.
+list the conversations handed to them (a page at a time, oldest first), take one (others see
+who has it and cannot reply over them; an admin can reassign it), read it whole (transcript,
+citations, the customer's entities), reply (the customer sees it, marked as from a person)
+and resolve it (the note becomes the customer's long-term memory). Only their tenant's
+sessions, and only what their key's enforced slots may read: an answer citing an article the
+key cannot read is withheld, and says so.
 
 Usage (an agent key)::
 
     staff = {"Authorization": "Bearer <agent key>"}
-    client.get("/v1/handoffs", headers=staff)              # {"handoffs": [{session, turns, ...}]}
+    client.get("/v1/handoffs?limit=20&offset=0", headers=staff)  # {"handoffs", "total", ...}
+    client.post(f"/v1/handoffs/{session_id}/take", headers=staff)
     client.get(f"/v1/handoffs/{session_id}", headers=staff)
     client.post(f"/v1/sessions/{session_id}/agent-messages", json={"message": "..."},
                 headers=staff)
     client.post(f"/v1/sessions/{session_id}/resolve", json={"note": "..."}, headers=staff)
+    client.post(f"/v1/handoffs/{session_id}/assign", json={"agent": "ben"}, headers=admin)
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.context import Pilot, PilotContext, Staff
+from service.auth import Caller
+from service.context import Admin, Pilot, PilotContext, Staff
 from service.errors import ApiError
+from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import Scope
 from tasks.memory_context import close_session
-from tasks.schemas import StaffText
+from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
+QUEUE_FIELDS = ("session_id", "customer_id", "status", "handoff_reason", "handoff_at",
+                "taken_by", "taken_at", "created")
 
 
 class AgentMessage(BaseModel):
@@ -40,19 +51,41 @@ class Resolution(BaseModel):
     note: StaffText = Field(min_length=1, max_length=2000)
 
 
+class Assignment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent: PlainText = Field(min_length=1, max_length=200)
+
+
 def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> dict[str, Any]:
-    """Any session of the tenant (staff see every key's), or 404."""
+    """Any session of the tenant, or 404."""
     header = pilot.store.session(tenant, session_id)
     if header is None:
         raise ApiError(404, "unknown_session", f"no session {session_id!r} in this tenant")
     return header
 
 
-def conversation(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
-    """What a person needs to take a conversation over."""
+def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
+    """A session this staff key may read: an admin any of the tenant's; an agent one waiting
+    in the queue or taken by them (404 otherwise, 403 when another agent has it)."""
+    header = tenant_session(pilot, who.tenant, session_id)
+    if who.role == "admin":
+        return header
+    holder = header.get("taken_by")
+    if holder == who.key_name:
+        return header
+    if header.get("status") != "handoff":
+        raise ApiError(404, "unknown_session", f"no session {session_id!r} in the queue")
+    if holder:
+        raise ApiError(403, "taken", f"{holder} has this conversation; an admin can reassign it")
+    return header
+
+
+def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> dict[str, Any]:
+    """What a person needs to take a conversation over, as far as their key may read it."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.runtime.memory
-    turns = memory.session_turns(scope, header["session_id"])
+    turns = withhold_unreadable(pilot.runtime, staff_slots(who),
+                                memory.session_turns(scope, header["session_id"]))
     return {"session": header, "turns": turns,
             "citations": sorted({c for t in turns for c in t.get("citations", [])}),
             "entities": [e.model_dump(include={"type", "value", "attributes"})
@@ -60,38 +93,74 @@ def conversation(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
             "feedback": pilot.store.feedback(header["tenant"], header["session_id"])}
 
 
-def queue(pilot: PilotContext, tenant: str) -> list[dict[str, Any]]:
-    rows = []
-    for header in pilot.store.handoffs(tenant):
-        whole = conversation(pilot, header)
-        rows.append({**whole, "waiting": sum(t.get("status") == "waiting_for_agent"
-                                             for t in whole["turns"])})
-    return rows
+def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
+    """One line of the queue: enough to choose a conversation, none of its answers."""
+    turns = pilot.runtime.memory.session_turns(Scope(header["customer_id"], header["tenant"]),
+                                               header["session_id"])
+    first = next((t["user"] for t in turns if t.get("user")), "")
+    return {"session": {k: header.get(k) for k in QUEUE_FIELDS}, "first_message": first,
+            "turns": len(turns),
+            "waiting": sum(t.get("status") == "waiting_for_agent" for t in turns)}
+
+
+def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dict[str, Any]:
+    waiting = pilot.store.handoffs(tenant)
+    rows = [queue_row(pilot, h) for h in waiting[offset:offset + limit]]
+    return {"handoffs": rows, "total": len(waiting), "limit": limit, "offset": offset}
 
 
 @router.get("/handoffs")
-async def handoffs(who: Staff, pilot: Pilot) -> dict[str, Any]:
-    """Handed-off, unresolved conversations of the key's tenant, oldest hand-off first."""
-    return {"handoffs": await run_in_threadpool(queue, pilot, who.tenant)}
+async def handoffs(who: Staff, pilot: Pilot, request: Request,
+                   limit: int = Query(20, ge=1, le=100), offset: int = Query(0, ge=0)
+                   ) -> Response:
+    """Handed-off, unresolved conversations of the key's tenant, oldest hand-off first, a page
+    at a time with the total. The ETag lets the desk poll for changes (304 when none)."""
+    page = await run_in_threadpool(queue_page, pilot, who.tenant, limit, offset)
+    body = json.dumps(page, sort_keys=True).encode()
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers={"ETag": etag})
+    return Response(body, media_type="application/json", headers={"ETag": etag})
 
 
 @router.get("/handoffs/{session_id}")
 async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
-    header = await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    return await run_in_threadpool(conversation, pilot, header)
+    header = await run_in_threadpool(readable_session, pilot, who, session_id)
+    return await run_in_threadpool(conversation, pilot, who, header)
+
+
+@router.post("/handoffs/{session_id}/take")
+async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
+    """This person takes the conversation: only they reply until it is resolved or an admin
+    reassigns it (409 when another agent has it)."""
+    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
+    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, who.key_name,
+                                     who.role)
+    return {"session": header}
+
+
+@router.post("/handoffs/{session_id}/assign")
+async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> dict[str, Any]:
+    """An admin gives the conversation to one of the tenant's staff keys."""
+    staff = {k.name for k in pilot.settings.pilot.api_keys
+             if k.role in ("agent", "admin") and k.tenant == who.tenant}
+    if body.agent not in staff:
+        raise ApiError(422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant",
+                       {"field": "agent"})
+    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
+    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent,
+                                     "admin")
+    return {"session": header}
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201)
 async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot
                         ) -> dict[str, Any]:
-    """A person's reply: stored in the session, shown to the customer as from our team."""
-    header = await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    if header.get("status") == "resolved":
-        raise ApiError(409, "session_resolved", "this conversation is already resolved")
-    if not header.get("handoff"):  # a person joining takes the conversation over
-        header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
-                                         f"taken over by {who.key_name}")
-    header = await run_in_threadpool(pilot.store.reopen, header)
+    """A person's reply (they must have taken the conversation): stored in the session, shown
+    to the customer as from our team."""
+    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
+    header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "reply",
+                                     who.role, who.key_name)
     scope = Scope(header["customer_id"], who.tenant)
     record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
     index = await run_in_threadpool(pilot.runtime.memory.claim_turn, scope, session_id,
@@ -103,13 +172,12 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
 @router.post("/sessions/{session_id}/resolve")
 async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot
                   ) -> dict[str, Any]:
-    """Close the conversation; its long-term memory is written with the note."""
-    header = await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    if header.get("status") == "resolved":
-        raise ApiError(409, "session_resolved", "this conversation is already resolved")
+    """Close the conversation (once: a second resolve, or one racing it, gets 409); its
+    long-term memory is written with the note."""
+    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
+    header = await run_in_threadpool(pilot.store.resolve, who.tenant, session_id, body.note,
+                                     who.key_name, who.role)
     scope = Scope(header["customer_id"], who.tenant)
     remembered = await run_in_threadpool(close_session, pilot.runtime.memory, scope,
                                          session_id, body.note)
-    header = await run_in_threadpool(pilot.store.resolve, who.tenant, session_id, body.note,
-                                     who.key_name)
     return {"session": header, "remembered": remembered}

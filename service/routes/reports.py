@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 
 from service.context import Admin, Pilot
@@ -14,16 +15,28 @@ from service.gaps import tenant_gap_report
 from tasks.gap_report import parse_since
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
+DEFAULT_SINCE = "30d"
 
 
 @router.get("/gaps")
-async def gaps(who: Admin, pilot: Pilot, since: str = "") -> dict[str, Any]:
-    """What customers asked that the knowledge base could not answer, grouped by meaning;
-    ``since``: ``7d``, ``24h`` or an ISO date."""
+async def gaps(who: Admin, pilot: Pilot, since: str = DEFAULT_SINCE,
+               limit: int = Query(10, ge=1, le=100), offset: int = Query(0, ge=0)
+               ) -> dict[str, Any]:
+    """What customers asked that the knowledge base could not answer, grouped by meaning,
+    largest group first, a page of groups at a time; ``since``: ``30d`` (the default),
+    ``24h`` or an ISO date. A report is computed at most once a minute per window."""
+    now = time.time()
     try:
-        start = parse_since(since, time.time())
+        start = parse_since(since, now)
     except ValueError as exc:
-        raise ApiError(422, "invalid_request", str(exc)) from None
-    report = await run_in_threadpool(tenant_gap_report, pilot.runtime.memory, pilot.store,
-                                     pilot.runtime.retriever, who.tenant, start, who.slots)
-    return report.model_dump()
+        raise ApiError(422, "invalid_request", str(exc), {"field": "since"}) from None
+    minute = int(start // 60) * 60.0  # "7d" asked twice a second apart is one window
+    key = (who.tenant, minute, json.dumps(sorted(who.slots.items())))
+    report = await run_in_threadpool(
+        pilot.gap_reports.get, key,
+        lambda: tenant_gap_report(pilot.runtime.memory, pilot.store, pilot.runtime.retriever,
+                                  who.tenant, minute, who.slots))
+    body = report.model_dump()
+    body["clusters"] = body["clusters"][offset:offset + limit]
+    return {**body, "total_clusters": len(report.clusters), "limit": limit, "offset": offset,
+            "since": since}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
@@ -19,11 +20,13 @@ from agents.turn import run_turn
 from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
+from service.session_state import SessionConflict, move
 from storage.memory import Scope, ScopeError, check_id
 from tasks.memory_context import remember_entities
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+log = logging.getLogger(__name__)
 ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 
 
@@ -99,14 +102,22 @@ def start_turn(pilot: PilotContext, request: TurnRequest, lock: str,
         async with pilot.locks[lock]:
             result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
             if result.handoff:  # the gate handed the conversation to people
-                await run_in_threadpool(pilot.store.mark_handoff, request.slots.get("tenant", ""),
-                                        request.session_id, f"the assistant: {result.verdict}")
+                await run_in_threadpool(hand_off_after_turn, pilot, request, result)
             return result
 
     task = asyncio.ensure_future(locked())
     pilot.running.add(task)  # a reference, so the task lives on without its caller
     task.add_done_callback(pilot.running.discard)
     return task
+
+
+def hand_off_after_turn(pilot: PilotContext, request: TurnRequest, result: TurnResult) -> None:
+    """Queue the session for people unless someone resolved it while the turn ran."""
+    try:
+        pilot.store.mark_handoff(request.slots.get("tenant", ""), request.session_id,
+                                 f"the assistant: {result.verdict}", role="assistant")
+    except SessionConflict:
+        log.info("session %s was resolved during its hand-off turn", request.session_id)
 
 
 async def turn_events(pilot: PilotContext, request: TurnRequest, who: Caller, lock: str
@@ -142,6 +153,7 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str
                            "not by requests")
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
+    await run_in_threadpool(pilot.limits.spend, "sessions", who.key_name)
     session_id = uuid.uuid4().hex
     customer = body.customer_id or f"{ANONYMOUS}{session_id}"
     header = await run_in_threadpool(pilot.store.create_session, who.tenant, session_id,
@@ -155,8 +167,11 @@ async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot
     """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
-    refuse_if_resolved(header)
-    header = await run_in_threadpool(pilot.store.reopen, header)
+    move(header, "message", "customer", "")  # 409 for a resolved session, before any count
+    await run_in_threadpool(pilot.limits.spend, "message_bytes", who.key_name,
+                            len(body.message.encode()))
+    header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message",
+                                     "customer")
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         if streaming:
@@ -193,12 +208,13 @@ def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
 
 
-def refuse_if_resolved(header: dict[str, Any]) -> None:
-    """A resolved conversation stays resolved: a customer's message, hand-off or feedback
-    to it gets 409 (only a new session goes on)."""
-    if header.get("status") == "resolved":
-        raise ApiError(409, "session_resolved", "this conversation was resolved by our support "
-                       "team: start a new session")
+def unanswered(turns: list[dict[str, Any]]) -> int:
+    """Customer messages waiting for a person since a person last replied."""
+    count = 0
+    for turn in turns:
+        count = 0 if turn.get("from") == "agent" else count + (
+            turn.get("status") == "waiting_for_agent")
+    return count
 
 
 def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str
@@ -206,6 +222,12 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
     """A message after the hand-off: stored for the person who takes the conversation."""
     scope = Scope(header["customer_id"], who.tenant)
     memory = pilot.runtime.memory
+    cap = pilot.settings.pilot.limits.waiting_messages
+    waiting = unanswered(memory.session_turns(scope, header["session_id"]))
+    if waiting >= cap:
+        raise ApiError(429, "too_many_waiting", f"{waiting} messages already wait for a person "
+                       "in this conversation; please wait for their reply",
+                       {"limit": "waiting_messages"}, headers={"Retry-After": "60"})
     index = memory.claim_turn(scope, header["session_id"], {"user": message},
                               status="waiting_for_agent")
     remember_entities(memory, scope, header["session_id"], index, message)
@@ -226,7 +248,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
 @router.post("/{session_id}/feedback", status_code=201)
 async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
-    refuse_if_resolved(header)
+    move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
     turns = await run_in_threadpool(pilot.runtime.memory.session_turns,
                                     Scope(header["customer_id"], who.tenant), session_id)
     if body.turn_index not in {t["turn_index"] for t in turns}:
@@ -239,7 +261,10 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
 async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot
                   ) -> dict[str, Any]:
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
-    refuse_if_resolved(await run_in_threadpool(owned_session, pilot, who, session_id))
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
+    if not header.get("handoff"):
+        await run_in_threadpool(pilot.limits.spend, "handoffs", who.key_name)
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
                                      body.reason)
     return {"session": customer_view(header), "message": pilot.settings.messages.handoff}

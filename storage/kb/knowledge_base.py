@@ -37,6 +37,7 @@ from storage.qdrant.store import (
     Rrf,
     Stage,
     Store,
+    all_of,
 )
 
 KEYWORD_FIELDS = ("source_id", "tiers", "access", "product", "language", "customer_id", "tenant",
@@ -209,6 +210,16 @@ class KnowledgeBase:
         self, query: str, pipeline: str, where: Condition | None, limit: int
     ) -> list[Hit]:
         return self.store.query(self.collection, self.plan(query, pipeline, limit), where)
+
+    def readable_sources(self, source_ids: Sequence[str], where: Condition | None
+                         ) -> frozenset[str]:
+        """The ``source_ids`` that have a chunk matching ``where`` (a caller's enforced
+        filter): what that caller may read of a list of citations."""
+        if not source_ids or not self.exists():
+            return frozenset()
+        wanted = all_of(Match("source_id", tuple(source_ids)), where)
+        return frozenset(r.payload["source_id"]
+                         for r in self.store.scroll(self.collection, wanted, fields=("source_id",)))
 
     def vocabulary(self) -> frozenset[str]:
         """Every entity any chunk mentions (cached until the next write)."""

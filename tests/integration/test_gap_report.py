@@ -101,7 +101,7 @@ def test_the_cli_prints_the_report_and_names_a_bad_since(tmp_path, example_kb):
     assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
     empty = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--json"])
     assert empty.exit_code == 0, empty.output
-    assert json.loads(empty.stdout) == {"questions": 0, "clusters": []}
+    assert json.loads(empty.stdout) == {"questions": 0, "clustered": 0, "clusters": []}
     bad = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--since", "soon"])
     assert bad.exit_code != 0
     assert "error: since 'soon': give 7d, 24h, 30m or an ISO date" in bad.output

@@ -5,6 +5,7 @@ Idle sessions are remembered too. Roles and tenants bound every route."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
@@ -21,7 +22,12 @@ KEYS = [
     ApiKey(name="widget", sha256=hash_key("widget-key"), tenant="acme", slots=PUBLIC),
     ApiKey(name="backend", sha256=hash_key("backend-key"), tenant="acme", slots=PUBLIC,
            trust_customer_id=True),
+    ApiKey(name="portal", sha256=hash_key("portal-key"), tenant="acme",
+           slots={"access_level": "customer", "tier": "enterprise"}),
     ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
+    ApiKey(name="ben", sha256=hash_key("ben-key"), tenant="acme", role="agent"),
+    ApiKey(name="senior", sha256=hash_key("senior-key"), tenant="acme", role="agent",
+           slots={"access_level": "internal", "tier": "enterprise"}),
     ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
     ApiKey(name="globex-agent", sha256=hash_key("globex-agent-key"), tenant="globex",
            role="agent"),
@@ -61,14 +67,18 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
                  message="Order ORD-55812 has had no refund for three weeks.").json()
     assert later["verdict"] == "handoff" and later["turn_index"] == 1
 
-    [queued] = client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"]
+    page = client.get("/v1/handoffs", headers=auth("ana")).json()
+    [queued] = page["handoffs"]
+    assert page["total"] == 1
     assert queued["session"]["session_id"] == session
     assert queued["session"]["handoff_reason"] == "refund still missing"
-    assert queued["waiting"] == 1
-    assert [t["status"] for t in queued["turns"]] == ["done", "waiting_for_agent"]
-    assert queued["citations"] == ["billing/refunds.md"]
-    assert {"type": "order", "value": "ORD-55812"}.items() <= queued["entities"][0].items()
+    assert (queued["first_message"], queued["waiting"]) == ("How long does a refund take?", 1)
+    whole = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
+    assert [t["status"] for t in whole["turns"]] == ["done", "waiting_for_agent"]
+    assert whole["citations"] == ["billing/refunds.md"]
+    assert {"type": "order", "value": "ORD-55812"}.items() <= whole["entities"][0].items()
 
+    assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
     reply = post(client, f"/v1/sessions/{session}/agent-messages", "ana",
                  message="I have re-sent the refund; it arrives in 2 days.")
     assert reply.status_code == 201 and reply.json()["turn_index"] == 2
@@ -102,6 +112,8 @@ def test_staff_routes_need_a_staff_key_of_the_same_tenant(pilot):
                 message="hi").status_code == 404
     assert post(client, f"/v1/sessions/{session}/resolve", "globex-agent",
                 note="x").status_code == 404
+    assert post(client, f"/v1/handoffs/{session}/take", "globex-agent").status_code == 404
+    assert client.get(f"/v1/handoffs/{session}", headers=auth("globex-agent")).status_code == 404
     assert len(client.get("/v1/handoffs", headers=auth("lead")).json()["handoffs"]) == 1
 
 
@@ -122,12 +134,15 @@ def test_bad_staff_requests_are_named_and_store_nothing(pilot, path, body):
     assert response.status_code == 422
     if body and "extra" not in body:  # the field is named
         assert next(iter(body)) in str(response.json()), response.json()
-    assert client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()["turns"] == []
+    assert client.get(f"/v1/handoffs/{session}", headers=auth("lead")).json()["turns"] == []
 
 
-def test_a_person_replying_takes_the_conversation_over(pilot):
+def test_a_person_taking_the_conversation_stops_the_assistant(pilot):
     client, _ = pilot
     session = post(client, "/v1/sessions", "widget").json()["session_id"]
+    refused = post(client, f"/v1/sessions/{session}/agent-messages", "ana", message="Hi, Ana.")
+    assert refused.status_code == 409  # not taken: nobody replies over the assistant
+    assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
     post(client, f"/v1/sessions/{session}/agent-messages", "ana", message="Hello, I am Ana.")
     later = post(client, f"/v1/sessions/{session}/messages", "widget",
                  message="How long does a refund take?").json()
@@ -203,6 +218,7 @@ def test_the_customers_view_of_a_session_holds_no_staff_internal_fields(pilot):
     client, _ = pilot
     session = post(client, "/v1/sessions", "backend", customer_id="c-79").json()["session_id"]
     post(client, f"/v1/sessions/{session}/handoff", "backend", reason="please call")
+    post(client, f"/v1/handoffs/{session}/take", "ana")
     assert post(client, f"/v1/sessions/{session}/agent-messages", "ana",
                 message="Calling you now.").status_code == 201
     post(client, f"/v1/sessions/{session}/resolve", "ana", note="internal: VIP, refunded")
@@ -229,3 +245,136 @@ def test_the_idle_sweep_stops_reading_sessions_that_never_got_a_message(pilot, m
     post(client, f"/v1/sessions/{empty}/messages", "backend", message="How long does a refund take?")
     later = time.time() + minutes * 60 + 1
     assert close_idle_sessions(pilot_context, now=later) == [empty]  # a first message counts
+
+
+def handed_off(client, key: str = "widget") -> str:
+    session = post(client, "/v1/sessions", key).json()["session_id"]
+    assert post(client, f"/v1/sessions/{session}/handoff", key).status_code == 200
+    return session
+
+
+def test_one_person_has_a_conversation_and_an_admin_can_reassign_it(pilot):
+    client, _ = pilot
+    session = handed_off(client)
+    assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
+    [row] = client.get("/v1/handoffs", headers=auth("ben")).json()["handoffs"]
+    assert row["session"]["taken_by"] == "ana"  # others see who has it
+    for path, body in (("handoffs/{s}/take", {}), ("sessions/{s}/agent-messages",
+                                                   {"message": "Ben here"}),
+                       ("sessions/{s}/resolve", {"note": "done"})):
+        refused = post(client, "/v1/" + path.format(s=session), "ben", **body)
+        assert refused.status_code == 409 and refused.json()["error"]["code"] == "taken", path
+    assert client.get(f"/v1/handoffs/{session}", headers=auth("ben")).status_code == 403
+    assert post(client, f"/v1/handoffs/{session}/assign", "ana", agent="ben").status_code == 403
+    unknown = post(client, f"/v1/handoffs/{session}/assign", "lead", agent="nobody")
+    assert unknown.status_code == 422 and "nobody" in unknown.json()["error"]["message"]
+    assert post(client, f"/v1/handoffs/{session}/assign", "lead", agent="ben").status_code == 200
+    assert post(client, f"/v1/sessions/{session}/agent-messages", "ben",
+                message="Ben here").status_code == 201
+    assert post(client, f"/v1/sessions/{session}/agent-messages", "ana",
+                message="Ana here").status_code == 409
+
+
+def test_the_queue_comes_a_page_at_a_time_oldest_first_and_polls_cheaply(pilot):
+    client, _ = pilot
+    sessions = [handed_off(client) for _ in range(5)]
+    first = client.get("/v1/handoffs?limit=2", headers=auth("ana"))
+    page = first.json()
+    assert (page["total"], len(page["handoffs"])) == (5, 2)
+    later = client.get("/v1/handoffs?limit=2&offset=4", headers=auth("ana")).json()
+    assert [r["session"]["session_id"] for r in page["handoffs"] + later["handoffs"]] == \
+        sessions[:2] + sessions[4:]
+    etag = first.headers["etag"]
+    same = client.get("/v1/handoffs?limit=2", headers={**auth("ana"), "If-None-Match": etag})
+    assert same.status_code == 304 and same.content == b""
+    post(client, f"/v1/handoffs/{sessions[0]}/take", "ana")
+    changed = client.get("/v1/handoffs?limit=2", headers={**auth("ana"), "If-None-Match": etag})
+    assert changed.status_code == 200 and changed.headers["etag"] != etag
+    for bad in ("limit=0", "limit=101", "offset=-1", "limit=x"):
+        refused = client.get(f"/v1/handoffs?{bad}", headers=auth("ana"))
+        assert refused.status_code == 422 and bad.split("=")[0] in str(refused.json()), bad
+
+
+def test_an_agent_reads_only_what_their_keys_slots_allow(pilot):
+    """The customer's key may read a customer-only article; an agent key limited to public
+    articles sees the conversation with that answer withheld, a senior agent sees it."""
+    client, _ = pilot
+    session = post(client, "/v1/sessions", "portal").json()["session_id"]
+    answer = post(client, f"/v1/sessions/{session}/messages", "portal",
+                  message="How do I change the email address of my account?").json()
+    assert answer["verdict"] == "answered", answer
+    assert answer["citations"][0]["source_id"] == "accounts/change-email.md"
+    post(client, f"/v1/sessions/{session}/handoff", "portal")
+    public = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
+    assert public["turns"][0]["answer"].startswith("[withheld")
+    assert public["turns"][0]["withheld_citations"] == 1
+    assert public["citations"] == [] and "change-email" not in str(public)
+    assert answer["answer"] not in str(public)
+    senior = client.get(f"/v1/handoffs/{session}", headers=auth("senior")).json()
+    assert senior["turns"][0]["answer"] == answer["answer"]
+    assert senior["citations"] == ["accounts/change-email.md"]
+
+
+def test_an_agent_cannot_read_sessions_outside_the_queue(pilot):
+    client, _ = pilot
+    session = answered_session(client, "c-80")  # open: never handed off
+    assert client.get(f"/v1/handoffs/{session}", headers=auth("ana")).status_code == 404
+    assert client.get(f"/v1/handoffs/{session}", headers=auth("lead")).status_code == 200
+
+
+def test_concurrent_resolves_apply_once(pilot):
+    client, app_pilot = pilot
+    session = handed_off(client)
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda n: post(client, f"/v1/sessions/{session}/resolve",
+                                               "lead", note=f"note {n}"), range(6)))
+    won = [a for a in answers if a.status_code == 200]
+    assert len(won) == 1, [a.status_code for a in answers]
+    assert {a.status_code for a in answers} == {200, 409}
+    header = app_pilot.store.session("acme", session)
+    assert header["resolution"] == won[0].json()["session"]["resolution"]
+
+
+def test_a_hand_off_turn_finishing_after_a_resolve_leaves_it_resolved(pilot):
+    """The gate's hand-off lands after an agent resolved the session mid-turn."""
+    from service.routes.sessions import hand_off_after_turn
+    from tasks.schemas import TurnRequest, TurnResult
+
+    client, app_pilot = pilot
+    session = answered_session(client, "c-81")
+    request = TurnRequest(session_id=session, customer_id="c-81", message="a person please",
+                          slots={"tenant": "acme"})
+    assert post(client, f"/v1/sessions/{session}/resolve", "lead", note="called").status_code \
+        == 200
+    hand_off_after_turn(app_pilot, request, TurnResult(session_id=session, answer="",
+                                                       verdict="handoff", handoff=True))
+    header = app_pilot.store.session("acme", session)
+    assert (header["status"], header["resolution"]) == ("resolved", "called")
+    assert client.get("/v1/handoffs", headers=auth("ana")).json()["total"] == 0
+
+
+def test_a_stale_writer_never_writes_an_old_header_back(pilot):
+    """The idle sweep read the session, an agent resolved it, then the sweep recorded its
+    write: the resolution stays, and so does every racing reply and resolve's outcome."""
+    from service.idle_sessions import mark_remembered
+
+    client, app_pilot = pilot
+    session = handed_off(client)
+    stale = app_pilot.store.session("acme", session)
+    post(client, f"/v1/handoffs/{session}/take", "ana")
+    assert post(client, f"/v1/sessions/{session}/resolve", "ana", note="fixed").status_code == 200
+    mark_remembered(app_pilot, stale, time.time())
+    header = app_pilot.store.session("acme", session)
+    assert (header["status"], header["resolution"]) == ("resolved", "fixed")
+
+    racing = handed_off(client)
+    post(client, f"/v1/handoffs/{racing}/take", "ana")
+    calls = [("agent-messages", {"message": f"reply {n}"}) for n in range(8)] + \
+        [("resolve", {"note": "racing"})]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda c: post(client, f"/v1/sessions/{racing}/{c[0]}", "ana", **c[1]),
+                      calls))
+    header = app_pilot.store.session("acme", racing)
+    assert (header["status"], header["resolution"]) == ("resolved", "racing")
+    assert post(client, f"/v1/sessions/{racing}/messages", "widget",
+                message="hello?").status_code == 409

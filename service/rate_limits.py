@@ -1,0 +1,122 @@
+"""Per-key rate limits of the pilot, counted in Qdrant so every worker shares them.
+
+The `limits` library does the arithmetic (its ``"30/minute"`` notation and fixed windows);
+:class:`QdrantCounters` is its storage: one point per key and window, each increment a
+compare-and-set on the point's revision (:meth:`storage.qdrant.store.Store.update_if`), so
+two workers never both spend the last unit. A request over a limit gets 429 with
+``Retry-After``.
+
+Usage::
+
+    limiter = RateLimits(store, encoders, settings.pilot.limits)
+    limiter.spend("sessions", who.key_name)              # ApiError 429 when over
+    limiter.spend("message_bytes", who.key_name, cost=len(text.encode()))
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from typing import Any
+
+from limits import RateLimitItem, parse
+from limits.storage import Storage
+from limits.strategies import FixedWindowRateLimiter
+
+from config.settings import PilotLimits
+from service.errors import ApiError
+from storage.kb.embeddings import Encoders
+from storage.qdrant.store import CollectionSpec, Match, PointData, Store
+
+COUNTERS = "pilot_rate_counters"
+_NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
+MAX_TRIES = 16
+WHAT = {"sessions": "new sessions", "handoffs": "hand-offs to a person",
+        "message_bytes": "bytes of messages"}
+
+
+class QdrantCounters(Storage):
+    """A `limits` storage in a Qdrant collection: ``incr`` is atomic across workers."""
+
+    STORAGE_SCHEME: list[str] | None = ["supportcrew+qdrant"]  # noqa: RUF012 (limits API)
+
+    def __init__(self, store: Store, encoders: Encoders) -> None:
+        super().__init__()
+        self.store = store
+        self.vector = encoders.dense.encode(["rate counter"])[0].dense
+        if not store.has_collection(COUNTERS):
+            store.create_collection(COUNTERS, CollectionSpec(
+                dense_dim=encoders.dense.dim, sparse=False, tokens=False,
+                keyword_indexes=("key",)))
+
+    @property
+    def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
+        return RuntimeError
+
+    def _point(self, key: str, payload: dict[str, Any]) -> PointData:
+        return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=self.vector, payload=payload)
+
+    def _read(self, key: str) -> dict[str, Any] | None:
+        found = list(self.store.scroll(COUNTERS, Match("key", (key,))))
+        return found[0].payload if found else None
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        for _ in range(MAX_TRIES):
+            now = time.time()
+            current = self._read(key)
+            fresh = current is None or current["expires_at"] <= now
+            count = amount if fresh else current["count"] + amount  # type: ignore[index]
+            written = {"key": key, "count": count, "rev": uuid.uuid4().hex,
+                       "expires_at": now + expiry if fresh else current["expires_at"]}  # type: ignore[index]
+            if current is None:
+                self.store.insert_new(COUNTERS, [self._point(key, written)])
+            else:
+                self.store.update_if(COUNTERS, self._point(key, written),
+                                     Match("rev", (current["rev"],)))
+            stored = self._read(key)
+            if stored is not None and stored["rev"] == written["rev"]:
+                return count
+        raise RuntimeError(f"rate counter {key!r} is contended: try again")
+
+    def get(self, key: str) -> int:
+        current = self._read(key)
+        return 0 if current is None or current["expires_at"] <= time.time() else current["count"]
+
+    def get_expiry(self, key: str) -> float:
+        current = self._read(key)
+        return time.time() if current is None else float(current["expires_at"])
+
+    def check(self) -> bool:
+        return self.store.has_collection(COUNTERS)
+
+    def reset(self) -> int | None:
+        counted = self.store.count(COUNTERS)
+        self.store.delete(COUNTERS, Match("key", tuple(r.payload["key"] for r in
+                                                       self.store.scroll(COUNTERS))))
+        return counted
+
+    def clear(self, key: str) -> None:
+        self.store.delete(COUNTERS, Match("key", (key,)))
+
+
+class RateLimits:
+    """The pilot's per-key limits (``pilot.limits`` in assistant.yaml)."""
+
+    def __init__(self, store: Store, encoders: Encoders, config: PilotLimits) -> None:
+        self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
+        self.items: dict[str, RateLimitItem] = {
+            name: parse(getattr(config, name)) for name in WHAT}
+
+    def spend(self, name: str, key_name: str, cost: int = 1) -> None:
+        """Count ``cost`` against the key's ``name`` limit; 429 with ``Retry-After`` when the
+        window is spent (nothing of the request is stored)."""
+        item = self.items[name]
+        if self.limiter.hit(item, key_name, cost=cost):
+            return
+        reset, _ = self.limiter.get_window_stats(item, key_name)
+        wait = max(1, math.ceil(reset - time.time()))
+        raise ApiError(429, "rate_limited",
+                       f"this key has used its {WHAT[name]} for now ({item}); try again in "
+                       f"{wait} s", {"limit": name, "retry_after_s": wait},
+                       headers={"Retry-After": str(wait)})

@@ -1,0 +1,93 @@
+"""A pilot session's life, written once: which verb may move a session from which status, and
+who may use it.
+
+    open --hand_off--> handoff --resolve--> resolved
+      \\-------------------------resolve----/
+
+``take`` gives a waiting conversation to one person (an admin may take it from another);
+``reply`` needs the conversation taken by the person replying; ``message`` and ``feedback``
+(the customer) and ``remember`` (the idle sweep) change no status but are refused once the
+session is resolved. :class:`service.pilot_store.PilotStore` applies a move as one
+compare-and-set on the session's revision, so a racing writer gets a conflict and re-reads.
+
+Usage::
+
+    changes = move(header, "take", role="agent", actor="ana")   # the fields to write
+    move(resolved_header, "hand_off", role="customer", actor="")  # raises SessionConflict
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Status = Literal["open", "handoff", "resolved"]
+Verb = Literal["hand_off", "take", "reply", "resolve", "message", "feedback", "remember"]
+Role = Literal["customer", "assistant", "agent", "admin", "sweep"]
+STAFF: frozenset[str] = frozenset({"agent", "admin"})
+RESOLVED_FOR_CUSTOMER = ("this conversation was resolved by our support team: start a new "
+                         "session")
+
+
+@dataclass(frozen=True)
+class Move:
+    allowed_from: frozenset[str]
+    to: Status | None  # None: the status stays
+    roles: frozenset[str]
+
+
+MOVES: dict[Verb, Move] = {
+    "hand_off": Move(frozenset({"open", "handoff"}), "handoff",
+                     frozenset({"customer", "assistant"})),
+    "take": Move(frozenset({"open", "handoff"}), "handoff", STAFF),
+    "reply": Move(frozenset({"handoff"}), None, STAFF),
+    "resolve": Move(frozenset({"open", "handoff"}), "resolved", STAFF),
+    "message": Move(frozenset({"open", "handoff"}), None, frozenset({"customer"})),
+    "feedback": Move(frozenset({"open", "handoff"}), None, frozenset({"customer"})),
+    "remember": Move(frozenset({"open", "handoff"}), None, frozenset({"sweep"})),
+}
+
+
+class SessionConflict(Exception):
+    """The move does not apply to the session as it is now (the service answers 409)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def status_of(header: dict[str, Any]) -> str:
+    return str(header.get("status") or ("handoff" if header.get("handoff") else "open"))
+
+
+def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str, Any]:
+    """The header fields ``verb`` changes, or :class:`SessionConflict` when the session's
+    status or holder does not allow it. ``actor`` names the person (their key) for staff."""
+    rule = MOVES[verb]
+    if role not in rule.roles:
+        raise SessionConflict("wrong_role", f"a {role} cannot {verb.replace('_', ' ')} a "
+                              "session")
+    status = status_of(header)
+    if status not in rule.allowed_from:
+        if status == "resolved":
+            raise SessionConflict("session_resolved", RESOLVED_FOR_CUSTOMER if role == "customer"
+                                  else "this conversation is already resolved")
+        raise SessionConflict("not_handed_off", "take this conversation before replying")
+    holder = header.get("taken_by")
+    if role in STAFF and verb in ("take", "resolve") and holder and holder != actor \
+            and role != "admin":
+        raise SessionConflict("taken", f"{holder} has this conversation; an admin can "
+                              "reassign it")
+    if verb == "reply" and holder != actor:
+        raise SessionConflict("taken" if holder else "not_taken",
+                              f"{holder} has this conversation" if holder
+                              else "take this conversation before replying")
+    changes: dict[str, Any] = {}
+    if rule.to is not None and rule.to != status:
+        changes["status"] = rule.to
+    if verb in ("hand_off", "take") and status == "open":
+        changes["handoff"] = True
+    if verb == "take":
+        changes["taken_by"] = actor
+    return changes

@@ -1,0 +1,49 @@
+"""What a staff key may read of a conversation: the same enforced slots as a customer key's
+searches. An agent key with ``access_level: public`` never sees an answer, quote or citation
+from a customer-only or enterprise-only article, even in a transcript it works on; the answer
+is withheld and says so, so the agent knows to ask someone who may read it.
+
+Which articles a key may read is decided in the storage layer
+(:meth:`storage.kb.knowledge_base.KnowledgeBase.readable_sources`, under the filter
+:func:`storage.retrieval.filters.build_filters` builds for every search).
+
+Usage::
+
+    turns = withhold_unreadable(runtime, staff_slots(who), memory.session_turns(scope, sid))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from service.auth import Caller
+from storage.retrieval.filters import build_filters
+
+WITHHELD = ("[withheld: this answer cites an article your key may not read; ask a colleague "
+            "whose key may]")
+
+
+def staff_slots(who: Caller) -> dict[str, str]:
+    """The enforced slots a staff key reads under (its tenant included)."""
+    return {**who.slots, "tenant": who.tenant} if who.tenant else dict(who.slots)
+
+
+def withhold_unreadable(runtime: Any, slots: dict[str, str],
+                        turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``turns`` with every answer that cites an article ``slots`` may not read replaced by
+    :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``)."""
+    cited = sorted({c for t in turns for c in t.get("citations") or []})
+    if not cited:
+        return list(turns)
+    kb = runtime.knowledge_base()
+    readable = kb.readable_sources(cited, build_filters(kb.settings.slots, slots,
+                                                        strict=False).enforced)
+    shown = []
+    for turn in turns:
+        hidden = [c for c in turn.get("citations") or [] if c not in readable]
+        if hidden:
+            turn = {**turn, "answer": WITHHELD, "withheld_citations": len(hidden),
+                    "citations": [c for c in turn["citations"] if c in readable]}
+        shown.append(turn)
+    return shown

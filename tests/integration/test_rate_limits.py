@@ -1,0 +1,99 @@
+"""Per-key limits through the real service: 429 with Retry-After, nothing stored, other keys
+unaffected; the counter in Qdrant is exact under concurrent increments."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from fastapi.testclient import TestClient
+
+from config.settings import ApiKey, PilotLimits
+from service.auth import hash_key
+from storage.memory import Scope
+from tests.helpers import pilot_over_own_store
+
+pytestmark = pytest.mark.integration
+TIGHT = PilotLimits(sessions="3/minute", handoffs="1/hour", message_bytes="120/day",
+                    waiting_messages=2)
+KEYS = [ApiKey(name="flood", sha256=hash_key("flood-key"), tenant="acme",
+               trust_customer_id=True),
+        ApiKey(name="calm", sha256=hash_key("calm-key"), tenant="acme",
+               trust_customer_id=True)]
+
+
+@pytest.fixture
+def pilot(settings, example_kb, tmp_path):
+    tight = settings.model_copy(update={"pilot": settings.pilot.model_copy(
+        update={"limits": TIGHT})})
+    with pilot_over_own_store(tight, example_kb, tmp_path / "data", *KEYS) as (app, _), \
+            TestClient(app) as client:
+        yield client, app.state.pilot
+
+
+def post(client, path, key, **body):
+    return client.post(path, json=body, headers={"Authorization": f"Bearer {key}-key"})
+
+
+def assert_limited(response, limit: str) -> None:
+    assert response.status_code == 429, response.json()
+    assert int(response.headers["retry-after"]) >= 1
+    assert response.json()["error"]["limit"] == limit
+
+
+def test_new_sessions_per_key_are_limited_and_other_keys_go_on(pilot):
+    client, app_pilot = pilot
+    made = [post(client, "/v1/sessions", "flood").status_code for _ in range(3)]
+    assert made == [201, 201, 201]
+    assert_limited(post(client, "/v1/sessions", "flood"), "sessions")
+    assert post(client, "/v1/sessions", "calm").status_code == 201
+    assert len(app_pilot.store.sessions("acme")) == 4  # the refused one stored nothing
+
+
+def test_hand_offs_and_message_bytes_are_limited_and_refused_messages_not_stored(pilot):
+    client, app_pilot = pilot
+    first, second = (post(client, "/v1/sessions", "flood", customer_id=f"c-{n}").json()
+                     ["session_id"] for n in range(2))
+    assert post(client, f"/v1/sessions/{first}/handoff", "flood").status_code == 200
+    assert post(client, f"/v1/sessions/{first}/handoff", "flood").status_code == 200  # again
+    assert_limited(post(client, f"/v1/sessions/{second}/handoff", "flood"), "handoffs")
+    assert app_pilot.store.session("acme", second)["status"] == "open"
+
+    assert post(client, f"/v1/sessions/{second}/messages", "flood",
+                message="x" * 100).status_code == 200
+    assert_limited(post(client, f"/v1/sessions/{second}/messages", "flood",
+                        message="y" * 40), "message_bytes")
+    turns = app_pilot.runtime.memory.session_turns(Scope("c-1", "acme"), second)
+    assert [t["user"][0] for t in turns] == ["x"]
+
+
+def test_messages_waiting_for_a_person_are_capped_per_session(pilot):
+    client, app_pilot = pilot
+    session = post(client, "/v1/sessions", "calm", customer_id="c-w").json()["session_id"]
+    post(client, f"/v1/sessions/{session}/handoff", "calm")
+    for text in ("one", "two"):
+        assert post(client, f"/v1/sessions/{session}/messages", "calm",
+                    message=text).json()["verdict"] == "handoff"
+    refused = post(client, f"/v1/sessions/{session}/messages", "calm", message="three")
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_waiting"
+    turns = app_pilot.runtime.memory.session_turns(Scope("c-w", "acme"), session)
+    assert [t["user"] for t in turns] == ["one", "two"]
+
+
+def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
+    _, app_pilot = pilot
+    counters = app_pilot.limits.limiter.storage
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: counters.incr("probe", 60, 1), range(40)))
+    assert counters.get("probe") == 40
+    assert counters.get_expiry("probe") > 0
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("sessions", "lots"), ("handoffs", "10/fortnight"), ("message_bytes", "0/day"),
+    ("waiting_messages", 0)])
+def test_a_malformed_limit_is_named(field, value):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=field):
+        PilotLimits(**{field: value})
