@@ -1,9 +1,9 @@
 """supportcrew command line.
 
-    python main.py --help
-    python main.py ingest examples/kb --prune
-    python main.py search "How long does a refund take?" --slot tier=basic
-    python main.py eval retrieval --dataset ../shared/datasets/scifact
+python main.py --help
+python main.py ingest examples/kb --prune
+python main.py search "How long does a refund take?" --slot tier=basic
+python main.py eval retrieval --dataset ../shared/datasets/scifact
 """
 
 from __future__ import annotations
@@ -28,12 +28,16 @@ from config.telemetry import apply_telemetry_policy
 
 apply_telemetry_policy(enabled=os.environ.get("SUPPORTCREW_TELEMETRY", "").lower() == "true")
 
-app = typer.Typer(help="supportcrew: a multi-agent customer-support assistant.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="supportcrew: a multi-agent customer-support assistant.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 eval_app = typer.Typer(help="Measure the assistant.", no_args_is_help=True)
 app.add_typer(eval_app, name="eval")
-memory_app = typer.Typer(help="Show, export or forget what supportcrew remembers of a customer.",
-                         no_args_is_help=True)
+memory_app = typer.Typer(
+    help="Show, export or forget what supportcrew remembers of a customer.", no_args_is_help=True
+)
 app.add_typer(memory_app, name="memory")
 console = Console(soft_wrap=True)  # lines a script may grep never wrap; tables fit the width
 errors = Console(stderr=True, soft_wrap=True)
@@ -62,8 +66,18 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from storage.memory import ScopeError
     from storage.qdrant.store import StoreError
     from storage.retrieval.filters import SlotError
-    return (ConfigError, SlotError, StoreError, DocumentError, ModelFilesError, DatasetError,
-            LlmConfigError, ScopeError, ValueError)
+
+    return (
+        ConfigError,
+        SlotError,
+        StoreError,
+        DocumentError,
+        ModelFilesError,
+        DatasetError,
+        LlmConfigError,
+        ScopeError,
+        ValueError,
+    )
 
 
 def friendly_errors(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,12 +121,13 @@ def parse_slots(pairs: list[str]) -> dict[str, str]:
 
 @app.callback()
 def main(
-    data_dir: Annotated[Path, typer.Option(envvar="SUPPORTCREW_DATA_DIR",
-                                           help="Where embedded Qdrant and sessions live.")
-                        ] = Path(".supportcrew"),
-    config: Annotated[Path | None, typer.Option("--config",
-                                                help="Settings file instead of config/assistant.yaml.")
-                      ] = None,
+    data_dir: Annotated[
+        Path,
+        typer.Option(envvar="SUPPORTCREW_DATA_DIR", help="Where embedded Qdrant and sessions live."),
+    ] = Path(".supportcrew"),
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Settings file instead of config/assistant.yaml.")
+    ] = None,
 ) -> None:
     """supportcrew: answers customers from a Qdrant knowledge base, with cited evidence."""
     state.data_dir = data_dir
@@ -124,8 +139,9 @@ def main(
 @friendly_errors
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
-    collection: Annotated[str | None, typer.Option(help="Collection name (default from config).")
-                          ] = None,
+    collection: Annotated[
+        str | None, typer.Option(help="Collection name (default from config).")
+    ] = None,
     recreate: Annotated[bool, typer.Option(help="Drop the collection first.")] = False,
     prune: Annotated[bool, typer.Option(help="Remove documents whose files are gone.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -135,29 +151,60 @@ def ingest(
 
     from storage.kb.ingest import ingest_paths
 
-    with open_kb(collection) as kb, Progress(
-        TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    ) as progress:
+    with (
+        open_kb(collection) as kb,
+        Progress(
+            TextColumn("[bold]ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress,
+    ):
         task = progress.add_task("ingest", total=None)
         report = ingest_paths(
-            kb, paths, recreate=recreate, prune=prune,
+            kb,
+            paths,
+            recreate=recreate,
+            prune=prune,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
     if as_json:
         sys.stdout.write(json.dumps({"collection": kb.collection, **asdict(report)}) + "\n")
         return
     table = Table(title=f"ingest into {kb.collection!r}")
-    for column in ("files", "documents", "chunks", "unchanged", "replaced", "pruned", "skipped",
-                   "seconds"):
+    for column in (
+        "files",
+        "documents",
+        "chunks",
+        "unchanged",
+        "replaced",
+        "pruned",
+        "skipped",
+        "seconds",
+    ):
         table.add_column(column, justify="right")
-    table.add_row(*(str(v) for v in (report.files, report.documents, report.chunks,
-                                      report.unchanged, report.replaced, report.pruned,
-                                      len(report.skipped), f"{report.seconds:.1f}")))
+    table.add_row(
+        *(
+            str(v)
+            for v in (
+                report.files,
+                report.documents,
+                report.chunks,
+                report.unchanged,
+                report.replaced,
+                report.pruned,
+                len(report.skipped),
+                f"{report.seconds:.1f}",
+            )
+        )
+    )
     console.print(table)
     for path, reason in report.skipped:
-        errors.print(f"[yellow]skipped[/] {reason if path in reason else f'{path}: {reason}'}",
-                     highlight=False)
+        errors.print(
+            f"[yellow]skipped[/] {reason if path in reason else f'{path}: {reason}'}", highlight=False
+        )
     for warning in report.warnings:
         errors.print(f"[yellow]warning[/] {warning}", highlight=False)
 
@@ -197,8 +244,12 @@ def search(
         table.add_column(column)
     for rank, result in enumerate(found.results, start=1):
         meta = result.metadata
-        table.add_row(str(rank), f"{result.score:.4f}",
-                      f"{meta['source_id']}\n{meta.get('title', '')}", result.text[:400])
+        table.add_row(
+            str(rank),
+            f"{result.score:.4f}",
+            f"{meta['source_id']}\n{meta.get('title', '')}",
+            result.text[:400],
+        )
     console.print(table if found.results else "[yellow]no results[/]")
 
 
@@ -206,14 +257,15 @@ def search(
 @friendly_errors
 def kickoff(
     script: Annotated[Path, typer.Argument(help="Conversations YAML (see examples/kickoff/).")],
-    output: Annotated[Path | None, typer.Option(help="Write one JSON line per turn here.")
-                      ] = None,
+    output: Annotated[Path | None, typer.Option(help="Write one JSON line per turn here.")] = None,
     engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
-    llm: Annotated[str | None, typer.Option(help="local, or a provider such as "
-                                                 "openai/gpt-4o-mini")] = None,
-    answers: Annotated[bool, typer.Option(help="Print what was said in each turn under the "
-                                               "table.")] = True,
+    llm: Annotated[
+        str | None, typer.Option(help="local, or a provider such as openai/gpt-4o-mini")
+    ] = None,
+    answers: Annotated[
+        bool, typer.Option(help="Print what was said in each turn under the table.")
+    ] = True,
 ) -> None:
     """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
     from agents.runtime import build_runtime
@@ -224,8 +276,7 @@ def kickoff(
     conversations = load_script(script)
     settings = state.settings
     if llm:
-        settings = settings.model_copy(update={"llm": settings.llm.model_copy(
-            update={"provider": llm})})
+        settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"provider": llm})})
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
     table = Table(title=f"kickoff {script.name} ({runtime.engine.name}, {runtime.engine.process})")
     for column in ("conversation", "#", "verdict", "cited", "LLM calls", "seconds", "expect"):
@@ -242,11 +293,15 @@ def kickoff(
                 failures = line["expect_failures"]
                 failed += bool(failures)
                 said.append(line)
-                table.add_row(line["conversation_id"], str(line["turn_index"]), line["verdict"],
-                              ", ".join(c["source_id"] for c in line["citations"]) or "-",
-                              str(line["trace"]["llm_calls"]),
-                              f"{line['trace']['duration_ms'] / 1000:.1f}",
-                              "[red]" + "; ".join(failures) + "[/]" if failures else "[green]ok[/]")
+                table.add_row(
+                    line["conversation_id"],
+                    str(line["turn_index"]),
+                    line["verdict"],
+                    ", ".join(c["source_id"] for c in line["citations"]) or "-",
+                    str(line["trace"]["llm_calls"]),
+                    f"{line['trace']['duration_ms'] / 1000:.1f}",
+                    "[red]" + "; ".join(failures) + "[/]" if failures else "[green]ok[/]",
+                )
     finally:
         if sink:
             sink.close()
@@ -273,8 +328,10 @@ def print_answers(lines: list[dict[str, Any]]) -> None:
         body = Text("  customer: ", style="dim") + visible(line.get("user", ""))
         body += Text("\n  assistant: ", style="dim") + visible(line["answer"])
         for number, citation in enumerate(line["citations"], start=1):
-            body += Text(f"\n  [{number}] {citation['title']} "
-                         f"{citation.get('url') or citation['source_id']}", style="dim")
+            body += Text(
+                f"\n  [{number}] {citation['title']} {citation.get('url') or citation['source_id']}",
+                style="dim",
+            )
         console.print(body, soft_wrap=False, overflow="fold")
 
 
@@ -292,9 +349,11 @@ TenantOption = Annotated[str, typer.Option("--tenant", help="Tenant, when the pi
 
 @memory_app.command("show")
 @friendly_errors
-def memory_show(customer: CustomerOption, tenant: TenantOption = "",
-                as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
-                ) -> None:
+def memory_show(
+    customer: CustomerOption,
+    tenant: TenantOption = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """Sessions, entities and long-term memories of one customer."""
     from storage.memory import Scope
 
@@ -309,17 +368,26 @@ def memory_show(customer: CustomerOption, tenant: TenantOption = "",
     for column in ("type", "value", "seen in"):
         entities.add_column(column)
     for e in data["entities"]:
-        entities.add_row(visible(e["type"]), visible(e["value"]),
-                         visible(", ".join(e["source_turns"][-3:])))
+        entities.add_row(
+            visible(e["type"]), visible(e["value"]), visible(", ".join(e["source_turns"][-3:]))
+        )
     memories = Table(title="long-term memories")
     for column in ("session", "summary", "resolution", "sources"):
         memories.add_column(column)
     for m in data["memories"]:
-        memories.add_row(visible(m["session_id"]), visible(m["summary"][:80]),
-                         visible(m["resolution"][:80]), visible(", ".join(m["sources"])))
+        memories.add_row(
+            visible(m["session_id"]),
+            visible(m["summary"][:80]),
+            visible(m["resolution"][:80]),
+            visible(", ".join(m["sources"])),
+        )
     sessions = sorted({t["session_id"] for t in data["sessions"]})
-    console.print(visible(f"{len(data['sessions'])} stored turns in {len(sessions)} "
-                          f"session(s): {', '.join(sessions) or '-'}"))
+    console.print(
+        visible(
+            f"{len(data['sessions'])} stored turns in {len(sessions)} "
+            f"session(s): {', '.join(sessions) or '-'}"
+        )
+    )
     console.print(entities, memories)
 
 
@@ -331,8 +399,9 @@ def memory_export(customer: CustomerOption, tenant: TenantOption = "") -> None:
 
     with open_memory() as memory:
         data = memory.export(Scope(customer, tenant))
-    sys.stdout.write(json.dumps({"customer_id": customer, "tenant": tenant, **data}, indent=2,
-                                default=str) + "\n")
+    sys.stdout.write(
+        json.dumps({"customer_id": customer, "tenant": tenant, **data}, indent=2, default=str) + "\n"
+    )
 
 
 @memory_app.command("forget")
@@ -343,8 +412,10 @@ def memory_forget(customer: CustomerOption, tenant: TenantOption = "") -> None:
 
     with open_memory() as memory:
         counts = memory.forget(Scope(customer, tenant))
-    console.print(f"forgot {sum(counts.values())} record(s) of {customer}: "
-                  + ", ".join(f"{n} {name}" for name, n in counts.items()))
+    console.print(
+        f"forgot {sum(counts.values())} record(s) of {customer}: "
+        + ", ".join(f"{n} {name}" for name, n in counts.items())
+    )
 
 
 @app.command()
@@ -365,8 +436,9 @@ def chat(
     runtime = build_runtime(state.settings, state.data_dir, engine=engine, process=process)
     state.data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        ChatLoop(runtime, customer, slots, history_file=state.data_dir / "chat_history",
-                 console=console).run()
+        ChatLoop(
+            runtime, customer, slots, history_file=state.data_dir / "chat_history", console=console
+        ).run()
     finally:
         runtime.close()
 
@@ -380,8 +452,10 @@ app.add_typer(report_app, name="report")
 def report_gaps(
     tenant: TenantOption = "",
     since: Annotated[str, typer.Option(help="7d, 24h, 30m or an ISO date; empty: all.")] = "",
-    slot: Annotated[list[str] | None, typer.Option(
-        "--slot", help="Slot the nearest article is searched under, key=value.")] = None,
+    slot: Annotated[
+        list[str] | None,
+        typer.Option("--slot", help="Slot the nearest article is searched under, key=value."),
+    ] = None,
     top: Annotated[int, typer.Option(min=1, max=100, help="Largest groups shown.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -399,31 +473,35 @@ def report_gaps(
     slots = {"access_level": "internal", **parse_slots(slot or [])}
     with open_kb() as kb:
         sessions = PilotStore(kb.store, kb.encoders)
-        report = tenant_gap_report(MemoryStore(kb.store, kb.encoders), sessions,
-                                   QdrantRetriever(kb=kb), tenant, start, slots)
+        report = tenant_gap_report(
+            MemoryStore(kb.store, kb.encoders), sessions, QdrantRetriever(kb=kb), tenant, start, slots
+        )
         # a pilot whose keys all have a tenant stores nothing under "": never a silent 0
-        others = [t for t in sessions.tenants() if t] \
-            if not tenant and not report.questions else []
+        others = [t for t in sessions.tenants() if t] if not tenant and not report.questions else []
     if others:
-        raise ValueError("no questions without a tenant; this store's sessions belong to "
-                         f"{', '.join(others)}: give --tenant")
+        raise ValueError(
+            "no questions without a tenant; this store's sessions belong to "
+            f"{', '.join(others)}: give --tenant"
+        )
     report.clusters = report.clusters[:top]
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
     from terminal.safe_text import visible
 
-    latest = f", the latest {report.clustered} grouped" \
-        if report.clustered < report.questions else ""
+    latest = f", the latest {report.clustered} grouped" if report.clustered < report.questions else ""
     table = Table(title=f"knowledge gaps: {report.questions} question(s){latest}")
     for column in ("#", "asked", "kinds", "examples", "nearest article"):
         table.add_column(column)
     for rank, cluster in enumerate(report.clusters, start=1):
         near = cluster.nearest_article
-        table.add_row(str(rank), str(cluster.size),
-                      ", ".join(f"{k} {n}" for k, n in cluster.kinds.items()),
-                      visible("\n".join(cluster.examples)),
-                      visible(f"{near.source_id} ({near.score:.2f})") if near else "-")
+        table.add_row(
+            str(rank),
+            str(cluster.size),
+            ", ".join(f"{k} {n}" for k, n in cluster.kinds.items()),
+            visible("\n".join(cluster.examples)),
+            visible(f"{near.source_id} ({near.score:.2f})") if near else "-",
+        )
     console.print(table if report.clusters else "no unanswered questions stored")
 
 
@@ -456,8 +534,10 @@ def serve(
 
     settings = state.settings.for_serving()
     if not settings.pilot.api_keys:
-        raise ValueError("pilot.api_keys is empty: issue a key (python main.py keys hash KEY) "
-                         "and set SUPPORTCREW_PILOT__API_KEYS")
+        raise ValueError(
+            "pilot.api_keys is empty: issue a key (python main.py keys hash KEY) "
+            "and set SUPPORTCREW_PILOT__API_KEYS"
+        )
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
     try:
         app = create_app(settings, state.data_dir, runtime)
@@ -497,23 +577,33 @@ def eval_retrieval(
     for column in ("stage", "nDCG@10", "Recall@100", "MRR@10", "p50 ms", "p95 ms"):
         table.add_column(column, justify="right")
     for stage, row in results.items():
-        table.add_row(stage, *(f"{row[k]:.3f}" for k in ("nDCG@10", "Recall@100", "MRR@10")),
-                      f"{row['p50_ms']:.1f}", f"{row['p95_ms']:.1f}")
+        table.add_row(
+            stage,
+            *(f"{row[k]:.3f}" for k in ("nDCG@10", "Recall@100", "MRR@10")),
+            f"{row['p50_ms']:.1f}",
+            f"{row['p95_ms']:.1f}",
+        )
     console.print(table)
 
 
 @eval_app.command("answers")
 @friendly_errors
 def eval_answers(
-    dataset: Annotated[Path, typer.Option(help="A pack (kb/, questions.jsonl) or a BEIR-like "
-                                               "folder (corpus.jsonl, queries.jsonl, qrels/).")],
+    dataset: Annotated[
+        Path,
+        typer.Option(
+            help="A pack (kb/, questions.jsonl) or a BEIR-like "
+            "folder (corpus.jsonl, queries.jsonl, qrels/)."
+        ),
+    ],
     split: Annotated[str, typer.Option(help="qrels split, for a BEIR-like folder.")] = "test",
     engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions.")] = None,
     output: Annotated[Path | None, typer.Option(help="Write the report as JSON here.")] = None,
-    plot: Annotated[Path | None, typer.Option(
-        help="Write the gate's risk-coverage curve as a PNG here.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write the gate's risk-coverage curve as a PNG here.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask each question of a labelled set as a new conversation; score answers and refusals."""
@@ -539,29 +629,46 @@ def eval_answers(
     finally:
         runtime.close()
     answer_at = settings.evidence.operating_points()[0]
-    payload = {"dataset": answer_set.name, "engine": runtime.engine.name,
-               "process": runtime.engine.process, "summary": report.summary,
-               "calibration": report.calibration, "risk_coverage": report.curve,
-               "gate": settings.evidence.gate, "operating_point": answer_at, "rows": report.rows}
+    payload = {
+        "dataset": answer_set.name,
+        "engine": runtime.engine.name,
+        "process": runtime.engine.process,
+        "summary": report.summary,
+        "calibration": report.calibration,
+        "risk_coverage": report.curve,
+        "gate": settings.evidence.gate,
+        "operating_point": answer_at,
+        "rows": report.rows,
+    }
     if plot:
-        plot_risk_coverage({answer_set.name: report.curve}, plot, {answer_set.name: answer_at},
-                           f"{answer_set.name} ({runtime.engine.name})")
+        plot_risk_coverage(
+            {answer_set.name: report.curve},
+            plot,
+            {answer_set.name: answer_at},
+            f"{answer_set.name} ({runtime.engine.name})",
+        )
     if output:
         output.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     if as_json:
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         return
     summary = report.summary
-    table = Table(title=f"{answer_set.name}: {summary['questions']} questions "
-                        f"({runtime.engine.name}, {runtime.engine.process})")
+    table = Table(
+        title=f"{answer_set.name}: {summary['questions']} questions "
+        f"({runtime.engine.name}, {runtime.engine.process})"
+    )
     table.add_column("figure")
     table.add_column("value", justify="right")
-    for label, key in (("answered right (cited source answers)", "answered_right"),
-                       ("answers citing a wrong source", "wrong_source_answers"),
-                       ("refused right", "refused_right"), ("precision of answers", "precision"),
-                       ("gold-evidence token recall", "evidence_recall"),
-                       ("LLM calls per turn", "llm_calls"), ("p50 seconds", "p50_s"),
-                       ("p95 seconds", "p95_s")):
+    for label, key in (
+        ("answered right (cited source answers)", "answered_right"),
+        ("answers citing a wrong source", "wrong_source_answers"),
+        ("refused right", "refused_right"),
+        ("precision of answers", "precision"),
+        ("gold-evidence token recall", "evidence_recall"),
+        ("LLM calls per turn", "llm_calls"),
+        ("p50 seconds", "p50_s"),
+        ("p95 seconds", "p95_s"),
+    ):
         table.add_row(label, str(summary[key]))
     console.print(table)
     curve = Table(title="calibration of the answerability gate")
@@ -570,13 +677,19 @@ def eval_answers(
     for band in report.calibration:
         curve.add_row(band["probability"], str(band["questions"]), str(band["answerable"]))
     console.print(curve)
-    risk = Table(title=f"risk-coverage of the {payload['gate']} gate (operating point "
-                       f"{payload['operating_point']:g})")
+    risk = Table(
+        title=f"risk-coverage of the {payload['gate']} gate (operating point "
+        f"{payload['operating_point']:g})"
+    )
     for column in ("threshold", "answered", "precision", "coverage"):
         risk.add_column(column, justify="right")
     for point in report.curve[::2]:
-        risk.add_row(f"{point['threshold']:g}", str(point["answered"]), str(point["precision"]),
-                     str(point["coverage"]))
+        risk.add_row(
+            f"{point['threshold']:g}",
+            str(point["answered"]),
+            str(point["precision"]),
+            str(point["coverage"]),
+        )
     console.print(risk)
     if plot:
         console.print(f"risk-coverage curve written to {plot}")

@@ -22,8 +22,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_DEADLINE: contextvars.ContextVar[tuple[float | None, threading.Event | None]] = \
-    contextvars.ContextVar("turn_deadline", default=(None, None))
+_DEADLINE: contextvars.ContextVar[tuple[float | None, threading.Event | None]] = contextvars.ContextVar(
+    "turn_deadline", default=(None, None)
+)
 
 
 class DeadlineExceeded(RuntimeError):
@@ -86,6 +87,5 @@ def failed_call(server: str, exc: BaseException, started: float) -> ModelServerE
     ``time.perf_counter()`` at its start), returned as the error naming the server."""
     from agents.usage import record_call
 
-    record_call(0, 0, (time.perf_counter() - started) * 1000,
-                purpose=f"failed: {type(exc).__name__}")
+    record_call(0, 0, (time.perf_counter() - started) * 1000, purpose=f"failed: {type(exc).__name__}")
     return ModelServerError(f"model server {server}: {type(exc).__name__}: {str(exc)[:200]}")

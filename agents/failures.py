@@ -38,8 +38,14 @@ def outage_errors() -> tuple[type[BaseException], ...]:
 
     from integrations.custom_service import CustomServiceError
 
-    return (StoreError, CustomServiceError, OSError, httpx.HTTPError,
-            ResponseHandlingException, UnexpectedResponse)
+    return (
+        StoreError,
+        CustomServiceError,
+        OSError,
+        httpx.HTTPError,
+        ResponseHandlingException,
+        UnexpectedResponse,
+    )
 
 
 def is_outage(exc: BaseException) -> bool:

@@ -31,12 +31,13 @@ class RoleSpecs:
         try:
             text = self.tasks[task]["description"].format(**inputs)
         except KeyError as exc:
-            raise ConfigError(f"tasks.yaml: {task}.description uses unknown placeholder {exc}"
-                              ) from None
+            raise ConfigError(f"tasks.yaml: {task}.description uses unknown placeholder {exc}") from None
         return f"{text.strip()}\n\nExpected output: {self.tasks[task]['expected_output']}"
 
 
 def load_role_specs(config_dir: Path | None = None) -> RoleSpecs:
     config_dir = config_dir or CONFIG_DIR
-    return RoleSpecs(agents=read_yaml_mapping(config_dir / "agents.yaml"),
-                     tasks=read_yaml_mapping(config_dir / "tasks.yaml"))
+    return RoleSpecs(
+        agents=read_yaml_mapping(config_dir / "agents.yaml"),
+        tasks=read_yaml_mapping(config_dir / "tasks.yaml"),
+    )

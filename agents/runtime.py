@@ -73,19 +73,27 @@ def check_task_placeholders(tasks_config: dict[str, Any]) -> None:
     from tasks.prompts import task_inputs
 
     for name, spec in tasks_config.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("description"), str) \
-                or not isinstance(spec.get("expected_output"), str):
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("description"), str)
+            or not isinstance(spec.get("expected_output"), str)
+        ):
             raise ConfigError(f"tasks.yaml: {name} needs text description and expected_output")
         known = task_inputs(name)
         try:
-            used = {field for _, field, _, _ in string.Formatter().parse(spec["description"])
-                    if field is not None}
+            used = {
+                field
+                for _, field, _, _ in string.Formatter().parse(spec["description"])
+                if field is not None
+            }
         except ValueError as exc:
             raise ConfigError(f"tasks.yaml: {name}.description: {exc}") from None
         unknown = sorted(used - known)
         if unknown:
-            raise ConfigError(f"tasks.yaml: {name}.description uses unknown placeholder(s) "
-                              f"{unknown}; this task gets {sorted(known)}")
+            raise ConfigError(
+                f"tasks.yaml: {name}.description uses unknown placeholder(s) "
+                f"{unknown}; this task gets {sorted(known)}"
+            )
     missing = [t for t in TASKS if t not in tasks_config]
     if missing:
         raise ConfigError(f"tasks.yaml: missing task(s) {missing}")
@@ -95,7 +103,8 @@ def check_agents(agents_config: dict[str, Any]) -> None:
     for name in ROLES:
         spec = agents_config.get(name)
         if not isinstance(spec, dict) or not all(
-                isinstance(spec.get(k), str) for k in ("role", "goal", "backstory")):
+            isinstance(spec.get(k), str) for k in ("role", "goal", "backstory")
+        ):
             raise ConfigError(f"agents.yaml: {name} needs text role, goal and backstory")
 
 
@@ -123,8 +132,13 @@ def build_engine(name: str, llm: Any, process: str, retrieve_crew: Any = None) -
     return CrewAIEngine(llm, process=process, retrieve_crew=retrieve_crew)
 
 
-def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
-                  process: str | None = None, llm: Any = None) -> TurnRuntime:
+def build_runtime(
+    settings: Settings,
+    data_dir: Path,
+    engine: str | None = None,
+    process: str | None = None,
+    llm: Any = None,
+) -> TurnRuntime:
     """Open the knowledge base and build the chosen engine around one shared LLM."""
     from agents.llm.factory import build_llm
 
@@ -144,16 +158,21 @@ def build_runtime(settings: Settings, data_dir: Path, engine: str | None = None,
         else:  # the custom-service client or a user's class; memory stays in our store
             retriever = load_retriever(settings, data_dir)
         needed = process_name == "hierarchical" or any(
-            settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES)
-        chosen = build_engine(engine_name, llm or build_llm(settings.llm, needed=needed),
-                              process_name)
+            settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES
+        )
+        chosen = build_engine(engine_name, llm or build_llm(settings.llm, needed=needed), process_name)
     except Exception:
         local.close()
         raise
     memory = MemoryStore(kb.store, kb.encoders)
     memory.ensure()  # collections are made at start, never by a request
-    return TurnRuntime(settings=settings, retriever=retriever, engine=chosen,
-                       scorer=EvidenceScorer(kb.encoders, settings.evidence,
-                                             kb.term_statistics if retriever is local else None),
-                       memory=memory,
-                       kb=kb)
+    return TurnRuntime(
+        settings=settings,
+        retriever=retriever,
+        engine=chosen,
+        scorer=EvidenceScorer(
+            kb.encoders, settings.evidence, kb.term_statistics if retriever is local else None
+        ),
+        memory=memory,
+        kb=kb,
+    )

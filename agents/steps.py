@@ -120,12 +120,14 @@ class TurnSteps:
             state.history = context.history
             state.entities = context.entities
             state.memories = context.memories
-            info.update(history=len(context.history), entities=[
-                f"{e.type}:{e.value}" for e in context.entities[:8]],
-                memories=[m.session_id for m in context.memories])
+            info.update(
+                history=len(context.history),
+                entities=[f"{e.type}:{e.value}" for e in context.entities[:8]],
+                memories=[m.session_id for m in context.memories],
+            )
         self._tool = KnowledgeBaseSearch.for_turn(
-            self.runtime.retriever, state.slots, state.message,
-            [e.value for e in state.entities[:8]])
+            self.runtime.retriever, state.slots, state.message, [e.value for e in state.entities[:8]]
+        )
 
     def intake(self) -> GateDecision | None:
         """``handoff`` when the customer asks for a person, before any model call."""
@@ -160,8 +162,7 @@ class TurnSteps:
         before = len(search.tool.calls)
         with self.state.step("retrieve", round=self.state.round_index) as info:
             yield search
-            why = search.error or ("" if search.uses_model
-                                   else EVIDENCE_PATH.format(role="retrieve"))
+            why = search.error or ("" if search.uses_model else EVIDENCE_PATH.format(role="retrieve"))
             record_retrieval(self.state, search.tool, before, info, why, search.extra)
 
     def evidence_gate(self) -> GateDecision:
@@ -188,8 +189,7 @@ class TurnSteps:
     # -- the end -----------------------------------------------------------------------------
     def answer(self, draft: DraftAnswer | None) -> TurnResult:
         """The verified draft, else the extractive answer (or the refusal)."""
-        self.state.result = answer_result(self.state, self.runtime.scorer,
-                                          self.runtime.settings, draft)
+        self.state.result = answer_result(self.state, self.runtime.scorer, self.runtime.settings, draft)
         return self.state.result
 
     def close(self) -> TurnResult:
@@ -200,9 +200,14 @@ class TurnSteps:
         return self.state.result
 
 
-def record_retrieval(state: TurnState, tool: KnowledgeBaseSearch, calls_before: int,
-                     info: dict[str, Any], agent_error: str = "",
-                     extra_passages: list[Passage] | None = None) -> None:
+def record_retrieval(
+    state: TurnState,
+    tool: KnowledgeBaseSearch,
+    calls_before: int,
+    info: dict[str, Any],
+    agent_error: str = "",
+    extra_passages: list[Passage] | None = None,
+) -> None:
     """Keep the retriever agent's search (into the open ``retrieve`` step's ``info``); when
     it did not search, search directly."""
     made = tool.calls[calls_before:]
@@ -210,7 +215,8 @@ def record_retrieval(state: TurnState, tool: KnowledgeBaseSearch, calls_before: 
         info["searched_by"] = "retriever agent"
     else:
         info["searched_by"] = "the turn (the retriever agent made no search" + (
-            f": {agent_error})" if agent_error else ")")
+            f": {agent_error})" if agent_error else ")"
+        )
         try:
             tool.search()
         except outage_errors() as exc:
@@ -224,16 +230,29 @@ def record_retrieval(state: TurnState, tool: KnowledgeBaseSearch, calls_before: 
                 if passage.chunk_id not in seen or passage.score > seen[passage.chunk_id].score:
                     seen[passage.chunk_id] = passage
         ranked = sorted(seen.values(), key=lambda p: -p.score)
-        output = output.model_copy(update={"passages": [
-            p.model_copy(update={"pid": i}) for i, p in enumerate(ranked, start=1)],
-            "queries": list(dict.fromkeys(q for c in made for q in c.queries))})
+        output = output.model_copy(
+            update={
+                "passages": [p.model_copy(update={"pid": i}) for i, p in enumerate(ranked, start=1)],
+                "queries": list(dict.fromkeys(q for c in made for q in c.queries)),
+            }
+        )
     if extra_passages:
         start = len(output.passages) + 1
-        output = output.model_copy(update={"passages": [*output.passages, *(
-            p.model_copy(update={"pid": start + i}) for i, p in enumerate(extra_passages))]})
+        output = output.model_copy(
+            update={
+                "passages": [
+                    *output.passages,
+                    *(p.model_copy(update={"pid": start + i}) for i, p in enumerate(extra_passages)),
+                ]
+            }
+        )
     state.retrieval = output
     state.trace.queries = list(dict.fromkeys([*state.trace.queries, *output.queries]))
-    info.update(queries=output.queries, filters=output.filters,
-                ignored_filters=output.ignored_filters, entities=output.entities,
-                ids=[p.chunk_id for p in output.passages],
-                via={p.chunk_id: p.via for p in output.passages})
+    info.update(
+        queries=output.queries,
+        filters=output.filters,
+        ignored_filters=output.ignored_filters,
+        entities=output.entities,
+        ids=[p.chunk_id for p in output.passages],
+        via={p.chunk_id: p.via for p in output.passages},
+    )

@@ -20,12 +20,20 @@ from typing import NamedTuple
 
 class Edge(NamedTuple):
     source: str
-    route: str | None   # None: always, once the source step is done
+    route: str | None  # None: always, once the source step is done
     target: str
 
 
-NODES = ("context", "reformulator", "retriever", "evidence_gate", "judge", "responder",
-         "verifier", "closer")
+NODES = (
+    "context",
+    "reformulator",
+    "retriever",
+    "evidence_gate",
+    "judge",
+    "responder",
+    "verifier",
+    "closer",
+)
 EDGES: tuple[Edge, ...] = (
     Edge("context", "rewrite", "reformulator"),
     Edge("context", "as_is", "retriever"),

@@ -87,10 +87,12 @@ class TurnWatch:
         return fresh
 
 
-def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch,
-                cancel: threading.Event) -> TurnState:
+def _run_engine(
+    runtime: TurnRuntime, state: TurnState, watch: TurnWatch, cancel: threading.Event
+) -> TurnState:
     """The engine's turn in a worker; past the deadline (or once cancelled, after the grace for
     a cut-short call), the best evidence-based outcome."""
+
     def work() -> TurnState:
         STEP_LISTENER.set(watch)  # in the worker's own context: late steps stop there
         return runtime.engine.run(state, runtime)
@@ -127,9 +129,12 @@ def _run_engine(runtime: TurnRuntime, state: TurnState, watch: TurnWatch,
     return late
 
 
-def run_turn(request: TurnRequest, runtime: TurnRuntime,
-             on_step: StepCallback | None = None,
-             cancel: threading.Event | None = None) -> TurnResult:
+def run_turn(
+    request: TurnRequest,
+    runtime: TurnRuntime,
+    on_step: StepCallback | None = None,
+    cancel: threading.Event | None = None,
+) -> TurnResult:
     """Answer one customer message; never raises for retrieval or model failures.
 
     ``on_step(name)`` is told when each step starts (progress for a waiting customer). The turn
@@ -149,17 +154,26 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime,
             state.turn_index = claim_turn(runtime.memory, request)
             state = _run_engine(runtime, state, watch, cancel)
             result = state.result or TurnResult(
-                session_id=request.session_id, verdict="error",
-                answer=runtime.settings.messages.connection_problem)
+                session_id=request.session_id,
+                verdict="error",
+                answer=runtime.settings.messages.connection_problem,
+            )
             result.turn_index = state.turn_index
         except TurnFailed as failed:
             state, result = failed.state, _failure(failed.cause, failed.state, request, runtime)
         except Exception as exc:
             result = _failure(exc, state, request, runtime)
     trace = state.trace
-    trace.calls = [LlmCallTrace(role=c.role, prompt_tokens=c.prompt_tokens,
-                                completion_tokens=c.completion_tokens, ms=round(c.ms, 1),
-                                wait_ms=round(c.wait_ms, 1)) for c in ledger.calls]
+    trace.calls = [
+        LlmCallTrace(
+            role=c.role,
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            ms=round(c.ms, 1),
+            wait_ms=round(c.wait_ms, 1),
+        )
+        for c in ledger.calls
+    ]
     trace.llm_calls = len(ledger.calls)
     trace.prompt_tokens = ledger.prompt_tokens
     trace.completion_tokens = ledger.completion_tokens
@@ -169,20 +183,23 @@ def run_turn(request: TurnRequest, runtime: TurnRuntime,
     return result
 
 
-def _failure(exc: BaseException, state: TurnState, request: TurnRequest,
-             runtime: TurnRuntime) -> TurnResult:
+def _failure(
+    exc: BaseException, state: TurnState, request: TurnRequest, runtime: TurnRuntime
+) -> TurnResult:
     if is_outage(exc):
         state.note(f"store or search unavailable: {type(exc).__name__}: {str(exc)[:200]}")
     else:
         log.exception("turn %s failed on a bug", request.session_id, exc_info=exc)
         state.note(f"internal error: {type(exc).__name__}: {str(exc)[:200]}")
-    return TurnResult(session_id=request.session_id, verdict="error",
-                      answer=runtime.settings.messages.connection_problem,
-                      turn_index=state.turn_index)
+    return TurnResult(
+        session_id=request.session_id,
+        verdict="error",
+        answer=runtime.settings.messages.connection_problem,
+        turn_index=state.turn_index,
+    )
 
 
-def _store(runtime: TurnRuntime, request: TurnRequest, state: TurnState,
-           result: TurnResult) -> None:
+def _store(runtime: TurnRuntime, request: TurnRequest, state: TurnState, result: TurnResult) -> None:
     """Store the finished turn (with its trace's call count); a store outage is noted."""
     if result.verdict == "error":
         return  # the pending turn stays as it was stored before the crew ran

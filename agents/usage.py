@@ -57,14 +57,14 @@ _CURRENT: contextvars.ContextVar[UsageLedger | None] = contextvars.ContextVar(
 _ROLE: contextvars.ContextVar[str] = contextvars.ContextVar("supportcrew_role", default="")
 
 
-def record_call(prompt_tokens: int, completion_tokens: int, ms: float, purpose: str = "",
-                wait_ms: float = 0.0) -> None:
+def record_call(
+    prompt_tokens: int, completion_tokens: int, ms: float, purpose: str = "", wait_ms: float = 0.0
+) -> None:
     """Record one LLM call into the active ledger (no-op outside a turn); ``ms`` is the
     model's own time, ``wait_ms`` the time spent waiting for the model to be free."""
     ledger = _CURRENT.get()
     if ledger is not None:
-        ledger.calls.append(LlmCall(_ROLE.get(), prompt_tokens, completion_tokens, ms, purpose,
-                                    wait_ms))
+        ledger.calls.append(LlmCall(_ROLE.get(), prompt_tokens, completion_tokens, ms, purpose, wait_ms))
 
 
 def merge_into_current(ledger: UsageLedger) -> None:
@@ -91,4 +91,3 @@ def acting_as(role: str) -> Iterator[None]:
         yield
     finally:
         _ROLE.reset(token)
-

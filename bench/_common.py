@@ -52,8 +52,7 @@ class OpenedSet:
         self.kb.close()
 
 
-def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None = None
-                    ) -> OpenedSet:
+def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None = None) -> OpenedSet:
     """The answer set's knowledge base ingested (idempotently) into ``data_dir``."""
     settings = settings or load_settings()
     answer_set = load_answer_set(directory)
@@ -65,8 +64,11 @@ def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None =
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     """A Markdown table."""
-    return ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|",
-            *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)]
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|---" * len(columns) + "|",
+        *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows),
+    ]
 
 
 def write_results(name: str, lines: list[str], data: object) -> None:
@@ -80,8 +82,9 @@ def write_results(name: str, lines: list[str], data: object) -> None:
 def comparison_parser(doc: str | None, data_dir: str) -> argparse.ArgumentParser:
     """A bench script's arguments: its docstring as help, ``--data-dir`` and
     ``--baseline-repo`` (an earlier checkout run beside this one)."""
-    parser = argparse.ArgumentParser(description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data-dir", type=Path, default=Path(data_dir))
     parser.add_argument("--baseline-repo", type=Path, help="an earlier checkout to compare")
     return parser

@@ -35,11 +35,23 @@ from tasks.passage_text import split_units
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "squad-v2.0" / "dev-v2.0.json"
 HELD_OUT_ARTICLES = 7
 WRAP_SHARE = 0.3
-OPENERS = ("Hi, good morning. ", "Hello. ", "Hi there, I have a question. ", "Good afternoon! ",
-           "I need some help. ", "Hi. I'm trying to find something out about {topic}. ",
-           "I'm looking into {topic}. ")
-CLOSERS = (" Can you help me with that?", " Thanks!", " Thank you.", " Could you help?",
-           " I'd appreciate any help.", "")
+OPENERS = (
+    "Hi, good morning. ",
+    "Hello. ",
+    "Hi there, I have a question. ",
+    "Good afternoon! ",
+    "I need some help. ",
+    "Hi. I'm trying to find something out about {topic}. ",
+    "I'm looking into {topic}. ",
+)
+CLOSERS = (
+    " Can you help me with that?",
+    " Thanks!",
+    " Thank you.",
+    " Could you help?",
+    " I'd appreciate any help.",
+    "",
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +59,8 @@ class Pair:
     question: str
     window: str
     label: int
-    group: str          # the question's id: held-out figures are per question
-    kind: str           # gold | same_paragraph | other_paragraph | plausible | unanswerable
+    group: str  # the question's id: held-out figures are per question
+    kind: str  # gold | same_paragraph | other_paragraph | plausible | unanswerable
 
 
 def load_squad(path: Path = SQUAD) -> list[dict]:
@@ -83,8 +95,7 @@ def paragraph_windows(context: str, title: str) -> list[Span]:
         start = found if found >= 0 else position
         position = start + len(unit.text)
         bounds.append((start, position))
-    return [Span(w.text, bounds[w.first][0], bounds[w.last - 1][1])
-            for w in windows(units, title)]
+    return [Span(w.text, bounds[w.first][0], bounds[w.last - 1][1]) for w in windows(units, title)]
 
 
 def _holding(spans: list[Span], starts: list[int]) -> list[int]:
@@ -120,8 +131,9 @@ def _article_pairs(article: dict, rng: random.Random) -> list[Pair]:
             holding = _holding(spans, [a["answer_start"] for a in answers])
             chosen: list[tuple[Span, str, int]] = []
             if holding:
-                chosen.append((spans[holding[0]], "plausible" if impossible else "gold",
-                               0 if impossible else 1))
+                chosen.append(
+                    (spans[holding[0]], "plausible" if impossible else "gold", 0 if impossible else 1)
+                )
             elif not impossible:
                 continue
             rest = [s for i, s in enumerate(spans) if i not in holding]
@@ -131,8 +143,7 @@ def _article_pairs(article: dict, rng: random.Random) -> list[Pair]:
             other = _hardest(asked, rng.sample(others, min(len(others), 40)))
             if other is not None:
                 chosen.append((other, "other_paragraph", 0))
-            pairs += [Pair(question, span.text, label, qa["id"], kind)
-                      for span, kind, label in chosen]
+            pairs += [Pair(question, span.text, label, qa["id"], kind) for span, kind, label in chosen]
     return pairs
 
 

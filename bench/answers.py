@@ -50,30 +50,54 @@ from storage.retrieval.filters import build_filters
 from tasks.passage_text import split_units
 
 SETS = ROOT / "examples" / "answer-sets"
-PACKS = {"dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
-         "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support",
-         # written for supportcrew over examples/kb (tuned on, like dev)
-         "near-miss": SETS / "near-miss", "support-problems": SETS / "support-problems",
-         "support-requests": SETS / "support-requests"}
-FIGURES = ("answered_right", "wrong_source_answers", "refused_right", "precision",
-           "evidence_recall", "evidence_f1", "llm_calls", "p50_s", "p95_s", "answered_p50_s",
-           "gate_ms_p50")
-NAIVE_PROMPT = ("Answer the customer's question using only these help-centre passages. If they do "
-                "not answer it, say \"I don't know\".\n\n{passages}\n\nQuestion: {question}\n"
-                "Answer:")
+PACKS = {
+    "dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
+    "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support",
+    # written for supportcrew over examples/kb (tuned on, like dev)
+    "near-miss": SETS / "near-miss",
+    "support-problems": SETS / "support-problems",
+    "support-requests": SETS / "support-requests",
+}
+FIGURES = (
+    "answered_right",
+    "wrong_source_answers",
+    "refused_right",
+    "precision",
+    "evidence_recall",
+    "evidence_f1",
+    "llm_calls",
+    "p50_s",
+    "p95_s",
+    "answered_p50_s",
+    "gate_ms_p50",
+)
+NAIVE_PROMPT = (
+    "Answer the customer's question using only these help-centre passages. If they do "
+    'not answer it, say "I don\'t know".\n\n{passages}\n\nQuestion: {question}\n'
+    "Answer:"
+)
 
 
-def baseline_row(question: Any, answer: str, source: str | None, seconds: float,
-                 calls: int = 0) -> dict[str, Any]:
+def baseline_row(
+    question: Any, answer: str, source: str | None, seconds: float, calls: int = 0
+) -> dict[str, Any]:
     answered = bool(source) and "don't know" not in answer.lower()
     recall = f1 = None
     if question.answerable and question.evidence:
         recall, f1 = overlap(answer if answered else "", " ".join(question.evidence))
-    return {"id": question.id, "answerable": question.answerable,
-            "verdict": "answered" if answered else "idk", "cited": [source] if source else [],
-            "right_source": answered and source in question.doc_ids, "probability": None,
-            "answer": answer, "evidence_recall": recall, "evidence_f1": f1, "llm_calls": calls,
-            "seconds": round(seconds, 3)}
+    return {
+        "id": question.id,
+        "answerable": question.answerable,
+        "verdict": "answered" if answered else "idk",
+        "cited": [source] if source else [],
+        "right_source": answered and source in question.doc_ids,
+        "probability": None,
+        "answer": answer,
+        "evidence_recall": recall,
+        "evidence_f1": f1,
+        "llm_calls": calls,
+        "seconds": round(seconds, 3),
+    }
 
 
 def bm25_top1(opened: Any) -> list[dict[str, Any]]:
@@ -82,11 +106,16 @@ def bm25_top1(opened: Any) -> list[dict[str, Any]]:
     for question in opened.answer_set.questions:
         started = time.perf_counter()
         hits = opened.kb.query_chunks(question.question, "bm25", condition, 1)
-        quotable = [u.text for u in split_units(hits[0].payload["text"]) if u.quotable] \
-            if hits else []
+        quotable = [u.text for u in split_units(hits[0].payload["text"]) if u.quotable] if hits else []
         text = " ".join(quotable[:2])
-        rows.append(baseline_row(question, text, hits[0].payload["source_id"] if hits else None,
-                                 time.perf_counter() - started))
+        rows.append(
+            baseline_row(
+                question,
+                text,
+                hits[0].payload["source_id"] if hits else None,
+                time.perf_counter() - started,
+            )
+        )
     return rows
 
 
@@ -95,19 +124,28 @@ def naive_rag(opened: Any, llm: Any) -> list[dict[str, Any]]:
     for question in opened.answer_set.questions:
         started = time.perf_counter()
         passages = opened.search(question.question)[:3]
-        prompt = NAIVE_PROMPT.format(question=question.question, passages="\n".join(
-            f"[{p.pid}] {p.text[:600]}" for p in passages))
+        prompt = NAIVE_PROMPT.format(
+            question=question.question, passages="\n".join(f"[{p.pid}] {p.text[:600]}" for p in passages)
+        )
         answer = str(llm.call([{"role": "user", "content": prompt}])) if passages else ""
-        rows.append(baseline_row(question, answer, passages[0].source_id if passages else None,
-                                 time.perf_counter() - started, calls=1))
+        rows.append(
+            baseline_row(
+                question,
+                answer,
+                passages[0].source_id if passages else None,
+                time.perf_counter() - started,
+                calls=1,
+            )
+        )
     return rows
 
 
 def ours(pack: Path, data_dir: Path, engine: str, gate: str = "") -> list[dict[str, Any]]:
     settings = answer_set_settings(load_settings(), pack.name, data_dir)
     if gate:
-        settings = settings.model_copy(update={"evidence": settings.evidence.model_copy(
-            update={"gate": gate})})
+        settings = settings.model_copy(
+            update={"evidence": settings.evidence.model_copy(update={"gate": gate})}
+        )
     opened = open_answer_set(pack, data_dir, settings)  # ingests, idempotently
     answer_set = opened.answer_set
     opened.close()
@@ -123,21 +161,44 @@ def baseline_run(repo: Path, pack: Path, data_dir: Path, answer_all: bool) -> li
     config = yaml.safe_load((repo / "config" / "assistant.yaml").read_text())
     if answer_all:  # its fitted gate with both operating points at 0: every question answers
         fitted = yaml.safe_load((repo / "config" / "answerability.yaml").read_text())
-        config.setdefault("evidence", {})["answerability"] = {**fitted, "answer_at": 0.0,
-                                                             "refuse_below": 0.0}
+        config.setdefault("evidence", {})["answerability"] = {
+            **fitted,
+            "answer_at": 0.0,
+            "refuse_below": 0.0,
+        }
     with tempfile.TemporaryDirectory() as work:
         config_path, output = Path(work) / "config.yaml", Path(work) / "report.json"
         config_path.write_text(yaml.safe_dump(config))
-        subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "--config",
-                        str(config_path), "eval", "answers", "--dataset", str(pack),
-                        "--output", str(output)], cwd=repo, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "main.py",
+                "--data-dir",
+                str(data_dir),
+                "--config",
+                str(config_path),
+                "eval",
+                "answers",
+                "--dataset",
+                str(pack),
+                "--output",
+                str(output),
+            ],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
         return json.loads(output.read_text())["rows"]
 
 
 def answer_all_curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
     """A gate's curve from a run in which it answered everything."""
-    return risk_coverage([{**r, "gate_source": r["cited"][0] if r["cited"] else "",
-                           "gate_right": r["right_source"]} for r in rows])
+    return risk_coverage(
+        [
+            {**r, "gate_source": r["cited"][0] if r["cited"] else "", "gate_right": r["right_source"]}
+            for r in rows
+        ]
+    )
 
 
 def main() -> None:
@@ -149,6 +210,7 @@ def main() -> None:
     llm = None
     if not args.no_naive_rag:
         from agents.llm.factory import build_llm
+
         llm = build_llm(load_settings().llm)
     for name in [p.strip() for p in args.packs.split(",") if p.strip()]:
         pack = PACKS[name]
@@ -166,38 +228,71 @@ def main() -> None:
             runs["naive RAG (local model, no checks)"] = naive_rag(opened, llm)
         opened.close()
         learned = "supportcrew, learned gate (crewai)"
-        curves = {"supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"]),
-                  learned: risk_coverage(runs[learned])}
-        marks = {"supportcrew (crewai)": settings.evidence.answerability.answer_at,
-                 learned: settings.evidence.learned.answer_at or 0.0}
+        curves = {
+            "supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"]),
+            learned: risk_coverage(runs[learned]),
+        }
+        marks = {
+            "supportcrew (crewai)": settings.evidence.answerability.answer_at,
+            learned: settings.evidence.learned.answer_at or 0.0,
+        }
         if args.baseline_repo:
-            commit = subprocess.run(["git", "-C", str(args.baseline_repo), "rev-parse", "--short",
-                                     "HEAD"], capture_output=True, text=True).stdout.strip()
+            commit = subprocess.run(
+                ["git", "-C", str(args.baseline_repo), "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
             label = f"main before, {commit or args.baseline_repo.name} (crewai)"
             base_dir = args.data_dir / "baseline"
             runs[label] = baseline_run(args.baseline_repo, pack, base_dir, answer_all=False)
             curves[label] = answer_all_curve(
-                baseline_run(args.baseline_repo, pack, base_dir, answer_all=True))
-        results[name] = {label: {"summary": summarise(rows), "rows": rows}
-                         for label, rows in runs.items()}
+                baseline_run(args.baseline_repo, pack, base_dir, answer_all=True)
+            )
+        results[name] = {
+            label: {"summary": summarise(rows), "rows": rows} for label, rows in runs.items()
+        }
         results[name]["curves"] = curves
-        plot_risk_coverage(curves, RESULTS / f"answers_{name}_curve.png", marks,
-                           f"doc2dial {name}: risk-coverage of the gate")
-    lines = ["# Answers on doc2dial: supportcrew against two baselines (one run)", "",
-             "Local model, shipped configuration (roles on auto). Each question is the first turn "
-             "of a new conversation, `access_level: public`. dev = doc2dial-support-dev (tuned "
-             "on), test = doc2dial-support (reported only).", ""]
+        plot_risk_coverage(
+            curves,
+            RESULTS / f"answers_{name}_curve.png",
+            marks,
+            f"doc2dial {name}: risk-coverage of the gate",
+        )
+    lines = [
+        "# Answers on doc2dial: supportcrew against two baselines (one run)",
+        "",
+        "Local model, shipped configuration (roles on auto). Each question is the first turn "
+        "of a new conversation, `access_level: public`. dev = doc2dial-support-dev (tuned "
+        "on), test = doc2dial-support (reported only).",
+        "",
+    ]
     for name, runs in results.items():
         systems = {label: run for label, run in runs.items() if label != "curves"}
-        lines += [f"## {name}", "", *table(("system", *FIGURES), (
-            (label, *(run["summary"][f] for f in FIGURES)) for label, run in systems.items())),
-            "", f"Risk-coverage (precision / coverage per threshold): `answers_{name}_curve.png`",
-            "", *table(("threshold", *runs["curves"]), (
-                (point["threshold"], *(f"{c[i]['precision']} / {c[i]['coverage']}"
-                                       for c in runs["curves"].values()))
-                for i, point in enumerate(next(iter(runs["curves"].values())))
-                if i % 2 == 0)), ""]
+        lines += [
+            f"## {name}",
+            "",
+            *table(
+                ("system", *FIGURES),
+                ((label, *(run["summary"][f] for f in FIGURES)) for label, run in systems.items()),
+            ),
+            "",
+            f"Risk-coverage (precision / coverage per threshold): `answers_{name}_curve.png`",
+            "",
+            *table(
+                ("threshold", *runs["curves"]),
+                (
+                    (
+                        point["threshold"],
+                        *(f"{c[i]['precision']} / {c[i]['coverage']}" for c in runs["curves"].values()),
+                    )
+                    for i, point in enumerate(next(iter(runs["curves"].values())))
+                    if i % 2 == 0
+                ),
+            ),
+            "",
+        ]
     write_results("answers", lines, results)
+
 
 if __name__ == "__main__":
     main()

@@ -46,11 +46,17 @@ def scored(line: dict[str, Any]) -> dict[str, Any] | None:
     cited = {c["source_id"] for c in line["citations"]}
     answered = line["verdict"] == "answered"
     right_page = answered and bool(cited & set(expect.get("cites", [])))
-    return {"conversation": line["conversation_id"], "turn": line["turn_index"],
-            "user": line["user"], "want": want, "verdict": line["verdict"],
-            "cited": sorted(cited), "answered": answered,
-            "right": right_page if want == "answered" else not answered,
-            "seconds": line["trace"]["duration_ms"] / 1000}
+    return {
+        "conversation": line["conversation_id"],
+        "turn": line["turn_index"],
+        "user": line["user"],
+        "want": want,
+        "verdict": line["verdict"],
+        "cited": sorted(cited),
+        "answered": answered,
+        "right": right_page if want == "answered" else not answered,
+        "seconds": line["trace"]["duration_ms"] / 1000,
+    }
 
 
 def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
@@ -58,12 +64,18 @@ def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
     refusable = [t for t in turns if t["want"] != "answered"]
     answered = [t for t in turns if t["answered"]]
     seconds = sorted(t["seconds"] for t in turns)
-    return {"answered_right": f"{sum(t['right'] for t in answerable)}/{len(answerable)}",
-            "refused_right": f"{sum(t['right'] for t in refusable)}/{len(refusable)}",
-            "precision": round(sum(t["want"] == "answered" and t["right"] for t in answered)
-                               / len(answered), 3) if answered else None,
-            "turns": len(turns), "p50_s": round(percentile(seconds, 0.5), 2),
-            "p95_s": round(percentile(seconds, 0.95), 2)}
+    return {
+        "answered_right": f"{sum(t['right'] for t in answerable)}/{len(answerable)}",
+        "refused_right": f"{sum(t['right'] for t in refusable)}/{len(refusable)}",
+        "precision": round(
+            sum(t["want"] == "answered" and t["right"] for t in answered) / len(answered), 3
+        )
+        if answered
+        else None,
+        "turns": len(turns),
+        "p50_s": round(percentile(seconds, 0.5), 2),
+        "p95_s": round(percentile(seconds, 0.95), 2),
+    }
 
 
 def run(engine: str, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]:
@@ -86,16 +98,38 @@ def run(engine: str, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]
 
 def baseline(repo: Path, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]:
     """The scripts through an earlier checkout's own ``kickoff`` (its CLI, its config)."""
-    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "ingest",
-                    str(ROOT / "examples" / "kb"), "--prune"], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "main.py",
+            "--data-dir",
+            str(data_dir),
+            "ingest",
+            str(ROOT / "examples" / "kb"),
+            "--prune",
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
     turns = []
     for name in scripts:
         with tempfile.TemporaryDirectory() as work:
             output = Path(work) / "turns.jsonl"
-            subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "kickoff",
-                            str(ROOT / "examples" / "kickoff" / name), "--output", str(output)],
-                           cwd=repo, capture_output=True)  # exit 1 when expectations fail
+            subprocess.run(
+                [
+                    sys.executable,
+                    "main.py",
+                    "--data-dir",
+                    str(data_dir),
+                    "kickoff",
+                    str(ROOT / "examples" / "kickoff" / name),
+                    "--output",
+                    str(output),
+                ],
+                cwd=repo,
+                capture_output=True,
+            )  # exit 1 when expectations fail
             for line in output.read_text().splitlines():
                 turn = scored(json.loads(line))
                 if turn is not None:
@@ -115,19 +149,29 @@ def main() -> None:
     if args.baseline_repo:
         systems.append("main before (crewai)")
     for engine in systems:
-        turns = baseline(args.baseline_repo, scripts, args.data_dir / "baseline") \
-            if engine.startswith("main before") else run(engine, scripts, args.data_dir / engine)
+        turns = (
+            baseline(args.baseline_repo, scripts, args.data_dir / "baseline")
+            if engine.startswith("main before")
+            else run(engine, scripts, args.data_dir / engine)
+        )
         for name in scripts:
             mine = [t for t in turns if t["set"] == name]
-            for part, chosen in (("all turns", mine),
-                                 ("follow-ups", [t for t in mine if t["turn"] > 0])):
+            for part, chosen in (
+                ("all turns", mine),
+                ("follow-ups", [t for t in mine if t["turn"] > 0]),
+            ):
                 summary = figures(chosen)
                 rows.append((engine, name, part, *(summary[f] for f in FIGURES)))
                 results.setdefault(engine, {}).setdefault(name, {})[part] = summary
         results[engine]["turns"] = turns
-    lines = ["# Multi-turn conversations (examples/kickoff), shipped configuration", "",
-             "Follow-ups = every turn after a conversation's first. Local model, roles on auto.",
-             "", *table(("engine", "script", "part", *FIGURES), rows), ""]
+    lines = [
+        "# Multi-turn conversations (examples/kickoff), shipped configuration",
+        "",
+        "Follow-ups = every turn after a conversation's first. Local model, roles on auto.",
+        "",
+        *table(("engine", "script", "part", *FIGURES), rows),
+        "",
+    ]
     write_results("conversations", lines, results)
 
 

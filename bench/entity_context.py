@@ -33,43 +33,65 @@ def main() -> None:
     rows = []
     for enabled in (False, True):
         base = load_settings()
-        settings = base.model_copy(update={"retrieval": base.retrieval.model_copy(
-            update={"entity_context": enabled, "top_k": 5})})
+        settings = base.model_copy(
+            update={
+                "retrieval": base.retrieval.model_copy(update={"entity_context": enabled, "top_k": 5})
+            }
+        )
         kb = KnowledgeBase.open(settings, args.data_dir)
         ingest_paths(kb, [ROOT / "examples" / "kb"])
         retriever = QdrantRetriever(kb=kb)
         for item in questions:
-            found = retriever.search_queries([item["question"]], STAFF,
-                                             entities=item.get("remembered", []))
+            found = retriever.search_queries(
+                [item["question"]], STAFF, entities=item.get("remembered", [])
+            )
             sources = [r.metadata["source_id"] for r in found.results]
-            rows.append({"entity_context": enabled, "question": item["question"],
-                         "remembered": item.get("remembered", []),
-                         "hit": item["expected"] in sources,
-                         "hit@1": sources[:1] == [item["expected"]],
-                         "entities": found.metadata["entities"]})
+            rows.append(
+                {
+                    "entity_context": enabled,
+                    "question": item["question"],
+                    "remembered": item.get("remembered", []),
+                    "hit": item["expected"] in sources,
+                    "hit@1": sources[:1] == [item["expected"]],
+                    "entities": found.metadata["entities"],
+                }
+            )
         kb.close()
+
     def rate(flag: bool, key: str) -> float:
         return round(sum(r[key] for r in rows if r["entity_context"] == flag) / len(questions), 3)
 
     recall = {flag: rate(flag, "hit") for flag in (False, True)}
     top1 = {flag: rate(flag, "hit@1") for flag in (False, True)}
-    result = {"questions": len(questions), "recall@5_without": recall[False],
-              "recall@5_with": recall[True], "recall@1_without": top1[False],
-              "recall@1_with": top1[True], "rows": rows}
+    result = {
+        "questions": len(questions),
+        "recall@5_without": recall[False],
+        "recall@5_with": recall[True],
+        "recall@1_without": top1[False],
+        "recall@1_with": top1[True],
+        "rows": rows,
+    }
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "entity_context.json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = ["# Entity-linked context on examples/kb", "",
-             "| | recall@1 | recall@5 |", "|---|---|---|",
-             f"| search only | {top1[False]:.2f} | {recall[False]:.2f} |",
-             f"| + entity-linked context | {top1[True]:.2f} | {recall[True]:.2f} |", "",
-             "| question | remembered | top-1 without | top-1 with | @5 without | @5 with |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# Entity-linked context on examples/kb",
+        "",
+        "| | recall@1 | recall@5 |",
+        "|---|---|---|",
+        f"| search only | {top1[False]:.2f} | {recall[False]:.2f} |",
+        f"| + entity-linked context | {top1[True]:.2f} | {recall[True]:.2f} |",
+        "",
+        "| question | remembered | top-1 without | top-1 with | @5 without | @5 with |",
+        "|---|---|---|---|---|---|",
+    ]
     half = len(questions)
     for without, with_ in zip(rows[:half], rows[half:], strict=True):
-        lines.append(f"| {without['question']} | {', '.join(without['remembered'])} | "
-                     f"{without['hit@1']} | {with_['hit@1']} | {without['hit']} | "
-                     f"{with_['hit']} |")
+        lines.append(
+            f"| {without['question']} | {', '.join(without['remembered'])} | "
+            f"{without['hit@1']} | {with_['hit@1']} | {without['hit']} | "
+            f"{with_['hit']} |"
+        )
     (out / "entity_context.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -39,9 +39,12 @@ from tasks.learned_answerability import choose_page
 from tasks.phrasings import first_turn_phrasings
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
-SETS = [DEV, ROOT / "examples" / "answer-sets" / "near-miss",
-        ROOT / "examples" / "answer-sets" / "support-problems",
-        ROOT / "examples" / "answer-sets" / "support-requests"]
+SETS = [
+    DEV,
+    ROOT / "examples" / "answer-sets" / "near-miss",
+    ROOT / "examples" / "answer-sets" / "support-problems",
+    ROOT / "examples" / "answer-sets" / "support-requests",
+]
 AUGMENT_DEPTH = 10
 CURVE_POINTS = 41
 
@@ -76,18 +79,32 @@ def rows_for(directory: Path, data_dir: Path) -> list[dict[str, Any]]:
     opened = open_answer_set(directory, data_dir, load_settings())
     rows = []
     for question in opened.answer_set.questions:
-        rows.append({"set": opened.answer_set.name, "id": question.id, "real": True,
-                     "answerable": question.answerable, "question": question.question,
-                     "doc_ids": list(question.doc_ids),
-                     "found": candidates(opened, question.question,
-                                         opened.search(question.question))})
+        rows.append(
+            {
+                "set": opened.answer_set.name,
+                "id": question.id,
+                "real": True,
+                "answerable": question.answerable,
+                "question": question.question,
+                "doc_ids": list(question.doc_ids),
+                "found": candidates(opened, question.question, opened.search(question.question)),
+            }
+        )
         if question.answerable:
             deeper = opened.search(question.question, top_k=AUGMENT_DEPTH)
             kept = [p for p in deeper if p.source_id not in question.doc_ids]
-            kept = kept[:opened.settings.retrieval.top_k]
-            rows.append({"set": opened.answer_set.name, "id": question.id, "real": False,
-                         "answerable": False, "question": question.question, "doc_ids": [],
-                         "found": candidates(opened, question.question, kept)})
+            kept = kept[: opened.settings.retrieval.top_k]
+            rows.append(
+                {
+                    "set": opened.answer_set.name,
+                    "id": question.id,
+                    "real": False,
+                    "answerable": False,
+                    "question": question.question,
+                    "doc_ids": [],
+                    "found": candidates(opened, question.question, kept),
+                }
+            )
     opened.close()
     return rows
 
@@ -97,8 +114,14 @@ def at_margin(rows: list[dict[str, Any]], margin: float) -> list[dict[str, Any]]
     out = []
     for row in rows:
         probability, cited = decided(row["found"], margin)
-        out.append({**row, "probability": round(probability, 4), "cited": cited,
-                    "right": row["answerable"] and cited in row["doc_ids"]})
+        out.append(
+            {
+                **row,
+                "probability": round(probability, 4),
+                "cited": cited,
+                "right": row["answerable"] and cited in row["doc_ids"],
+            }
+        )
     return out
 
 
@@ -113,53 +136,90 @@ def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
     """Precision and coverage of answers at evenly spaced thresholds, over the real questions
     (the gold-removed twins are reported beside it: on examples/kb another page often does
     answer a twin, so counting each as a wrong answer understated precision)."""
-    points = risk_coverage([{"answerable": r["answerable"], "probability": r["probability"],
-                             "gate_source": r["cited"], "gate_right": r["right"]}
-                            for r in rows if r["real"]], CURVE_POINTS)
+    points = risk_coverage(
+        [
+            {
+                "answerable": r["answerable"],
+                "probability": r["probability"],
+                "gate_source": r["cited"],
+                "gate_right": r["right"],
+            }
+            for r in rows
+            if r["real"]
+        ],
+        CURVE_POINTS,
+    )
     return [{k: p[k] for k in ("threshold", "precision", "coverage")} for p in points]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-answerability"))
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args()
-    found = [row for directory in SETS if directory.exists()
-             for row in rows_for(directory, args.data_dir / directory.name)]
+    found = [
+        row
+        for directory in SETS
+        if directory.exists()
+        for row in rows_for(directory, args.data_dir / directory.name)
+    ]
     margin, right_by_margin = choose_margin(found)
     rows = at_margin(found, margin)
     points = curve(rows)
     settings = load_settings()
     real = [r for r in rows if r["real"]]
-    fitted = {"curve": points, "undecided_band": settings.evidence.learned.undecided_band,
-              "page_margin": margin,
-              "fitted_on": f"{len(real)} real questions of "
-                           + ", ".join(p.name for p in SETS if p.exists())
-                           + "; bench/fit_answerability_gate.py"}
-    chosen = AnswerabilityGate.model_validate(fitted).threshold_for(
-        settings.evidence.target_precision)
+    fitted = {
+        "curve": points,
+        "undecided_band": settings.evidence.learned.undecided_band,
+        "page_margin": margin,
+        "fitted_on": f"{len(real)} real questions of "
+        + ", ".join(p.name for p in SETS if p.exists())
+        + "; bench/fit_answerability_gate.py",
+    }
+    chosen = AnswerabilityGate.model_validate(fitted).threshold_for(settings.evidence.target_precision)
     twins = [r for r in rows if not r["real"]]
     twins_answered = sum(r["probability"] >= chosen for r in twins)
-    lines = ["# Answerability gate: risk-coverage on dev", "",
-             fitted["fitted_on"] + ". Precision: answers that cite a page that answers; "
-             "coverage: answerable questions answered with such a page.", "",
-             f"At target precision {settings.evidence.target_precision}: threshold {chosen}. "
-             f"Gold-removed twins (the answering pages taken out of the results) answered at "
-             f"it: {twins_answered}/{len(twins)}.", "",
-             f"Page margin {margin}: answerable questions whose chosen page answers, by margin: "
-             + ", ".join(f"{m}: {n}" for m, n in right_by_margin.items()), "",
-             *table(("threshold", "precision", "coverage"),
-                    ((p["threshold"], p["precision"], p["coverage"]) for p in points)), ""]
-    write_results("answerability_gate", lines, {"curve": points, "rows": rows,
-                                                "threshold": chosen, "page_margin": margin,
-                                                "right_by_margin": right_by_margin})
+    lines = [
+        "# Answerability gate: risk-coverage on dev",
+        "",
+        fitted["fitted_on"] + ". Precision: answers that cite a page that answers; "
+        "coverage: answerable questions answered with such a page.",
+        "",
+        f"At target precision {settings.evidence.target_precision}: threshold {chosen}. "
+        f"Gold-removed twins (the answering pages taken out of the results) answered at "
+        f"it: {twins_answered}/{len(twins)}.",
+        "",
+        f"Page margin {margin}: answerable questions whose chosen page answers, by margin: "
+        + ", ".join(f"{m}: {n}" for m, n in right_by_margin.items()),
+        "",
+        *table(
+            ("threshold", "precision", "coverage"),
+            ((p["threshold"], p["precision"], p["coverage"]) for p in points),
+        ),
+        "",
+    ]
+    write_results(
+        "answerability_gate",
+        lines,
+        {
+            "curve": points,
+            "rows": rows,
+            "threshold": chosen,
+            "page_margin": margin,
+            "right_by_margin": right_by_margin,
+        },
+    )
     if not args.dry_run:
-        header = ("# The learned gate's risk-coverage curve on dev, written by "
-                  "bench/fit_answerability_gate.py;\n# evidence.target_precision picks the "
-                  "threshold from it. Do not edit by hand.\n")
+        header = (
+            "# The learned gate's risk-coverage curve on dev, written by "
+            "bench/fit_answerability_gate.py;\n# evidence.target_precision picks the "
+            "threshold from it. Do not edit by hand.\n"
+        )
         (ROOT / "config" / "learned_answerability.yaml").write_text(
-            header + yaml.safe_dump(fitted, sort_keys=False, width=100))
+            header + yaml.safe_dump(fitted, sort_keys=False, width=100)
+        )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,7 @@ SETS = [DEV, ROOT / "examples" / "answer-sets" / "near-miss"]
 AUGMENT_DEPTH = 10
 
 
-def features_of(opened: object, question: str, passages: list, with_learned: bool
-                ) -> dict[str, float]:
+def features_of(opened: object, question: str, passages: list, with_learned: bool) -> dict[str, float]:
     """The logistic gate's features of the passages; with ``with_learned``, also the learned
     model's best window probability (``learned``), to see whether it adds to them."""
     texts = [p.text for p in passages]
@@ -46,8 +45,9 @@ def features_of(opened: object, question: str, passages: list, with_learned: boo
     if with_learned:
         from tasks.learned_answerability import read as learned_read
 
-        features["learned"] = learned_read(opened.scorer, question, texts,
-                                           quoting=False).features["answerable"]
+        features["learned"] = learned_read(opened.scorer, question, texts, quoting=False).features[
+            "answerable"
+        ]
     return features
 
 
@@ -57,17 +57,32 @@ def rows_for(directory: Path, data_dir: Path, with_learned: bool = False) -> lis
     rows = []
     for question in opened.answer_set.questions:
         found = opened.search(question.question)
-        rows.append({"set": opened.answer_set.name, "id": question.id, "real": True,
-                     "answerable": question.answerable, "question": question.question,
-                     "top_gold": bool(found) and found[0].source_id in question.doc_ids,
-                     **features_of(opened, question.question, found, with_learned)})
+        rows.append(
+            {
+                "set": opened.answer_set.name,
+                "id": question.id,
+                "real": True,
+                "answerable": question.answerable,
+                "question": question.question,
+                "top_gold": bool(found) and found[0].source_id in question.doc_ids,
+                **features_of(opened, question.question, found, with_learned),
+            }
+        )
         if question.answerable:
             deeper = opened.search(question.question, top_k=AUGMENT_DEPTH)
             kept = [p for p in deeper if p.source_id not in question.doc_ids]
-            kept = kept[:opened.settings.retrieval.top_k]
-            rows.append({"set": opened.answer_set.name, "id": question.id, "real": False,
-                         "answerable": False, "question": question.question, "top_gold": False,
-                         **features_of(opened, question.question, kept, with_learned)})
+            kept = kept[: opened.settings.retrieval.top_k]
+            rows.append(
+                {
+                    "set": opened.answer_set.name,
+                    "id": question.id,
+                    "real": False,
+                    "answerable": False,
+                    "question": question.question,
+                    "top_gold": False,
+                    **features_of(opened, question.question, kept, with_learned),
+                }
+            )
     opened.close()
     return rows
 
@@ -87,8 +102,12 @@ def _fit(x: np.ndarray, y: np.ndarray, c: float) -> dict:
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     regression = LogisticRegression(C=c, class_weight="balanced", max_iter=1000)
     regression.fit((x - mean) / scale, y)
-    return {"mean": mean, "scale": scale, "weights": regression.coef_[0],
-            "bias": float(regression.intercept_[0])}
+    return {
+        "mean": mean,
+        "scale": scale,
+        "weights": regression.coef_[0],
+        "bias": float(regression.intercept_[0]),
+    }
 
 
 def _probability(model: dict, x: np.ndarray) -> np.ndarray:
@@ -102,9 +121,11 @@ def rates(rows: list[dict], probability: np.ndarray, threshold: float) -> dict[s
     answerable = [p >= threshold for r, p in real if r["answerable"]]
     refused = [p < threshold for r, p in real if not r["answerable"]]
     passed_right = [p >= threshold and r["top_gold"] for r, p in real if r["answerable"]]
-    return {"answerable_passed": round(float(np.mean(answerable)), 3),
-            "answerable_passed_top_gold": round(float(np.mean(passed_right)), 3),
-            "unanswerable_refused": round(float(np.mean(refused)), 3)}
+    return {
+        "answerable_passed": round(float(np.mean(answerable)), 3),
+        "answerable_passed_top_gold": round(float(np.mean(passed_right)), 3),
+        "unanswerable_refused": round(float(np.mean(refused)), 3),
+    }
 
 
 def operating_point(rows: list[dict], probability: np.ndarray) -> float:
@@ -131,56 +152,95 @@ def operating_point(rows: list[dict], probability: np.ndarray) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-answerability"))
     parser.add_argument("--features", default="", help="comma-separated; default: searched")
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
     parser.add_argument("--dry-run", action="store_true")
-    parser.add_argument("--with-learned", action="store_true",
-                        help="also offer the learned model's probability as a feature "
-                             "(an experiment: the product's logistic gate does not compute it)")
+    parser.add_argument(
+        "--with-learned",
+        action="store_true",
+        help="also offer the learned model's probability as a feature "
+        "(an experiment: the product's logistic gate does not compute it)",
+    )
     args = parser.parse_args()
-    rows = [row for directory in SETS if directory.exists()
-            for row in rows_for(directory, args.data_dir / directory.name, args.with_learned)]
+    rows = [
+        row
+        for directory in SETS
+        if directory.exists()
+        for row in rows_for(directory, args.data_dir / directory.name, args.with_learned)
+    ]
     candidates = (*FEATURES, "learned") if args.with_learned else FEATURES
-    subsets = [args.features.split(",")] if args.features else [
-        list(s) for n in (2, 3, 4) for s in itertools.combinations(candidates, n)]
+    subsets = (
+        [args.features.split(",")]
+        if args.features
+        else [list(s) for n in (2, 3, 4) for s in itertools.combinations(candidates, n)]
+    )
     if args.with_learned and not args.dry_run:
         parser.error("--with-learned is an experiment: add --dry-run")
     ranking = []
     for subset in subsets:
         held_out = cross_validated(rows, subset, args.c)
         threshold = operating_point(rows, held_out)
-        ranking.append({"features": subset, "threshold": threshold,
-                      **rates(rows, held_out, threshold)})
-    ranking.sort(key=lambda t: (-(t["answerable_passed_top_gold"] + t["unanswerable_refused"]),
-                              len(t["features"])))
+        ranking.append({"features": subset, "threshold": threshold, **rates(rows, held_out, threshold)})
+    ranking.sort(
+        key=lambda t: (
+            -(t["answerable_passed_top_gold"] + t["unanswerable_refused"]),
+            len(t["features"]),
+        )
+    )
     best = ranking[0]
     x = np.array([[r[f] for f in best["features"]] for r in rows])
     model = _fit(x, np.array([r["answerable"] for r in rows]), args.c)
-    fitted = {"features": best["features"],
-              "mean": [round(float(v), 5) for v in model["mean"]],
-              "scale": [round(float(v), 5) for v in model["scale"]],
-              "weights": [round(float(v), 5) for v in model["weights"]],
-              "bias": round(model["bias"], 5),
-              "answer_at": best["threshold"], "refuse_below": best["threshold"],
-              "fitted_on": f"{len(rows)} rows: " + ", ".join(p.name for p in SETS if p.exists())
-                           + " (+ gold-removed twins); bench/fit_logistic_gate.py"}
-    lines = ["# Answerability gate: feature subsets, leave-one-question-out", "",
-             f"{len(rows)} rows ({sum(r['real'] for r in rows)} real questions). Rates on the "
-             "real questions, held out; threshold = middle of the best balanced accuracy.", "",
-             *table(("features", "threshold", "answerable passed", "passed, top passage gold",
-                     "unanswerable refused"),
-                    ((", ".join(t["features"]), t["threshold"], t["answerable_passed"],
-                      t["answerable_passed_top_gold"], t["unanswerable_refused"])
-                     for t in ranking[:15])),
-             "", "Chosen: " + ", ".join(best["features"]), ""]
+    fitted = {
+        "features": best["features"],
+        "mean": [round(float(v), 5) for v in model["mean"]],
+        "scale": [round(float(v), 5) for v in model["scale"]],
+        "weights": [round(float(v), 5) for v in model["weights"]],
+        "bias": round(model["bias"], 5),
+        "answer_at": best["threshold"],
+        "refuse_below": best["threshold"],
+        "fitted_on": f"{len(rows)} rows: "
+        + ", ".join(p.name for p in SETS if p.exists())
+        + " (+ gold-removed twins); bench/fit_logistic_gate.py",
+    }
+    lines = [
+        "# Answerability gate: feature subsets, leave-one-question-out",
+        "",
+        f"{len(rows)} rows ({sum(r['real'] for r in rows)} real questions). Rates on the "
+        "real questions, held out; threshold = middle of the best balanced accuracy.",
+        "",
+        *table(
+            (
+                "features",
+                "threshold",
+                "answerable passed",
+                "passed, top passage gold",
+                "unanswerable refused",
+            ),
+            (
+                (
+                    ", ".join(t["features"]),
+                    t["threshold"],
+                    t["answerable_passed"],
+                    t["answerable_passed_top_gold"],
+                    t["unanswerable_refused"],
+                )
+                for t in ranking[:15]
+            ),
+        ),
+        "",
+        "Chosen: " + ", ".join(best["features"]),
+        "",
+    ]
     write_results("answerability", lines, {"model": fitted, "table": ranking, "rows": rows})
     if not args.dry_run:
         header = "# Fitted by bench/fit_logistic_gate.py; do not edit by hand.\n"
         (ROOT / "config" / "answerability.yaml").write_text(
-            header + yaml.safe_dump(fitted, sort_keys=False, width=100))
+            header + yaml.safe_dump(fitted, sort_keys=False, width=100)
+        )
 
 
 if __name__ == "__main__":

@@ -29,18 +29,38 @@ from storage.memory import SESSIONS, MemoryStore, Scope
 from storage.qdrant.store import PointData
 from storage.retrieval.retriever import QdrantRetriever
 
-TOPICS = ["ship to {p}", "a discount for {p}", "pay with {p}", "an app for {p}",
-          "support hours in {p}", "an office in {p}", "data stored in {p}", "a gift card for {p}"]
-PLACES = ["Antarctica", "students", "Bitcoin", "Android", "Japan", "Berlin", "the EU",
-          "charities", "iPhone", "Canada", "teachers", "PayPal Credit", "Linux", "Mexico"]
-ASKS = ["Do you have {t}?", "Is there {t}?", "can I get {t}", "What about {t}?",
-        "I need {t}, possible?"]
+TOPICS = [
+    "ship to {p}",
+    "a discount for {p}",
+    "pay with {p}",
+    "an app for {p}",
+    "support hours in {p}",
+    "an office in {p}",
+    "data stored in {p}",
+    "a gift card for {p}",
+]
+PLACES = [
+    "Antarctica",
+    "students",
+    "Bitcoin",
+    "Android",
+    "Japan",
+    "Berlin",
+    "the EU",
+    "charities",
+    "iPhone",
+    "Canada",
+    "teachers",
+    "PayPal Credit",
+    "Linux",
+    "Mexico",
+]
+ASKS = ["Do you have {t}?", "Is there {t}?", "can I get {t}", "What about {t}?", "I need {t}, possible?"]
 REFERENCE = {"re-embed 300 q (s)": 0.27, "re-embed 8000 q (s)": 7.1, "4000 q (MB)": 290}
 
 
 def questions(n: int, rng: random.Random) -> list[str]:
-    return [rng.choice(ASKS).format(t=rng.choice(TOPICS).format(p=rng.choice(PLACES)))
-            for _ in range(n)]
+    return [rng.choice(ASKS).format(t=rng.choice(TOPICS).format(p=rng.choice(PLACES))) for _ in range(n)]
 
 
 def record(memory: MemoryStore, texts: list[str], verdict: str, start: int) -> None:
@@ -50,12 +70,26 @@ def record(memory: MemoryStore, texts: list[str], verdict: str, start: int) -> N
     for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
         scope = Scope(f"c-{(start + n) % 500}", "acme")
         session = f"s{start + n}"
-        points.append(PointData(id=scope.key("turn", session, 0), dense=vector.dense, payload={
-            "user": text, "answer": "", "verdict": verdict, "status": "done",
-            "session_id": session, "turn_index": 0, "ts": time.time(),
-            "customer_id": scope.customer_id, "tenant": scope.tenant, "citations": []}))
+        points.append(
+            PointData(
+                id=scope.key("turn", session, 0),
+                dense=vector.dense,
+                payload={
+                    "user": text,
+                    "answer": "",
+                    "verdict": verdict,
+                    "status": "done",
+                    "session_id": session,
+                    "turn_index": 0,
+                    "ts": time.time(),
+                    "customer_id": scope.customer_id,
+                    "tenant": scope.tenant,
+                    "citations": [],
+                },
+            )
+        )
     for chunk in range(0, len(points), 1000):
-        memory.store.upsert(SESSIONS, points[chunk:chunk + 1000])
+        memory.store.upsert(SESSIONS, points[chunk : chunk + 1000])
 
 
 def main() -> None:
@@ -80,24 +114,35 @@ def main() -> None:
         times, rss_first = [], 0.0
         for _ in range(args.calls):
             began = time.perf_counter()
-            report = tenant_gap_report(memory, pilot, retriever, "acme", 0.0,
-                                       {"access_level": "internal"})
+            report = tenant_gap_report(
+                memory, pilot, retriever, "acme", 0.0, {"access_level": "internal"}
+            )
             times.append(time.perf_counter() - began)
             rss_first = rss_first or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         kb.close()
     p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)]
-    row = {"questions": report.questions, "clustered": report.clustered,
-           "clusters": len(report.clusters), "calls": args.calls,
-           "p50_s": round(statistics.median(times), 3), "p95_s": round(p95, 3),
-           "peak_rss_mb": round(rss_after), "first_call_mb": round(rss_first - rss_before),
-           "growth_after_first_mb": round(rss_after - rss_first),
-           "record_s": round(recorded_s, 1)}
-    lines = ["# Knowledge-gap report at scale (cache off, one tenant)", "",
-             *table(list(row), [list(row.values())]), "",
-             "Reference (the issue's probe, before): " +
-             ", ".join(f"{k} {v}" for k, v in REFERENCE.items()) +
-             f". p95 now / 7.1 s re-embedding 8,000: {p95 / 7.1:.2f}x."]
+    row = {
+        "questions": report.questions,
+        "clustered": report.clustered,
+        "clusters": len(report.clusters),
+        "calls": args.calls,
+        "p50_s": round(statistics.median(times), 3),
+        "p95_s": round(p95, 3),
+        "peak_rss_mb": round(rss_after),
+        "first_call_mb": round(rss_first - rss_before),
+        "growth_after_first_mb": round(rss_after - rss_first),
+        "record_s": round(recorded_s, 1),
+    }
+    lines = [
+        "# Knowledge-gap report at scale (cache off, one tenant)",
+        "",
+        *table(list(row), [list(row.values())]),
+        "",
+        "Reference (the issue's probe, before): "
+        + ", ".join(f"{k} {v}" for k, v in REFERENCE.items())
+        + f". p95 now / 7.1 s re-embedding 8,000: {p95 / 7.1:.2f}x.",
+    ]
     write_results("gap_report", lines, {**row, "reference": REFERENCE})
 
 

@@ -26,21 +26,34 @@ CUTS = [round(0.20 + 0.05 * n, 2) for n in range(11)]
 def main() -> None:
     rows = [json.loads(line) for line in GROUPS.read_text(encoding="utf-8").splitlines() if line]
     encoders = load_encoders(load_settings())
-    questions = [GapQuestion(text=r["text"], kind="refused", session_id="s", turn_index=n)
-                 for n, r in enumerate(rows)]
+    questions = [
+        GapQuestion(text=r["text"], kind="refused", session_id="s", turn_index=n)
+        for n, r in enumerate(rows)
+    ]
     vectors = question_vectors(questions, encoders.dense.encode)
     truth = [r["group"] for r in rows]
     scored = []
     for cut in CUTS:
         labels = _labels(vectors, cut)
-        scored.append({"distance": cut, "ari": round(adjusted_rand_score(truth, labels), 3),
-                       "clusters": len(set(labels)), "groups": len(set(truth))})
+        scored.append(
+            {
+                "distance": cut,
+                "ari": round(adjusted_rand_score(truth, labels), 3),
+                "clusters": len(set(labels)),
+                "groups": len(set(truth)),
+            }
+        )
     best = max(scored, key=lambda s: s["ari"])
-    lines = [f"# Gap report clustering distance ({len(rows)} questions, "
-             f"{len(set(truth))} paraphrase groups)", "",
-             *table(["distance", "ARI", "clusters", "groups"],
-                    [[s["distance"], s["ari"], s["clusters"], s["groups"]] for s in scored]),
-             "", f"Best: distance {best['distance']} (ARI {best['ari']}); shipped: {DISTANCE}."]
+    lines = [
+        f"# Gap report clustering distance ({len(rows)} questions, {len(set(truth))} paraphrase groups)",
+        "",
+        *table(
+            ["distance", "ARI", "clusters", "groups"],
+            [[s["distance"], s["ari"], s["clusters"], s["groups"]] for s in scored],
+        ),
+        "",
+        f"Best: distance {best['distance']} (ARI {best['ari']}); shipped: {DISTANCE}.",
+    ]
     write_results("gap_threshold", lines, {"cuts": scored, "best": best, "shipped": DISTANCE})
 
 

@@ -42,10 +42,12 @@ from config.settings import load_settings
 from storage.kb.embeddings import load_encoders
 from storage.kb.model_files import smollm2_gguf
 
-PASSAGE = ("Once a refund is approved, the money is returned to the original payment method "
-           "within 5 to 7 business days. Card issuers sometimes need up to 10 business days to "
-           "show the credit on a statement. Refunds to PayPal usually arrive within 2 business "
-           "days. ")
+PASSAGE = (
+    "Once a refund is approved, the money is returned to the original payment method "
+    "within 5 to 7 business days. Card issuers sometimes need up to 10 business days to "
+    "show the credit on a statement. Refunds to PayPal usually arrive within 2 business "
+    "days. "
+)
 GENERATE = 32
 
 
@@ -68,38 +70,61 @@ def timed_eval(llama: Any, tokens: list[int], grammar: Any = None) -> dict[str, 
         if generated >= GENERATE or token == llama.token_eos():
             break
     gen_s = time.perf_counter() - started
-    return {"prompt_tok_s": round(len(tokens) / prompt_s, 1),
-            "gen_tok_s": round(generated / gen_s, 1) if gen_s else 0.0,
-            "prompt_s": round(prompt_s, 2)}
+    return {
+        "prompt_tok_s": round(len(tokens) / prompt_s, 1),
+        "gen_tok_s": round(generated / gen_s, 1) if gen_s else 0.0,
+        "prompt_s": round(prompt_s, 2),
+    }
 
 
 def load(weights: Path, threads: int, batch: int) -> Any:
     from llama_cpp import Llama
 
-    return Llama(model_path=str(weights), n_ctx=2048, n_threads=threads,
-                 n_batch=batch, n_ubatch=batch, verbose=False, seed=7)
+    return Llama(
+        model_path=str(weights),
+        n_ctx=2048,
+        n_threads=threads,
+        n_batch=batch,
+        n_ubatch=batch,
+        verbose=False,
+        seed=7,
+    )
 
 
 def json_grammar() -> Any:
     from llama_cpp import LlamaGrammar
 
-    schema = ('{"type": "object", "properties": {"verdict": {"type": "string", "enum": '
-              '["sufficient", "insufficient"]}, "reason": {"type": "string", "maxLength": 80}}, '
-              '"required": ["verdict", "reason"]}')
+    schema = (
+        '{"type": "object", "properties": {"verdict": {"type": "string", "enum": '
+        '["sufficient", "insufficient"]}, "reason": {"type": "string", "maxLength": 80}}, '
+        '"required": ["verdict", "reason"]}'
+    )
     return LlamaGrammar.from_json_schema(schema, verbose=False)
 
 
 def contention_rows(policy: str, weights: Path, best: dict[str, Any]) -> list[dict[str, Any]]:
     """Alone and beside an ingest, in a fresh process with ``OMP_WAIT_POLICY=policy`` (OpenMP
     reads it once, when llama.cpp's library loads)."""
-    done = subprocess.run([sys.executable, __file__, "--contention", str(weights),
-                           str(best["threads"]), str(best["batch"])],
-                          env={**os.environ, "OMP_WAIT_POLICY": policy},
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--contention",
+            str(weights),
+            str(best["threads"]),
+            str(best["batch"]),
+        ],
+        env={**os.environ, "OMP_WAIT_POLICY": policy},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     setting = {"weights": best["weights"], "threads": best["threads"], "batch": best["batch"]}
-    return [{"phase": f"{name}, OMP_WAIT_POLICY={policy}", **setting, **figures}
-            for name, figures in measured.items()]
+    return [
+        {"phase": f"{name}, OMP_WAIT_POLICY={policy}", **setting, **figures}
+        for name, figures in measured.items()
+    ]
 
 
 def measure_contention(weights: Path, threads: int, batch: int) -> dict[str, Any]:
@@ -132,8 +157,9 @@ def main() -> None:
         weights, threads, batch = sys.argv[2:5]
         print(json.dumps(measure_contention(Path(weights), int(threads), int(batch))))
         return
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--batches", default="512,64")
     parser.add_argument("--llama-bench", default=shutil.which("llama-bench"))
@@ -149,8 +175,7 @@ def main() -> None:
                 llama.reset()
                 rows.append({"phase": "plain", **setting, **timed_eval(llama, tokens)})
                 llama.reset()
-                rows.append({"phase": "grammar", **setting,
-                             **timed_eval(llama, tokens, json_grammar())})
+                rows.append({"phase": "grammar", **setting, **timed_eval(llama, tokens, json_grammar())})
     best = max((r for r in rows if r["phase"] == "plain"), key=lambda r: r["prompt_tok_s"])
     llama = load(files[best["weights"]], best["threads"], best["batch"])
     tokens = prompt_tokens(llama)
@@ -158,27 +183,59 @@ def main() -> None:
     llama.eval(tokens[:-40])
     started = time.perf_counter()
     llama.eval(tokens[-40:])  # only the new suffix: the prefix stays evaluated
-    rows.append({"phase": "prefix cached (40 new tokens)", "weights": best["weights"],
-                 "threads": best["threads"],
-                 "batch": best["batch"], "prompt_s": round(time.perf_counter() - started, 3),
-                 "prompt_tok_s": round(40 / (time.perf_counter() - started), 1),
-                 "gen_tok_s": ""})
+    rows.append(
+        {
+            "phase": "prefix cached (40 new tokens)",
+            "weights": best["weights"],
+            "threads": best["threads"],
+            "batch": best["batch"],
+            "prompt_s": round(time.perf_counter() - started, 3),
+            "prompt_tok_s": round(40 / (time.perf_counter() - started), 1),
+            "gen_tok_s": "",
+        }
+    )
     del llama
     for policy in ("ACTIVE", "PASSIVE"):
         rows.extend(contention_rows(policy, files[best["weights"]], best))
     reference = ""
     if args.llama_bench:
-        done = subprocess.run([args.llama_bench, "-m", str(smollm2_gguf()), "-m",
-                               str(local_gguf()), "-p", "800", "-n", str(GENERATE),
-                               "-t", args.threads, "-r", "3"],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [
+                args.llama_bench,
+                "-m",
+                str(smollm2_gguf()),
+                "-m",
+                str(local_gguf()),
+                "-p",
+                "800",
+                "-n",
+                str(GENERATE),
+                "-t",
+                args.threads,
+                "-r",
+                "3",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         reference = (done.stdout or done.stderr)[-2500:]
     columns = ("phase", "weights", "threads", "batch", "prompt_tok_s", "gen_tok_s", "prompt_s")
-    lines = ["# Local model speed (SmolLM2-135M, llama-cpp-python)", "",
-             f"Prompt of {len(tokens)} tokens; {GENERATE} generated tokens.", "",
-             *table(columns, ((r.get(c, "") for c in columns) for r in rows)), "",
-             "llama-bench: " + (f"\n```\n{reference}\n```" if reference else
-                                "not available (not shipped in the llama-cpp-python wheel)"), ""]
+    lines = [
+        "# Local model speed (SmolLM2-135M, llama-cpp-python)",
+        "",
+        f"Prompt of {len(tokens)} tokens; {GENERATE} generated tokens.",
+        "",
+        *table(columns, ((r.get(c, "") for c in columns) for r in rows)),
+        "",
+        "llama-bench: "
+        + (
+            f"\n```\n{reference}\n```"
+            if reference
+            else "not available (not shipped in the llama-cpp-python wheel)"
+        ),
+        "",
+    ]
     write_results("llm_speed", lines, {"rows": rows, "llama_bench": reference})
 
 

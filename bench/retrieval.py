@@ -27,8 +27,13 @@ from config.settings import PIPELINES, Settings, load_settings
 PUBLISHED = {"bm25": 0.665, "dense": 0.645, "dense+late": 0.707}
 PUBLISHED_NOTE = {"dense+late": "MiniLM token embeddings as late interaction; dense+rerank 0.703"}
 # nDCG@10 of an earlier reference run on this machine (not measured here)
-EARLIER_REFERENCE = {"bm25": 0.683, "dense": 0.656, "hybrid": 0.722, "dense+late": 0.710,
-                 "hybrid+late": 0.728}
+EARLIER_REFERENCE = {
+    "bm25": 0.683,
+    "dense": 0.656,
+    "hybrid": 0.722,
+    "dense+late": 0.710,
+    "hybrid+late": 0.728,
+}
 TARGETS = {"nDCG@10": 0.74, "p95_ms": 30.0, "ingest_s": 300.0, "rss_gb": 2.5}
 
 
@@ -49,14 +54,16 @@ def _ingest_child(dataset: str, data_dir: str, queue: multiprocessing.Queue) -> 
     started = time.perf_counter()
     report = ingest_paths(kb, [data.corpus])
     kb.close()
-    queue.put({
-        "seconds": round(time.perf_counter() - started, 1),
-        "documents": report.documents,
-        "chunks": report.chunks,
-        "unchanged": report.unchanged,
-        "stage_seconds": {k: round(v, 1) for k, v in report.stage_seconds.items()},
-        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-    })
+    queue.put(
+        {
+            "seconds": round(time.perf_counter() - started, 1),
+            "documents": report.documents,
+            "chunks": report.chunks,
+            "unchanged": report.unchanged,
+            "stage_seconds": {k: round(v, 1) for k, v in report.stage_seconds.items()},
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+        }
+    )
 
 
 def _dir_size_gb(path: Path) -> float:
@@ -69,8 +76,7 @@ def _ratio(ours: float, reference: float | None) -> str:
 
 def render_markdown(result: dict) -> str:
     lines = [
-        f"# Retrieval benchmark: {result['dataset']} ({result['split']}, "
-        f"{result['queries']} queries)",
+        f"# Retrieval benchmark: {result['dataset']} ({result['split']}, {result['queries']} queries)",
         "",
         f"Machine: {result['machine']}. Pipeline default: `{result['default_pipeline']}`.",
         "",
@@ -91,7 +97,8 @@ def render_markdown(result: dict) -> str:
     lines += [
         "",
         "Published: BEIR/MiniLM figures; "
-        + "; ".join(f"{k}: {v}" for k, v in PUBLISHED_NOTE.items()) + ".",
+        + "; ".join(f"{k}: {v}" for k, v in PUBLISHED_NOTE.items())
+        + ".",
         "",
         "| target | ours | target | ratio (ours/target) | met |",
         "|---|---|---|---|---|",
@@ -129,7 +136,8 @@ def main() -> None:
 
     queue: multiprocessing.Queue = multiprocessing.get_context("spawn").Queue()
     child = multiprocessing.get_context("spawn").Process(
-        target=_ingest_child, args=(str(args.dataset), str(args.data_dir), queue))
+        target=_ingest_child, args=(str(args.dataset), str(args.data_dir), queue)
+    )
     child.start()
     ingest = queue.get()
     child.join()

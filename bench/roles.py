@@ -35,14 +35,22 @@ SCRIPTS = ["support-demo.yaml", "returning-customer.yaml", "follow-ups.yaml"]
 
 
 def configured(base: Settings, on_model: tuple[str, ...], band: float) -> Settings:
-    roles = base.roles.model_copy(update={r: ("model" if r in on_model else "evidence")
-                                          for r in ROLE_NAMES})
+    roles = base.roles.model_copy(
+        update={r: ("model" if r in on_model else "evidence") for r in ROLE_NAMES}
+    )
     update: dict[str, Any] = {"roles": roles}
     if "judge" in on_model:
         gate = base.evidence.answerability
-        update["evidence"] = base.evidence.model_copy(update={"answerability": gate.model_copy(
-            update={"answer_at": min(1.0, gate.answer_at + band),
-                    "refuse_below": max(0.0, gate.answer_at - band)})})
+        update["evidence"] = base.evidence.model_copy(
+            update={
+                "answerability": gate.model_copy(
+                    update={
+                        "answer_at": min(1.0, gate.answer_at + band),
+                        "refuse_below": max(0.0, gate.answer_at - band),
+                    }
+                )
+            }
+        )
     return base.model_copy(update=update)
 
 
@@ -62,8 +70,9 @@ def turn_figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def kickoff_turns(settings: Settings, data_dir: Path, engine: str, llm: Any,
-                  scripts: list[str]) -> list[dict[str, Any]]:
+def kickoff_turns(
+    settings: Settings, data_dir: Path, engine: str, llm: Any, scripts: list[str]
+) -> list[dict[str, Any]]:
     kb = KnowledgeBase.open(settings, data_dir)
     ingest_paths(kb, [ROOT / "examples" / "kb"], prune=True)
     kb.close()
@@ -73,10 +82,16 @@ def kickoff_turns(settings: Settings, data_dir: Path, engine: str, llm: Any,
         for name in scripts:
             for line in run_script(load_script(ROOT / "examples" / "kickoff" / name), runtime):
                 want = (line.get("expect") or {}).get("verdict")
-                turns.append({"set": name, "want": want, "right": not line["expect_failures"],
-                              "calls": line["trace"]["llm_calls"],
-                              "tokens": line["trace"]["prompt_tokens"],
-                              "seconds": line["trace"]["duration_ms"] / 1000})
+                turns.append(
+                    {
+                        "set": name,
+                        "want": want,
+                        "right": not line["expect_failures"],
+                        "calls": line["trace"]["llm_calls"],
+                        "tokens": line["trace"]["prompt_tokens"],
+                        "seconds": line["trace"]["duration_ms"] / 1000,
+                    }
+                )
     finally:
         runtime.close()
     return turns
@@ -87,20 +102,28 @@ def dev_turns(settings: Settings, data_dir: Path, engine: str, llm: Any) -> list
     opened = open_answer_set(DEV, data_dir, pack_settings)
     answer_set = opened.answer_set
     opened.close()
-    runtime = build_runtime(pack_settings, data_dir, engine=engine, process="sequential",
-                            llm=llm)
+    runtime = build_runtime(pack_settings, data_dir, engine=engine, process="sequential", llm=llm)
     try:
         rows = evaluate_answers(runtime, answer_set).rows
     finally:
         runtime.close()
-    return [{"set": "doc2dial-dev", "want": "answered" if r["answerable"] else "idk",
-             "right": r["right_source"] if r["answerable"] else r["verdict"] != "answered",
-             "calls": r["llm_calls"], "tokens": 0, "seconds": r["seconds"]} for r in rows]
+    return [
+        {
+            "set": "doc2dial-dev",
+            "want": "answered" if r["answerable"] else "idk",
+            "right": r["right_source"] if r["answerable"] else r["verdict"] != "answered",
+            "calls": r["llm_calls"],
+            "tokens": 0,
+            "seconds": r["seconds"],
+        }
+        for r in rows
+    ]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--engine", default="crewai")
     parser.add_argument("--scripts", default=",".join(SCRIPTS))
     parser.add_argument("--no-dev", action="store_true")
@@ -109,35 +132,61 @@ def main() -> None:
     args = parser.parse_args()
     base = load_settings()
     llm = build_llm(base.llm)
-    plans: list[tuple[str, tuple[str, ...]]] = [("all evidence", ()),
-                                                *[(f"model: {r}", (r,)) for r in ROLE_NAMES],
-                                                ("all model", ROLE_NAMES)]
+    plans: list[tuple[str, tuple[str, ...]]] = [
+        ("all evidence", ()),
+        *[(f"model: {r}", (r,)) for r in ROLE_NAMES],
+        ("all model", ROLE_NAMES),
+    ]
     rows = []
     for label, on_model in plans:
         settings = configured(base, on_model, args.band)
         data_dir = args.data_dir / label.replace(" ", "-").replace(":", "")  # fresh memory
-        turns = kickoff_turns(settings, data_dir, args.engine, llm,
-                              [s for s in args.scripts.split(",") if s])
+        turns = kickoff_turns(
+            settings, data_dir, args.engine, llm, [s for s in args.scripts.split(",") if s]
+        )
         if not args.no_dev and DEV.exists():
             turns += dev_turns(settings, data_dir, args.engine, llm)
-        row = {"config": label, **turn_figures(turns),
-               "by_set": {name: turn_figures([t for t in turns if t["set"] == name])
-                          for name in dict.fromkeys(t["set"] for t in turns)}}
+        row = {
+            "config": label,
+            **turn_figures(turns),
+            "by_set": {
+                name: turn_figures([t for t in turns if t["set"] == name])
+                for name in dict.fromkeys(t["set"] for t in turns)
+            },
+        }
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "by_set"}), flush=True)
-    columns = ("answered_right", "refused_right", "llm_calls", "prompt_tokens", "p50_s", "p95_s",
-               "max_s")
-    lines = [f"# Role ablation ({args.engine}, sequential, local model, turn_timeout_s "
-             f"{base.turn_timeout_s:g})", "",
-             "Sets: examples/kickoff (" + ", ".join(args.scripts.split(",")) + ")"
-             + ("" if args.no_dev else " and doc2dial-support-dev") + ". Judge runs widen the "
-             f"undecided band by ±{args.band}.", "",
-             *table(("config", *columns),
-                    ((row["config"], *(row[c] for c in columns)) for row in rows)), ""]
+    columns = (
+        "answered_right",
+        "refused_right",
+        "llm_calls",
+        "prompt_tokens",
+        "p50_s",
+        "p95_s",
+        "max_s",
+    )
+    lines = [
+        f"# Role ablation ({args.engine}, sequential, local model, turn_timeout_s "
+        f"{base.turn_timeout_s:g})",
+        "",
+        "Sets: examples/kickoff ("
+        + ", ".join(args.scripts.split(","))
+        + ")"
+        + ("" if args.no_dev else " and doc2dial-support-dev")
+        + ". Judge runs widen the "
+        f"undecided band by ±{args.band}.",
+        "",
+        *table(("config", *columns), ((row["config"], *(row[c] for c in columns)) for row in rows)),
+        "",
+    ]
     for row in rows:
-        lines.append(f"- {row['config']}: " + "; ".join(
-            f"{name} {fig['answered_right']} answered right, {fig['refused_right']} refused right"
-            for name, fig in row["by_set"].items()))
+        lines.append(
+            f"- {row['config']}: "
+            + "; ".join(
+                f"{name} {fig['answered_right']} answered right, {fig['refused_right']} refused right"
+                for name, fig in row["by_set"].items()
+            )
+        )
     write_results("roles", lines, rows)
 
 

@@ -20,18 +20,24 @@ LISTED_AT_LEAST = 5
 def count(path: Path) -> tuple[int, int]:
     """(regexes, listed words) of one module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing = {id(n.slice) for n in ast.walk(tree)
-              if isinstance(n, ast.Subscript) and getattr(n.value, "id", "") == "Literal"}
+    typing = {
+        id(n.slice)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Subscript) and getattr(n.value, "id", "") == "Literal"
+    }
     regexes = words = 0
     for node in ast.walk(tree):
         if id(node) in typing:  # Literal["answered", ...] names values, lists no words
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == "compile" and getattr(node.func.value, "id", "") == "re":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "compile"
+            and getattr(node.func.value, "id", "") == "re"
+        ):
             regexes += 1
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
-            strings = [e for e in node.elts if isinstance(e, ast.Constant)
-                       and isinstance(e.value, str)]
+            strings = [e for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
             if len(strings) >= LISTED_AT_LEAST:
                 words += len(strings)
     return regexes, words
@@ -46,8 +52,7 @@ def main() -> None:
     for name, (regexes, words) in rows.items():
         if regexes or words:
             print(f"{name:28} {regexes:3} regexes {words:4} listed words")
-    print(f"{'tasks/ total':28} {total[0]:3} regexes {total[1]:4} listed words "
-          f"(sum {sum(total)})")
+    print(f"{'tasks/ total':28} {total[0]:3} regexes {total[1]:4} listed words (sum {sum(total)})")
 
 
 if __name__ == "__main__":

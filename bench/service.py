@@ -32,8 +32,12 @@ from _common import ROOT, comparison_parser, table
 from evaluation.answers import percentile
 from service.auth import hash_key
 
-QUESTIONS = ["How long does a refund take?", "What are the API rate limits on the Pro plan?",
-             "How do I export all my files?", "Do you offer a student discount?"]
+QUESTIONS = [
+    "How long does a refund take?",
+    "What are the API rate limits on the Pro plan?",
+    "How do I export all my files?",
+    "Do you offer a student discount?",
+]
 
 
 def free_port() -> int:
@@ -50,8 +54,10 @@ def client_run(base: str, key: str, client: int, turns: int) -> dict:
         for turn in range(turns):
             marker = f"ORD-{client:02d}{turn:03d}"
             started = time.perf_counter()
-            response = http.post(f"/v1/sessions/{session}/messages", json={
-                "message": f"{QUESTIONS[(client + turn) % len(QUESTIONS)]} (order {marker})"})
+            response = http.post(
+                f"/v1/sessions/{session}/messages",
+                json={"message": f"{QUESTIONS[(client + turn) % len(QUESTIONS)]} (order {marker})"},
+            )
             latencies.append(time.perf_counter() - started)
             if response.status_code != 200:
                 errors += 1
@@ -62,8 +68,13 @@ def client_run(base: str, key: str, client: int, turns: int) -> dict:
         stored = http.get(f"/v1/sessions/{session}").json()
         users = [t["user"] for t in stored["turns"]]
         leaks += sum(1 for u in users if f"ORD-{client:02d}" not in u)
-    return {"session": session, "latencies": latencies, "errors": errors, "leaks": leaks,
-            "answered": answered}
+    return {
+        "session": session,
+        "latencies": latencies,
+        "errors": errors,
+        "leaks": leaks,
+        "answered": answered,
+    }
 
 
 def rss_mb(pid: int) -> float:
@@ -77,17 +88,35 @@ def rss_mb(pid: int) -> float:
 def load(repo: Path, args: argparse.Namespace) -> dict:
     """Serve ``repo``'s own ``main.py`` and put the bounded load on it."""
     data_dir = args.data_dir / repo.name
-    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "ingest",
-                    "examples/kb"], cwd=repo, check=True, capture_output=True)
-    keys = [{"name": "acme", "sha256": hash_key("acme-key"), "tenant": "acme",
-             "slots": {"access_level": "customer", "tier": "pro"}},
-            {"name": "globex", "sha256": hash_key("globex-key"), "tenant": "globex",
-             "slots": {"access_level": "public"}}]
+    subprocess.run(
+        [sys.executable, "main.py", "--data-dir", str(data_dir), "ingest", "examples/kb"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    keys = [
+        {
+            "name": "acme",
+            "sha256": hash_key("acme-key"),
+            "tenant": "acme",
+            "slots": {"access_level": "customer", "tier": "pro"},
+        },
+        {
+            "name": "globex",
+            "sha256": hash_key("globex-key"),
+            "tenant": "globex",
+            "slots": {"access_level": "public"},
+        },
+    ]
     port = free_port()
     env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
-    server = subprocess.Popen([sys.executable, "main.py", "--data-dir", str(data_dir),
-                               "serve", "--port", str(port)], cwd=repo, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "main.py", "--data-dir", str(data_dir), "serve", "--port", str(port)],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 180
@@ -105,9 +134,14 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
 
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.clients) as pool:
-            runs = list(pool.map(lambda c: client_run(
-                base, "acme-key" if c % 2 == 0 else "globex-key", c, args.turns),
-                range(args.clients)))
+            runs = list(
+                pool.map(
+                    lambda c: client_run(
+                        base, "acme-key" if c % 2 == 0 else "globex-key", c, args.turns
+                    ),
+                    range(args.clients),
+                )
+            )
         turn_seconds = time.perf_counter() - started
         rss_after = rss_mb(server.pid)
         latencies = [x for r in runs for x in r["latencies"]]
@@ -115,14 +149,18 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
         cross = 0
         for index, run in enumerate(runs):
             other = "globex-key" if index % 2 == 0 else "acme-key"
-            response = httpx.get(f"{base}/v1/sessions/{run['session']}",
-                                 headers={"Authorization": f"Bearer {other}"}, timeout=30)
+            response = httpx.get(
+                f"{base}/v1/sessions/{run['session']}",
+                headers={"Authorization": f"Bearer {other}"},
+                timeout=30,
+            )
             cross += response.status_code != 404
 
         search_latencies, search_errors = [], 0
         started = time.perf_counter()
-        with httpx.Client(base_url=base, headers={"Authorization": "Bearer acme-key"},
-                          timeout=30) as http:
+        with httpx.Client(
+            base_url=base, headers={"Authorization": "Bearer acme-key"}, timeout=30
+        ) as http:
             for i in range(args.searches):
                 t0 = time.perf_counter()
                 response = http.post("/v1/search", json={"query": QUESTIONS[i % 4]})
@@ -133,13 +171,15 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
         server.terminate()
         server.wait(timeout=30)
     return {
-        "turns": len(latencies), "turns_answered": sum(r["answered"] for r in runs),
+        "turns": len(latencies),
+        "turns_answered": sum(r["answered"] for r in runs),
         "turns_per_second": round(len(latencies) / turn_seconds, 2),
         "turn_p50_s": round(percentile(latencies, 0.5), 2),
         "turn_p95_s": round(percentile(latencies, 0.95), 2),
         "turn_errors": sum(r["errors"] for r in runs),
         "session_or_tenant_leaks": sum(r["leaks"] for r in runs) + cross,
-        "rss_after_warm_up_mb": rss_warm, "rss_growth_mb": round(rss_after - rss_warm, 1),
+        "rss_after_warm_up_mb": rss_warm,
+        "rss_growth_mb": round(rss_after - rss_warm, 1),
         "search_rps": round(args.searches / search_seconds, 1),
         "search_p50_ms": round(percentile(search_latencies, 0.5) * 1000, 1),
         "search_p95_ms": round(percentile(search_latencies, 0.95) * 1000, 1),
@@ -157,8 +197,7 @@ def main() -> None:
         parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000")
     ours = load(ROOT, args)
     before = load(args.baseline_repo.resolve(), args) if args.baseline_repo else None
-    result = {"clients": args.clients, "turns_per_client": args.turns, "now": ours,
-              "before": before}
+    result = {"clients": args.clients, "turns_per_client": args.turns, "now": ours, "before": before}
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "service.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -170,9 +209,12 @@ def main() -> None:
             old = before[name]
             row += [old, round(value / old, 2) if old else "-"]
         rows.append(row)
-    lines = [f"# Pilot service on loopback: {args.clients} clients x {args.turns} messages "
-             "(local defaults, embedded Qdrant, 2 cores)", "",
-             *table(columns, rows)]
+    lines = [
+        f"# Pilot service on loopback: {args.clients} clients x {args.turns} messages "
+        "(local defaults, embedded Qdrant, 2 cores)",
+        "",
+        *table(columns, rows),
+    ]
     (out / "service.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -39,8 +39,10 @@ def slug(title: str) -> str:
 
 def page(page_id: str, title: str, text: str) -> str:
     """One knowledge-base page: front matter, then the paragraph."""
-    return (f"---\nid: {page_id}\ntitle: {json.dumps(title)}\nsource: SQuAD 2.0 dev "
-            f"(CC BY-SA 4.0)\n---\n\n{text.strip()}\n")
+    return (
+        f"---\nid: {page_id}\ntitle: {json.dumps(title)}\nsource: SQuAD 2.0 dev "
+        f"(CC BY-SA 4.0)\n---\n\n{text.strip()}\n"
+    )
 
 
 def answer_sentence(context: str, start: int) -> str:
@@ -71,15 +73,20 @@ def pack_rows(articles: list[dict], questions: int, seed: int) -> tuple[dict[str
                     unanswerable.append({**row, "answerable": False, "doc_ids": []})
                 else:
                     first = qa["answers"][0]
-                    answerable.append({
-                        **row, "answerable": True, "doc_ids": [page_id],
-                        "answer": first["text"],
-                        "evidence": [answer_sentence(paragraph["context"],
-                                                     first["answer_start"])]})
+                    answerable.append(
+                        {
+                            **row,
+                            "answerable": True,
+                            "doc_ids": [page_id],
+                            "answer": first["text"],
+                            "evidence": [answer_sentence(paragraph["context"], first["answer_start"])],
+                        }
+                    )
     rng = random.Random(seed)
     half = questions // 2
-    chosen = (rng.sample(answerable, min(half, len(answerable)))
-              + rng.sample(unanswerable, min(questions - half, len(unanswerable))))
+    chosen = rng.sample(answerable, min(half, len(answerable))) + rng.sample(
+        unanswerable, min(questions - half, len(unanswerable))
+    )
     rng.shuffle(chosen)
     return pages, chosen
 
@@ -94,31 +101,37 @@ def write_pack(out: Path, pages: dict[str, str], rows: list[dict]) -> None:
     for page_id, text in pages.items():
         (out / "kb" / f"{page_id}.md").write_text(text, encoding="utf-8")
     (out / "questions.jsonl").write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, required=True, help="the pack's folder (outside the repo)")
     parser.add_argument("--articles", choices=("held-out", "train"), default="held-out")
     parser.add_argument("--questions", type=int, default=600, help="sampled, half unanswerable")
-    parser.add_argument("--max-articles", type=int, default=0,
-                        help="with --articles train: the first N of them (0: all)")
+    parser.add_argument(
+        "--max-articles", type=int, default=0, help="with --articles train: the first N of them (0: all)"
+    )
     args = parser.parse_args()
     if args.out.resolve().is_relative_to(ROOT):
-        raise SystemExit(f"{args.out}: write the pack outside the repository (shared data "
-                         "stays in ../shared)")
+        raise SystemExit(
+            f"{args.out}: write the pack outside the repository (shared data stays in ../shared)"
+        )
     articles = load_squad(SQUAD)
     held = set(held_out_titles(articles, SEED))
     chosen = [a for a in articles if (a["title"] in held) == (args.articles == "held-out")]
     if args.max_articles:
-        chosen = chosen[:args.max_articles]
+        chosen = chosen[: args.max_articles]
     pages, rows = pack_rows(chosen, args.questions, SEED)
     write_pack(args.out, pages, rows)
     answerable = sum(r["answerable"] for r in rows)
-    print(f"{args.out}: {len(pages)} pages from {len(chosen)} articles, {len(rows)} questions "
-          f"({answerable} answerable, {len(rows) - answerable} unanswerable)")
+    print(
+        f"{args.out}: {len(pages)} pages from {len(chosen)} articles, {len(rows)} questions "
+        f"({answerable} answerable, {len(rows) - answerable} unanswerable)"
+    )
 
 
 if __name__ == "__main__":

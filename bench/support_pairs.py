@@ -39,22 +39,68 @@ from tasks.answerability_model import Window, windows
 from tasks.passage_text import Unit, split_units
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_FOLDERS = (ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev" / "kb",
-                ROOT / "examples" / "kb")
+PAGE_FOLDERS = (
+    ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev" / "kb",
+    ROOT / "examples" / "kb",
+)
 HELD_OUT_SHARE = 0.2
 WRAP_SHARE = 0.3
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset({"a", "an", "the", "of", "to", "for", "and", "or", "in", "on", "at", "by",
-                   "with", "is", "are", "do", "does", "i", "my", "me", "you", "your", "what",
-                   "how", "can", "it", "this", "that", "be", "about"})
-SECTION_ASKS = ("What does it say about {heading} for {topic}?", "Tell me about {heading} ({topic})",
-                "I have a question about {heading} for {topic}.", "{heading}? I mean for {topic}",
-                "Can you explain {heading} regarding {topic}?")
-PAGE_ASKS = ("Tell me about {topic}.", "I'd like to know more about {topic}", "What is {topic}?",
-             "Can you give me information on {topic}?", "I need help with {topic}.")
-CODE_ASKS = ("What does {code} mean?", "I keep getting {code}, what should I do?",
-             "error {code} when I try again", "What is that error code ({code})?",
-             "Why do I see {code}?")
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "for",
+        "and",
+        "or",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "is",
+        "are",
+        "do",
+        "does",
+        "i",
+        "my",
+        "me",
+        "you",
+        "your",
+        "what",
+        "how",
+        "can",
+        "it",
+        "this",
+        "that",
+        "be",
+        "about",
+    }
+)
+SECTION_ASKS = (
+    "What does it say about {heading} for {topic}?",
+    "Tell me about {heading} ({topic})",
+    "I have a question about {heading} for {topic}.",
+    "{heading}? I mean for {topic}",
+    "Can you explain {heading} regarding {topic}?",
+)
+PAGE_ASKS = (
+    "Tell me about {topic}.",
+    "I'd like to know more about {topic}",
+    "What is {topic}?",
+    "Can you give me information on {topic}?",
+    "I need help with {topic}.",
+)
+CODE_ASKS = (
+    "What does {code} mean?",
+    "I keep getting {code}, what should I do?",
+    "error {code} when I try again",
+    "What is that error code ({code})?",
+    "Why do I see {code}?",
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +135,9 @@ def _closest_page(page: Page, pages: list[Page], text: str) -> Page | None:
     """The other page whose title and text read most like ``text`` and the page's title."""
     asked = words(text) | words(page.title)
     others = [p for p in pages if p.source_id != page.source_id]
-    return max(others, key=lambda p: overlap(asked, words(p.title + " " + p.spans[0].text)),
-               default=None)
+    return max(
+        others, key=lambda p: overlap(asked, words(p.title + " " + p.spans[0].text)), default=None
+    )
 
 
 def _best_window(spans: list[Window], text: str) -> Window | None:
@@ -115,11 +162,17 @@ def _asks(page: Page, rng: random.Random) -> list[tuple[str, list[Window], bool]
     starting = {w.first: w for w in page.spans}
     for index, unit in enumerate(page.units):
         if unit.kind == "question" and index + 1 in starting:
-            asks.append((unit.text, [starting[index + 1], *([starting[index]]
-                                                            if index in starting else [])], True))
+            asks.append(
+                (
+                    unit.text,
+                    [starting[index + 1], *([starting[index]] if index in starting else [])],
+                    True,
+                )
+            )
         elif unit.kind == "heading" and overlap(words(unit.text), words(topic)) < 0.7:
-            first = [w for w in page.spans if w.first > index
-                     and _section_of(page.units, w.first) == index][:1]
+            first = [
+                w for w in page.spans if w.first > index and _section_of(page.units, w.first) == index
+            ][:1]
             if first:
                 ask = rng.choice(SECTION_ASKS).format(heading=unit.text.lower(), topic=topic)
                 asks.append((ask, first, True))
@@ -137,8 +190,13 @@ def _code_pairs(pages: list[Page], rng: random.Random) -> list[Pair]:
     pairs = []
     for code, spans in sorted(holding.items()):
         prefix, number = code.rsplit("-", 1)
-        siblings = [s for c, found in holding.items() if c != code and c.startswith(prefix + "-")
-                    for s in found if code not in s.text]
+        siblings = [
+            s
+            for c, found in holding.items()
+            if c != code and c.startswith(prefix + "-")
+            for s in found
+            if code not in s.text
+        ]
         ask = rng.choice(CODE_ASKS).format(code=code)
         pairs.append(Pair(ask, spans[0].text, 1, f"code:{code}", "code"))
         if siblings:
@@ -146,8 +204,10 @@ def _code_pairs(pages: list[Page], rng: random.Random) -> list[Pair]:
         unknown = f"{prefix}-{int(number) + 7:0{len(number)}d}"
         if unknown not in holding:
             ask = rng.choice(CODE_ASKS).format(code=unknown)
-            pairs += [Pair(ask, s.text, 0, f"code:{unknown}", "undocumented_code")
-                      for s in spans[:1] + siblings[:1]]
+            pairs += [
+                Pair(ask, s.text, 0, f"code:{unknown}", "undocumented_code")
+                for s in spans[:1] + siblings[:1]
+            ]
     return pairs
 
 
@@ -161,8 +221,12 @@ def page_pairs(page: Page, pages: list[Page], rng: random.Random) -> list[Pair]:
         pairs += [Pair(text, w.text, 1, group, kind) for w in positives]
         if same_page:
             taken = {(w.first, w.last) for w in positives}
-            rest = [w for w in page.spans if (w.first, w.last) not in taken
-                    and not any(w.first < p.last and p.first < w.last for p in positives)]
+            rest = [
+                w
+                for w in page.spans
+                if (w.first, w.last) not in taken
+                and not any(w.first < p.last and p.first < w.last for p in positives)
+            ]
             hard = _best_window(rest, ask)
             if hard is not None:
                 pairs.append(Pair(text, hard.text, 0, group, "other_section"))

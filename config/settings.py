@@ -169,8 +169,10 @@ class AnswerabilityModel(_Strict):
 
     def probability(self, features: dict[str, float]) -> float:
         """The probability that the passages answer, from a reading's features."""
-        z = self.bias + sum(w * (features[name] - m) / s for name, m, s, w in
-                            zip(self.features, self.mean, self.scale, self.weights, strict=True))
+        z = self.bias + sum(
+            w * (features[name] - m) / s
+            for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
+        )
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
@@ -211,8 +213,7 @@ class AnswerabilityGate(_Strict):
             raise ValueError("curve thresholds must be in increasing order")
         if self.answer_at is None and not self.curve:
             raise ValueError("give answer_at or a curve to choose it from")
-        if None not in (self.answer_at, self.refuse_below) and \
-                self.refuse_below > self.answer_at:  # type: ignore[operator]
+        if None not in (self.answer_at, self.refuse_below) and self.refuse_below > self.answer_at:  # type: ignore[operator]
             raise ValueError("refuse_below must not exceed answer_at")
         return self
 
@@ -229,10 +230,14 @@ class AnswerabilityGate(_Strict):
     def at(self, precision: float) -> AnswerabilityGate:
         """The gate with its operating points set for ``precision`` (explicit ones are kept)."""
         answer_at = self.answer_at if self.answer_at is not None else self.threshold_for(precision)
-        refuse_below = self.refuse_below if self.refuse_below is not None else \
-            max(0.0, answer_at - self.undecided_band)
-        return self.model_copy(update={"answer_at": answer_at,
-                                       "refuse_below": min(refuse_below, answer_at)})
+        refuse_below = (
+            self.refuse_below
+            if self.refuse_below is not None
+            else max(0.0, answer_at - self.undecided_band)
+        )
+        return self.model_copy(
+            update={"answer_at": answer_at, "refuse_below": min(refuse_below, answer_at)}
+        )
 
 
 def fitted_answerability() -> AnswerabilityModel:
@@ -349,15 +354,16 @@ class PilotLimits(_Strict):
 
     sessions: str = "120/minute"
     handoffs: str = "60/hour"
-    message_bytes: str = "5000000/day"   # UTF-8 bytes of customer messages
+    message_bytes: str = "5000000/day"  # UTF-8 bytes of customer messages
     waiting_messages: int = Field(20, ge=1, le=10_000)  # per session, until a person replies
 
     @field_validator("sessions", "handoffs", "message_bytes")
     @classmethod
     def _a_rate(cls, value: str) -> str:
         if not RATE.fullmatch(value.strip()):
-            raise ValueError(f"{value!r} is not a rate like '30/minute' (count/second, "
-                             "minute, hour or day)")
+            raise ValueError(
+                f"{value!r} is not a rate like '30/minute' (count/second, minute, hour or day)"
+            )
         return value.strip()
 
 
@@ -379,8 +385,9 @@ class PilotSettings(_Strict):
 class Messages(_Strict):
     no_results: str = "I could not find this in our help articles."
     # evidence between refuse_below and answer_at, no judge model: the closest article offered
-    suggest: str = ("I could not find a direct answer to that in our help articles. "
-                    "This article may help:")
+    suggest: str = (
+        "I could not find a direct answer to that in our help articles. This article may help:"
+    )
     connection_problem: str = "I'm having trouble reaching our knowledge base right now."
     handoff: str = "I'm passing this conversation to a member of our support team."
 

@@ -90,11 +90,20 @@ def _beir(directory: Path, split: str) -> AnswerSet:
     for other in (directory / "qrels").glob("*.tsv"):
         if other.stem != split:
             judged_elsewhere |= {line.split("\t")[0] for line in other.read_text().splitlines()[1:]}
-    queries = {qid: text for qid, text in beir.queries.items()
-               if qid in beir.qrels or qid not in judged_elsewhere}
-    questions = [LabelledQuestion(id=qid, question=text, answerable=bool(beir.qrels.get(qid)),
-                                  doc_ids=[d for d, s in beir.qrels.get(qid, {}).items() if s > 0])
-                 for qid, text in queries.items()]
+    queries = {
+        qid: text
+        for qid, text in beir.queries.items()
+        if qid in beir.qrels or qid not in judged_elsewhere
+    }
+    questions = [
+        LabelledQuestion(
+            id=qid,
+            question=text,
+            answerable=bool(beir.qrels.get(qid)),
+            doc_ids=[d for d, s in beir.qrels.get(qid, {}).items() if s > 0],
+        )
+        for qid, text in queries.items()
+    ]
     _check(directory, questions)
     return AnswerSet(directory.name, beir.corpus, questions)
 
@@ -104,8 +113,10 @@ def _check(directory: Path, questions: list[LabelledQuestion]) -> None:
         raise DatasetError(f"{directory}: no questions")
     wrong = [q.id for q in questions if q.answerable != bool(q.doc_ids)]
     if wrong:
-        raise DatasetError(f"{directory}: answerable questions need doc_ids and unanswerable ones "
-                           f"none; check {', '.join(wrong[:5])}")
+        raise DatasetError(
+            f"{directory}: answerable questions need doc_ids and unanswerable ones "
+            f"none; check {', '.join(wrong[:5])}"
+        )
 
 
 def load_answer_set(directory: Path, split: str = "test") -> AnswerSet:
@@ -117,5 +128,7 @@ def load_answer_set(directory: Path, split: str = "test") -> AnswerSet:
         return _pack(directory)
     if (directory / "corpus.jsonl").is_file():
         return _beir(directory, split)
-    raise DatasetError(f"{directory}: neither a pack (kb/ and questions.jsonl) nor BEIR-like "
-                       "(corpus.jsonl, queries.jsonl, qrels/)")
+    raise DatasetError(
+        f"{directory}: neither a pack (kb/ and questions.jsonl) nor BEIR-like "
+        "(corpus.jsonl, queries.jsonl, qrels/)"
+    )

@@ -86,17 +86,25 @@ def score_turn(question: LabelledQuestion, result: TurnResult) -> dict[str, Any]
         recall, f1 = overlap(result.answer if answered else "", " ".join(question.evidence))
     trace = result.trace
     source = gate_source(result)
-    return {"id": question.id, "question": question.question, "answerable": question.answerable,
-            "doc_ids": list(question.doc_ids),
-            "verdict": result.verdict, "cited": cited, "right_source": right_source,
-            "probability": gate_probability(result), "answer": result.answer,
-            "gate_source": source,
-            "gate_right": question.answerable and source in question.doc_ids,
-            "evidence_recall": recall, "evidence_f1": f1,
-            "llm_calls": trace.llm_calls if trace else 0,
-            # the gate's reading and the extractive answer's quote (their wall time)
-            "gate_ms": trace.ms_in("evidence_gate", "verify") if trace else 0.0,
-            "seconds": round(trace.duration_ms / 1000, 3) if trace else 0.0}
+    return {
+        "id": question.id,
+        "question": question.question,
+        "answerable": question.answerable,
+        "doc_ids": list(question.doc_ids),
+        "verdict": result.verdict,
+        "cited": cited,
+        "right_source": right_source,
+        "probability": gate_probability(result),
+        "answer": result.answer,
+        "gate_source": source,
+        "gate_right": question.answerable and source in question.doc_ids,
+        "evidence_recall": recall,
+        "evidence_f1": f1,
+        "llm_calls": trace.llm_calls if trace else 0,
+        # the gate's reading and the extractive answer's quote (their wall time)
+        "gate_ms": trace.ms_in("evidence_gate", "verify") if trace else 0.0,
+        "seconds": round(trace.duration_ms / 1000, 3) if trace else 0.0,
+    }
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -112,16 +120,22 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return round(len(list(part)) / len(whole), 3) if whole else None
 
     return {
-        "questions": len(rows), "answerable": len(answerable), "unanswerable": len(unanswerable),
+        "questions": len(rows),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
         "answered_right": share(right, answerable),
         "wrong_source_answers": len([r for r in answered if not r["right_source"]]),
-        "refused_right": share([r for r in unanswerable if r["verdict"] != "answered"],
-                               unanswerable),
+        "refused_right": share([r for r in unanswerable if r["verdict"] != "answered"], unanswerable),
         "precision": share([r for r in answered if r["right_source"]], answered),
         # "this article may help": never an answer; how often, and how often the page answers
         "suggested": len([r for r in rows if r["verdict"] == "suggest"]),
-        "suggested_right": len([r for r in answerable if r["verdict"] == "suggest"
-                                and any(s in r.get("doc_ids", ()) for s in r["cited"])]),
+        "suggested_right": len(
+            [
+                r
+                for r in answerable
+                if r["verdict"] == "suggest" and any(s in r.get("doc_ids", ()) for s in r["cited"])
+            ]
+        ),
         "evidence_recall": round(statistics.mean(recalls), 3) if recalls else None,
         "evidence_f1": round(statistics.mean(f1s), 3) if f1s else None,
         "llm_calls": round(statistics.mean(r["llm_calls"] for r in rows), 2) if rows else 0,
@@ -151,18 +165,29 @@ def risk_coverage(rows: list[dict[str, Any]], points: int = 21) -> list[dict[str
     curve = []
     for step in range(points):
         threshold = round(step / (points - 1), 3)
-        answered = [r for r in rows if r.get("gate_source") and r["probability"] is not None
-                    and r["probability"] >= threshold]
+        answered = [
+            r
+            for r in rows
+            if r.get("gate_source") and r["probability"] is not None and r["probability"] >= threshold
+        ]
         right = [r for r in answered if r["gate_right"]]
-        curve.append({"threshold": threshold,
-                      "precision": round(len(right) / len(answered), 3) if answered else 1.0,
-                      "coverage": round(len(right) / len(answerable), 3) if answerable else 0.0,
-                      "answered": len(answered)})
+        curve.append(
+            {
+                "threshold": threshold,
+                "precision": round(len(right) / len(answered), 3) if answered else 1.0,
+                "coverage": round(len(right) / len(answerable), 3) if answerable else 0.0,
+                "answered": len(answered),
+            }
+        )
     return curve
 
 
-def plot_risk_coverage(curves: dict[str, list[dict[str, float]]], path: Path,
-                       marks: dict[str, float] | None = None, title: str = "") -> Path:
+def plot_risk_coverage(
+    curves: dict[str, list[dict[str, float]]],
+    path: Path,
+    marks: dict[str, float] | None = None,
+    title: str = "",
+) -> Path:
     """Precision against coverage, one line per curve (and a dot at each operating point)."""
     import matplotlib
 
@@ -171,8 +196,9 @@ def plot_risk_coverage(curves: dict[str, list[dict[str, float]]], path: Path,
 
     figure, axes = pyplot.subplots(figsize=(6, 4.5))
     for label, curve in curves.items():
-        axes.plot([p["coverage"] for p in curve], [p["precision"] for p in curve],
-                  marker=".", label=label)
+        axes.plot(
+            [p["coverage"] for p in curve], [p["precision"] for p in curve], marker=".", label=label
+        )
         at = (marks or {}).get(label)
         if at is not None:  # the operating point: the first threshold at or above it
             point = next((p for p in curve if p["threshold"] >= at), curve[-1])
@@ -195,9 +221,15 @@ def calibration(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     bands = []
     for low, high in pairwise(CALIBRATION_BINS):
         inside = [r for r in rows if r["probability"] is not None and low <= r["probability"] < high]
-        bands.append({"probability": f"{low:.1f}-{min(high, 1.0):.1f}", "questions": len(inside),
-                      "answerable": round(sum(r["answerable"] for r in inside) / len(inside), 3)
-                      if inside else None})
+        bands.append(
+            {
+                "probability": f"{low:.1f}-{min(high, 1.0):.1f}",
+                "questions": len(inside),
+                "answerable": round(sum(r["answerable"] for r in inside) / len(inside), 3)
+                if inside
+                else None,
+            }
+        )
     return bands
 
 
@@ -210,14 +242,21 @@ def answer_set_settings(settings: Settings, name: str, data_dir: Path) -> Settin
     return settings.model_copy(update={"qdrant": settings.qdrant.model_copy(update=update)})
 
 
-def evaluate_answers(runtime: TurnRuntime, answer_set: AnswerSet, limit: int | None = None,
-                     on_row: Callable[[dict[str, Any]], None] | None = None) -> AnswerReport:
+def evaluate_answers(
+    runtime: TurnRuntime,
+    answer_set: AnswerSet,
+    limit: int | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> AnswerReport:
     """Ask every question (up to ``limit``) as a new conversation and score the answers."""
     report = AnswerReport(answer_set.name)
     run = uuid.uuid4().hex[:8]
     for question in answer_set.questions[:limit]:
-        request = TurnRequest(session_id=f"eval-{run}-{question.id}", message=question.question,
-                              slots=dict(answer_set.slots))
+        request = TurnRequest(
+            session_id=f"eval-{run}-{question.id}",
+            message=question.question,
+            slots=dict(answer_set.slots),
+        )
         row = score_turn(question, run_turn(request, runtime))
         report.rows.append(row)
         if on_row:

@@ -74,8 +74,7 @@ def load_script(path: Path) -> Script:
     try:
         script = Script(**data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                             for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"{path}: {problems}") from None
     ids = [c.id for c in script.conversations]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
@@ -94,16 +93,19 @@ def check(expect: Expectation | None, result: TurnResult) -> list[str]:
         failures.append(f"verdict {result.verdict!r}, expected {expect.verdict!r}")
     failures += [f"{s} not cited" for s in expect.cites if s not in cited]
     failures += [f"{s} cited but must not be" for s in expect.not_cites if s in cited]
-    failures += [f"answer lacks {t!r}" for t in expect.contains
-                 if t.lower() not in result.answer.lower()]
+    failures += [
+        f"answer lacks {t!r}" for t in expect.contains if t.lower() not in result.answer.lower()
+    ]
     searched = " ".join(result.trace.queries)
-    failures += [f"no search named {t!r}" for t in expect.queries_contain
-                 if t.lower() not in searched.lower()]
+    failures += [
+        f"no search named {t!r}" for t in expect.queries_contain if t.lower() not in searched.lower()
+    ]
     return failures
 
 
-def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: TurnResult,
-              failures: list[str]) -> dict[str, Any]:
+def turn_line(
+    conversation: Conversation, index: int, turn: ScriptTurn, result: TurnResult, failures: list[str]
+) -> dict[str, Any]:
     trace = result.trace
     return {
         "conversation_id": conversation.id,
@@ -114,25 +116,42 @@ def turn_line(conversation: Conversation, index: int, turn: ScriptTurn, result: 
         "verdict": result.verdict,
         "handoff": result.handoff,
         "citations": [c.model_dump() for c in result.citations],
-        "trace": trace.model_dump(include={"llm_calls", "prompt_tokens", "completion_tokens",
-                                           "duration_ms", "calls", "steps", "notes"}),
+        "trace": trace.model_dump(
+            include={
+                "llm_calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "duration_ms",
+                "calls",
+                "steps",
+                "notes",
+            }
+        ),
         "expect_failures": failures,
     }
 
 
-def run_script(script: Script, runtime: TurnRuntime, run_id: str | None = None
-               ) -> Iterator[dict[str, Any]]:
+def run_script(
+    script: Script, runtime: TurnRuntime, run_id: str | None = None
+) -> Iterator[dict[str, Any]]:
     """Run every conversation as a new session (``kickoff-<conversation>-<run>``); customer
     memory (entities, long-term memories) carries over between conversations and runs."""
     run_id = run_id or uuid.uuid4().hex[:8]
     for conversation in script.conversations:
         history: list[HistoryTurn] = []
         for index, turn in enumerate(conversation.turns):
-            request = TurnRequest(session_id=f"kickoff-{conversation.id}-{run_id}",
-                                  customer_id=conversation.customer_id, message=turn.user,
-                                  slots=conversation.slots, history=list(history))
+            request = TurnRequest(
+                session_id=f"kickoff-{conversation.id}-{run_id}",
+                customer_id=conversation.customer_id,
+                message=turn.user,
+                slots=conversation.slots,
+                history=list(history),
+            )
             result = run_turn(request, runtime)
-            history.append(HistoryTurn(user=turn.user, answer=result.answer,
-                                       sources=[c.source_id for c in result.citations]))
+            history.append(
+                HistoryTurn(
+                    user=turn.user, answer=result.answer, sources=[c.source_id for c in result.citations]
+                )
+            )
             yield turn_line(conversation, index, turn, result, check(turn.expect, result))
         close_session(runtime.memory, scope_of(request), request.session_id)

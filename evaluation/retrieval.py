@@ -60,8 +60,9 @@ def load_beir(directory: Path, split: str = "test", keep_unjudged: bool = False)
     return BeirDataset(directory.name, corpus, queries, qrels)
 
 
-def document_run(kb: KnowledgeBase, query: str, pipeline: str, depth: int = RUN_DEPTH
-                 ) -> dict[str, float]:
+def document_run(
+    kb: KnowledgeBase, query: str, pipeline: str, depth: int = RUN_DEPTH
+) -> dict[str, float]:
     """Best chunk score per document for one query, ``depth`` documents at most."""
     plan = build_filters(kb.settings.slots, {})
     hits = kb.query_chunks(query, pipeline, plan.condition, depth * 2)

@@ -61,18 +61,20 @@ class CustomServiceRetriever:
         elif options.get("username"):
             self._auth = (options["username"], os.environ.get(options.get("password_env", ""), ""))
 
-    def _post(self, query: str, advisory: Mapping[str, Any], enforced: Mapping[str, Any]
-              ) -> list[dict[str, Any]]:
-        body = {"query": query, "filter": dict(advisory),
-                "metadata": {"enforced_slots": dict(enforced)}}
+    def _post(
+        self, query: str, advisory: Mapping[str, Any], enforced: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        body = {"query": query, "filter": dict(advisory), "metadata": {"enforced_slots": dict(enforced)}}
         try:
-            response = httpx.post(self.url, json=body, headers=self._headers, auth=self._auth,
-                                  timeout=self.timeout)
+            response = httpx.post(
+                self.url, json=body, headers=self._headers, auth=self._auth, timeout=self.timeout
+            )
         except httpx.HTTPError as exc:
             raise CustomServiceError(f"search service unreachable: {exc}") from None
         if response.status_code != 200 or len(response.content) > MAX_BYTES:
-            raise CustomServiceError(f"search service answered {response.status_code} "
-                                     f"({len(response.content)} bytes)")
+            raise CustomServiceError(
+                f"search service answered {response.status_code} ({len(response.content)} bytes)"
+            )
         try:
             results = response.json()["search_results"]
             assert isinstance(results, list)
@@ -80,10 +82,17 @@ class CustomServiceRetriever:
             raise CustomServiceError("search service answered outside the schema") from None
         return results
 
-    def search_queries(self, queries: Sequence[str], slots: Mapping[str, Any] | None = None,
-                       advisory: Mapping[str, Any] | None = None, threshold: float | None = None,
-                       top_k: int | None = None, pipeline: str | None = None,
-                       strict: bool = True, entities: Sequence[str] = ()) -> SearchResultList:
+    def search_queries(
+        self,
+        queries: Sequence[str],
+        slots: Mapping[str, Any] | None = None,
+        advisory: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        pipeline: str | None = None,
+        strict: bool = True,
+        entities: Sequence[str] = (),
+    ) -> SearchResultList:
         texts = [q.strip() for q in queries if q and q.strip()]
         if not texts:
             raise ValueError("empty query: give at least one non-blank search text")
@@ -92,25 +101,46 @@ class CustomServiceRetriever:
             ranking = []
             for rank, item in enumerate(self._post(text, advisory or {}, slots or {})):
                 source = str(item.get("url") or item.get("title") or f"result-{rank}")
-                payload = {"source_id": source, "chunk_id": f"{source}#0",
-                           "title": str(item.get("title") or ""), "url": item.get("url"),
-                           "text": str(item.get("body") or ""),
-                           "highlight": (item.get("highlight") or {}).get("body") or []}
+                payload = {
+                    "source_id": source,
+                    "chunk_id": f"{source}#0",
+                    "title": str(item.get("title") or ""),
+                    "url": item.get("url"),
+                    "text": str(item.get("body") or ""),
+                    "highlight": (item.get("highlight") or {}).get("body") or [],
+                }
                 score = float((item.get("result_metadata") or {}).get("score") or 0.0)
                 ranking.append(Hit(str(payload["chunk_id"]), score, payload))
             rankings.append(ranking)
         hits = fuse_rankings(rankings, 60)[: top_k or self.top_k]
-        results = [SearchResult(text=h.payload["text"], score=h.score, metadata={
-            **{k: v for k, v in h.payload.items() if k != "text"},
-            "answer": h.payload["text"], "hit_text": h.payload["text"], "via": "custom_service",
-        }) for h in hits if threshold is None or h.score >= threshold]
-        return SearchResultList(results, {"queries": texts, "filters": {
-            k: f"sent to the service: {v}" for k, v in (slots or {}).items()},
-            "ignored_filters": [], "entities": [], "ids": [r.metadata["chunk_id"]
-                                                           for r in results]})
+        results = [
+            SearchResult(
+                text=h.payload["text"],
+                score=h.score,
+                metadata={
+                    **{k: v for k, v in h.payload.items() if k != "text"},
+                    "answer": h.payload["text"],
+                    "hit_text": h.payload["text"],
+                    "via": "custom_service",
+                },
+            )
+            for h in hits
+            if threshold is None or h.score >= threshold
+        ]
+        return SearchResultList(
+            results,
+            {
+                "queries": texts,
+                "filters": {k: f"sent to the service: {v}" for k, v in (slots or {}).items()},
+                "ignored_filters": [],
+                "entities": [],
+                "ids": [r.metadata["chunk_id"] for r in results],
+            },
+        )
 
-    async def search(self, query: str, tracker_state: Any = None, threshold: float = 0.0
-                     ) -> SearchResultList:
+    async def search(
+        self, query: str, tracker_state: Any = None, threshold: float = 0.0
+    ) -> SearchResultList:
         slots, _ = tracker_slots(tracker_state)
         return self.search_queries([query], slots, threshold=threshold)
 

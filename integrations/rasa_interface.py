@@ -37,15 +37,22 @@ class RasaInterfaceRetriever:
     def connect(self, config: Any = None) -> None:
         self.inner.connect(config)
 
-    async def search(self, query: str, tracker_state: Any = None, threshold: float = 0.0
-                     ) -> SearchResultList:
+    async def search(
+        self, query: str, tracker_state: Any = None, threshold: float = 0.0
+    ) -> SearchResultList:
         return await self.inner.search(query, tracker_state, threshold)
 
-    def search_queries(self, queries: Sequence[str], slots: Mapping[str, Any] | None = None,
-                       advisory: Mapping[str, Any] | None = None,
-                       threshold: float | None = None, top_k: int | None = None,
-                       pipeline: str | None = None, strict: bool = True,
-                       entities: Sequence[str] = ()) -> SearchResultList:
+    def search_queries(
+        self,
+        queries: Sequence[str],
+        slots: Mapping[str, Any] | None = None,
+        advisory: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        pipeline: str | None = None,
+        strict: bool = True,
+        entities: Sequence[str] = (),
+    ) -> SearchResultList:
         texts = [q.strip() for q in queries if q and q.strip()]
         if not texts:
             raise ValueError("empty query: give at least one non-blank search text")
@@ -55,21 +62,37 @@ class RasaInterfaceRetriever:
             found = run_coroutine(self.inner.search(text, tracker, threshold or 0.0))
             ranking = []
             for rank, result in enumerate(found.results):
-                source = str(result.metadata.get("source_id") or result.metadata.get("url")
-                             or f"result-{rank}")
+                source = str(
+                    result.metadata.get("source_id") or result.metadata.get("url") or f"result-{rank}"
+                )
                 chunk = str(result.metadata.get("chunk_id") or f"{source}#{rank}")
-                ranking.append(Hit(chunk, float(result.score), {
-                    **result.metadata, "source_id": source, "chunk_id": chunk,
-                    "text": result.text}))
+                ranking.append(
+                    Hit(
+                        chunk,
+                        float(result.score),
+                        {**result.metadata, "source_id": source, "chunk_id": chunk, "text": result.text},
+                    )
+                )
             rankings.append(ranking)
         hits = fuse_rankings(rankings, RRF_K)[: top_k or self.top_k]
-        results = [SearchResult(text=h.payload["text"], score=h.score, metadata={
-            **{k: v for k, v in h.payload.items() if k != "text"}, "via": "search"})
-            for h in hits]
-        return SearchResultList(results, {
-            "queries": texts, "ignored_filters": [], "entities": [],
-            "filters": {k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
-            "ids": [r.metadata["chunk_id"] for r in results]})
+        results = [
+            SearchResult(
+                text=h.payload["text"],
+                score=h.score,
+                metadata={**{k: v for k, v in h.payload.items() if k != "text"}, "via": "search"},
+            )
+            for h in hits
+        ]
+        return SearchResultList(
+            results,
+            {
+                "queries": texts,
+                "ignored_filters": [],
+                "entities": [],
+                "filters": {k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
+                "ids": [r.metadata["chunk_id"] for r in results],
+            },
+        )
 
     def close(self) -> None:
         closing = getattr(self.inner, "close", None)

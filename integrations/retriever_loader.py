@@ -38,8 +38,7 @@ def retriever_class(type_name: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"vector_store.type: cannot import module {module_name!r} ({exc})"
-                          ) from None
+        raise ConfigError(f"vector_store.type: cannot import module {module_name!r} ({exc})") from None
     cls: Any = getattr(module, class_name, None)
     if not inspect.isclass(cls):
         raise ConfigError(f"vector_store.type: {module_name!r} has no class {class_name!r}")

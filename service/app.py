@@ -64,18 +64,27 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
             pilot.runtime.close()
 
     # no /docs or /redoc: their pages load scripts from a CDN, which the page's CSP forbids
-    app = FastAPI(title="supportcrew pilot", version="0.1.0", lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="supportcrew pilot", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.pilot = pilot
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for router in (page.router, health.router, me.router, sessions.router, handoffs.router,
-                   reports.router, search.router):
+    for router in (
+        page.router,
+        health.router,
+        me.router,
+        sessions.router,
+        handoffs.router,
+        reports.router,
+        search.router,
+    ):
         app.include_router(router)
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message, **exc.extra), status_code=exc.status,
-                            headers=exc.headers)
+        return JSONResponse(
+            error_body(exc.code, exc.message, **exc.extra), status_code=exc.status, headers=exc.headers
+        )
 
     @app.exception_handler(SessionConflict)
     async def _conflict(_request: Request, exc: SessionConflict) -> JSONResponse:
@@ -84,28 +93,33 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     @app.exception_handler(StoreError)
     async def _store_down(_request: Request, exc: StoreError) -> JSONResponse:
         log.error("store unavailable: %s", exc)
-        return JSONResponse(error_body("unavailable", settings.messages.connection_problem),
-                            status_code=503)
+        return JSONResponse(
+            error_body("unavailable", settings.messages.connection_problem), status_code=503
+        )
 
     @app.exception_handler(Exception)
     async def _bug(_request: Request, exc: Exception) -> JSONResponse:
         log.error("request failed on a bug", exc_info=exc)
-        return JSONResponse(error_body("internal", "something went wrong on our side"),
-                            status_code=500)
+        return JSONResponse(error_body("internal", "something went wrong on our side"), status_code=500)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         details = [{"field": field_of(e), "problem": e["msg"]} for e in exc.errors()]
-        return JSONResponse(error_body("invalid_request", "the request is not valid",
-                                       details=details), status_code=422)
+        return JSONResponse(
+            error_body("invalid_request", "the request is not valid", details=details), status_code=422
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {413: "too_large", 408: "body_timeout"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 
-    app.add_middleware(RequestLimits, max_bytes=settings.pilot.max_request_bytes,
-                       check_key=lambda headers: authenticate(headers, settings.pilot.api_keys),
-                       error_body=error_body, body_timeout_s=settings.pilot.body_timeout_s)
+    app.add_middleware(
+        RequestLimits,
+        max_bytes=settings.pilot.max_request_bytes,
+        check_key=lambda headers: authenticate(headers, settings.pilot.api_keys),
+        error_body=error_body,
+        body_timeout_s=settings.pilot.body_timeout_s,
+    )
     app.add_middleware(SecurityHeaders, headers=PAGE_HEADERS)
     return app

@@ -59,6 +59,7 @@ def authenticate(headers: Mapping[str, str], keys: Sequence[ApiKey]) -> Caller:
     digest = hash_key(key)
     for issued in keys:
         if hmac.compare_digest(digest, issued.sha256):
-            return Caller(issued.name, issued.tenant, dict(issued.slots),
-                          issued.trust_customer_id, issued.role)
+            return Caller(
+                issued.name, issued.tenant, dict(issued.slots), issued.trust_customer_id, issued.role
+            )
     raise AuthError("unknown API key")

@@ -33,8 +33,7 @@ class PilotContext:
     store: Any = None
     limits: Any = None  # service.rate_limits.RateLimits, built with the store
     gap_reports: GapReports = field(default_factory=GapReports)
-    locks: defaultdict[str, asyncio.Lock] = field(
-        default_factory=lambda: defaultdict(asyncio.Lock))
+    locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     running: set[asyncio.Task[Any]] = field(default_factory=set)
 
 
@@ -59,8 +58,11 @@ Authed = Annotated[Caller, Depends(caller)]
 def require_role(who: Caller, *roles: str) -> None:
     """403 unless the key's role is one of ``roles``."""
     if who.role not in roles:
-        raise ApiError(403, "wrong_role", f"this route needs a key with role "
-                       f"{' or '.join(roles)}; this key's role is {who.role}")
+        raise ApiError(
+            403,
+            "wrong_role",
+            f"this route needs a key with role {' or '.join(roles)}; this key's role is {who.role}",
+        )
 
 
 def customer_caller(who: Authed) -> Caller:
@@ -87,8 +89,9 @@ Admin = Annotated[Caller, Depends(admin_caller)]
 
 def owner_of(who: Caller) -> str:
     """Who a session belongs to: keys with the same tenant, enforced slots and trust."""
-    return hashlib.sha256(json.dumps([who.tenant, sorted(who.slots.items()),
-                                      who.trust_customer_id]).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([who.tenant, sorted(who.slots.items()), who.trust_customer_id]).encode()
+    ).hexdigest()
 
 
 def owned_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:

@@ -24,8 +24,9 @@ CACHE_S = 60.0  # an admin polling the report reads one computation a minute
 TOP = 100  # clusters kept per report, served a page at a time
 
 
-def tenant_gap_report(memory: Any, pilot_store: Any, retriever: Any, tenant: str, since: float,
-                      slots: dict[str, str]) -> GapReport:
+def tenant_gap_report(
+    memory: Any, pilot_store: Any, retriever: Any, tenant: str, since: float, slots: dict[str, str]
+) -> GapReport:
     """``slots``: the enforced slots the nearest article is searched under (the caller's)."""
     feedback = [f for f in pilot_store.all_feedback(tenant) if f.get("ts", 0.0) >= since]
     rated = sorted({f["session_id"] for f in feedback if f.get("rating") == "down"})
@@ -33,15 +34,13 @@ def tenant_gap_report(memory: Any, pilot_store: Any, retriever: Any, tenant: str
     search_slots = {**slots, "tenant": tenant} if tenant else dict(slots)
 
     def nearest(text: str) -> tuple[str, str, float] | None:
-        found = retriever.search_queries([text], search_slots, top_k=1, threshold=0.0,
-                                         strict=False)
+        found = retriever.search_queries([text], search_slots, top_k=1, threshold=0.0, strict=False)
         if not found.results:
             return None
         best = found.results[0]
         return best.metadata["source_id"], best.metadata.get("title", ""), best.score
 
-    return cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest,
-                        top=TOP)
+    return cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest, top=TOP)
 
 
 class GapReports:
@@ -63,7 +62,8 @@ class GapReports:
                 return kept[1]
             report = compute()
             with self._guard:
-                self._kept = {k: v for k, v in self._kept.items()
-                              if time.monotonic() - v[0] < self.ttl_s}
+                self._kept = {
+                    k: v for k, v in self._kept.items() if time.monotonic() - v[0] < self.ttl_s
+                }
                 self._kept[key] = (time.monotonic(), report)
             return report

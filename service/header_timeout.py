@@ -26,10 +26,13 @@ from service.errors import error_body
 
 def timeout_response(seconds: float) -> bytes:
     """The 408 a connection gets when its request headers are not complete in time."""
-    body = json.dumps(error_body("header_timeout",
-                                 f"the request headers did not arrive within {seconds:g} s"))
-    return (f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n{body}").encode()
+    body = json.dumps(
+        error_body("header_timeout", f"the request headers did not arrive within {seconds:g} s")
+    )
+    return (
+        f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n{body}"
+    ).encode()
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -75,8 +78,10 @@ def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:
     return type("HeaderTimeoutProtocol", (HeaderTimeoutProtocol,), {"header_timeout_s": seconds})
 
 
-def server_config(app: Any, host: str, port: int, header_timeout_s: float,
-                  log_level: str = "info") -> uvicorn.Config:
+def server_config(
+    app: Any, host: str, port: int, header_timeout_s: float, log_level: str = "info"
+) -> uvicorn.Config:
     """How the pilot is served (``main.py serve`` and the tests' live servers alike)."""
-    return uvicorn.Config(app, host=host, port=port, log_level=log_level,
-                          http=header_timeout_protocol(header_timeout_s))
+    return uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, http=header_timeout_protocol(header_timeout_s)
+    )

@@ -25,8 +25,10 @@ class SecurityHeaders:
         async def with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 present = {name.lower() for name, _ in message.get("headers", [])}
-                message["headers"] = [*message.get("headers", []),
-                                      *(h for h in self.headers if h[0] not in present)]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *(h for h in self.headers if h[0] not in present),
+                ]
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -32,9 +32,14 @@ def too_large_message(max_bytes: int) -> str:
 
 
 class RequestLimits:
-    def __init__(self, app: Any, max_bytes: int, check_key: Callable[[Mapping[str, str]], Any],
-                 error_body: Callable[..., dict[str, Any]], body_timeout_s: float = 10.0
-                 ) -> None:
+    def __init__(
+        self,
+        app: Any,
+        max_bytes: int,
+        check_key: Callable[[Mapping[str, str]], Any],
+        error_body: Callable[..., dict[str, Any]],
+        body_timeout_s: float = 10.0,
+    ) -> None:
         self.app = app
         self.body_timeout_s = body_timeout_s
         self.max_bytes = max_bytes
@@ -50,13 +55,15 @@ class RequestLimits:
             try:
                 self.check_key(headers)
             except AuthError as exc:
-                await JSONResponse(self.error_body("unauthorized", str(exc)),
-                                   status_code=401)(scope, receive, send)
+                await JSONResponse(self.error_body("unauthorized", str(exc)), status_code=401)(
+                    scope, receive, send
+                )
                 return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_bytes:
-            await JSONResponse(self.error_body("too_large", too_large_message(self.max_bytes)),
-                               status_code=413)(scope, receive, send)
+            await JSONResponse(
+                self.error_body("too_large", too_large_message(self.max_bytes)), status_code=413
+            )(scope, receive, send)
             return
         received = 0
 
@@ -65,8 +72,9 @@ class RequestLimits:
             try:
                 message = await asyncio.wait_for(receive(), self.body_timeout_s)
             except TimeoutError:
-                raise HTTPException(408, f"the request body stopped arriving for "
-                                    f"{self.body_timeout_s:g} s") from None
+                raise HTTPException(
+                    408, f"the request body stopped arriving for {self.body_timeout_s:g} s"
+                ) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:

@@ -44,8 +44,12 @@ class PilotStore:
     def __init__(self, store: Store, encoders: Encoders) -> None:
         self.store = store
         self.encoders = encoders
-        spec = CollectionSpec(dense_dim=encoders.dense.dim, sparse=False, tokens=False,
-                              keyword_indexes=("tenant", "session_id"))
+        spec = CollectionSpec(
+            dense_dim=encoders.dense.dim,
+            sparse=False,
+            tokens=False,
+            keyword_indexes=("tenant", "session_id"),
+        )
         for name in (SESSIONS, FEEDBACK):
             if not store.has_collection(name):
                 store.create_collection(name, spec)
@@ -55,27 +59,49 @@ class PilotStore:
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=payload)
 
     def _save(self, header: dict[str, Any]) -> dict[str, Any]:
-        self.store.upsert(SESSIONS, [self._point(f"{header['tenant']}/{header['session_id']}",
-                                                 "session", header)])
+        self.store.upsert(
+            SESSIONS, [self._point(f"{header['tenant']}/{header['session_id']}", "session", header)]
+        )
         return header
 
-    def create_session(self, tenant: str, session_id: str, customer_id: str, owner: str,
-                       slots: dict[str, str]) -> dict[str, Any]:
+    def create_session(
+        self, tenant: str, session_id: str, customer_id: str, owner: str, slots: dict[str, str]
+    ) -> dict[str, Any]:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
-        return self._save({"session_id": session_id, "tenant": tenant, "customer_id": customer_id,
-                           "owner": owner, "slots": slots, "created": time.time(),
-                           "handoff": False, "status": "open", "memory_written_at": None,
-                           "rev": uuid.uuid4().hex, "revs": []})
+        return self._save(
+            {
+                "session_id": session_id,
+                "tenant": tenant,
+                "customer_id": customer_id,
+                "owner": owner,
+                "slots": slots,
+                "created": time.time(),
+                "handoff": False,
+                "status": "open",
+                "memory_written_at": None,
+                "rev": uuid.uuid4().hex,
+                "revs": [],
+            }
+        )
 
     def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
-        found = list(self.store.scroll(SESSIONS, AllOf((Match("tenant", (tenant,)),
-                                                        Match("session_id", (session_id,))))))
+        found = list(
+            self.store.scroll(
+                SESSIONS, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
+            )
+        )
         return found[0].payload if found else None
 
-    def apply(self, tenant: str, session_id: str, verb: Verb, role: Role, actor: str = "",
-              fields: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
-              ) -> dict[str, Any] | None:
+    def apply(
+        self,
+        tenant: str,
+        session_id: str,
+        verb: Verb,
+        role: Role,
+        actor: str = "",
+        fields: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any] | None:
         """Apply one move of :mod:`service.session_state` as a compare-and-set on the
         session's revision: the header as written (None for an unknown session), or
         :class:`SessionConflict` when the move does not apply to the session as it is now.
@@ -94,24 +120,30 @@ class PilotStore:
                 return written
         raise SessionConflict("busy", "this conversation is changing now: try again")
 
-    def _compare_and_set(self, header: dict[str, Any], changes: dict[str, Any]
-                         ) -> dict[str, Any] | None:
+    def _compare_and_set(self, header: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any] | None:
         """Write ``header`` with ``changes`` if nobody wrote it since it was read; the header
         written, or None when another writer came first."""
         read = header.get("rev")
-        new = {**header, **changes, "rev": uuid.uuid4().hex,
-               "revs": ([read] if read else []) + list(header.get("revs", []))[:KEPT_REVS - 1]}
+        new = {
+            **header,
+            **changes,
+            "rev": uuid.uuid4().hex,
+            "revs": ([read] if read else []) + list(header.get("revs", []))[: KEPT_REVS - 1],
+        }
         key = f"{header['tenant']}/{header['session_id']}"
-        self.store.update_if(SESSIONS, self._point(key, "session", new),
-                             Match("rev", (read,)) if read else Missing("rev"))
+        self.store.update_if(
+            SESSIONS, self._point(key, "session", new), Match("rev", (read,)) if read else Missing("rev")
+        )
         now = self.session(header["tenant"], header["session_id"]) or {}
         applied = now.get("rev") == new["rev"] or new["rev"] in now.get("revs", [])
         return new if applied else None
 
-    def mark_handoff(self, tenant: str, session_id: str, reason: str,
-                     role: Role = "customer") -> dict[str, Any] | None:
+    def mark_handoff(
+        self, tenant: str, session_id: str, reason: str, role: Role = "customer"
+    ) -> dict[str, Any] | None:
         """Hand the session to people (once: a second hand-off keeps the first time and
         reason); :class:`SessionConflict` once it is resolved."""
+
         def first_time(_: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
             return {"handoff_reason": reason, "handoff_at": time.time()} if changes else {}
 
@@ -120,18 +152,24 @@ class PilotStore:
     def take(self, tenant: str, session_id: str, agent: str, role: Role) -> dict[str, Any] | None:
         """Give the conversation to ``agent`` (an agent takes it for themselves; an admin may
         reassign it to anyone); a conversation still open is handed off by it."""
+
         def taken(header: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-            reason = {} if header.get("handoff_at") else {
-                "handoff_reason": f"taken over by {agent}", "handoff_at": time.time()}
+            reason = (
+                {}
+                if header.get("handoff_at")
+                else {"handoff_reason": f"taken over by {agent}", "handoff_at": time.time()}
+            )
             return {**reason, "taken_at": time.time()} if header.get("taken_by") != agent else {}
 
         return self.apply(tenant, session_id, "take", role, agent, taken)
 
-    def reopen(self, tenant: str, session_id: str, verb: Verb, role: Role, actor: str = ""
-               ) -> dict[str, Any] | None:
+    def reopen(
+        self, tenant: str, session_id: str, verb: Verb, role: Role, actor: str = ""
+    ) -> dict[str, Any] | None:
         """A message to a session whose memory was written starts a new spell: the idle sweep
         will remember it again (one header write per spell, none per message).
         :class:`SessionConflict` when ``verb`` does not apply (e.g. the session is resolved)."""
+
         def new_spell(header: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
             return {"memory_written_at": None} if header.get("memory_written_at") else {}
 
@@ -139,17 +177,29 @@ class PilotStore:
 
     def remembered(self, tenant: str, session_id: str, when: float) -> dict[str, Any] | None:
         """The idle sweep wrote the session's memory (a conflict if it was resolved since)."""
-        return self.apply(tenant, session_id, "remember", "sweep",
-                          fields=lambda _h, _c: {"memory_written_at": when})
+        return self.apply(
+            tenant, session_id, "remember", "sweep", fields=lambda _h, _c: {"memory_written_at": when}
+        )
 
-    def resolve(self, tenant: str, session_id: str, note: str, by: str, role: Role = "agent"
-                ) -> dict[str, Any] | None:
+    def resolve(
+        self, tenant: str, session_id: str, note: str, by: str, role: Role = "agent"
+    ) -> dict[str, Any] | None:
         """Close the session (once: a second resolve is a conflict); the caller writes its
         long-term memory after this."""
         now = time.time()
-        return self.apply(tenant, session_id, "resolve", role, by, lambda _h, _c: {
-            "resolution": note, "resolved_by": by, "resolved_at": now,
-            "memory_written_at": now})
+        return self.apply(
+            tenant,
+            session_id,
+            "resolve",
+            role,
+            by,
+            lambda _h, _c: {
+                "resolution": note,
+                "resolved_by": by,
+                "resolved_at": now,
+                "memory_written_at": now,
+            },
+        )
 
     def sessions(self, tenant: str) -> list[dict[str, Any]]:
         """Every session header of the tenant, oldest first."""
@@ -168,22 +218,33 @@ class PilotStore:
     def unremembered(self) -> list[dict[str, Any]]:
         """Every tenant's sessions that no person resolved and that had a message since their
         memory was written, or never had it written (the idle sweep's candidates)."""
-        return [r.payload for r in self.store.scroll(SESSIONS)
-                if r.payload.get("status") != "resolved"
-                and not r.payload.get("memory_written_at")]
+        return [
+            r.payload
+            for r in self.store.scroll(SESSIONS)
+            if r.payload.get("status") != "resolved" and not r.payload.get("memory_written_at")
+        ]
 
-    def add_feedback(self, tenant: str, session_id: str, turn_index: int,
-                     rating: Literal["up", "down"], comment: str) -> dict[str, Any]:
-        record = {"tenant": tenant, "session_id": session_id, "turn_index": turn_index,
-                  "rating": rating, "comment": comment, "ts": time.time()}
-        self.store.upsert(FEEDBACK, [self._point(f"{tenant}/{session_id}/{turn_index}",
-                                                 comment, record)])
+    def add_feedback(
+        self, tenant: str, session_id: str, turn_index: int, rating: Literal["up", "down"], comment: str
+    ) -> dict[str, Any]:
+        record = {
+            "tenant": tenant,
+            "session_id": session_id,
+            "turn_index": turn_index,
+            "rating": rating,
+            "comment": comment,
+            "ts": time.time(),
+        }
+        self.store.upsert(
+            FEEDBACK, [self._point(f"{tenant}/{session_id}/{turn_index}", comment, record)]
+        )
         return record
 
     def all_feedback(self, tenant: str) -> list[dict[str, Any]]:
         return [r.payload for r in self.store.scroll(FEEDBACK, Match("tenant", (tenant,)))]
 
     def feedback(self, tenant: str, session_id: str) -> list[dict[str, Any]]:
-        records = self.store.scroll(FEEDBACK, AllOf((Match("tenant", (tenant,)),
-                                                     Match("session_id", (session_id,)))))
+        records = self.store.scroll(
+            FEEDBACK, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
+        )
         return sorted((r.payload for r in records), key=lambda p: p["turn_index"])

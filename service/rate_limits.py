@@ -32,8 +32,11 @@ from storage.qdrant.store import CollectionSpec, Match, PointData, Store
 COUNTERS = "pilot_rate_counters"
 _NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
 MAX_TRIES = 16
-WHAT = {"sessions": "new sessions", "handoffs": "hand-offs to a person",
-        "message_bytes": "bytes of messages"}
+WHAT = {
+    "sessions": "new sessions",
+    "handoffs": "hand-offs to a person",
+    "message_bytes": "bytes of messages",
+}
 
 
 class QdrantCounters(Storage):
@@ -46,9 +49,12 @@ class QdrantCounters(Storage):
         self.store = store
         self.vector = encoders.dense.encode(["rate counter"])[0].dense
         if not store.has_collection(COUNTERS):
-            store.create_collection(COUNTERS, CollectionSpec(
-                dense_dim=encoders.dense.dim, sparse=False, tokens=False,
-                keyword_indexes=("key",)))
+            store.create_collection(
+                COUNTERS,
+                CollectionSpec(
+                    dense_dim=encoders.dense.dim, sparse=False, tokens=False, keyword_indexes=("key",)
+                ),
+            )
 
     @property
     def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
@@ -67,13 +73,18 @@ class QdrantCounters(Storage):
             current = self._read(key)
             fresh = current is None or current["expires_at"] <= now
             count = amount if fresh else current["count"] + amount  # type: ignore[index]
-            written = {"key": key, "count": count, "rev": uuid.uuid4().hex,
-                       "expires_at": now + expiry if fresh else current["expires_at"]}  # type: ignore[index]
+            written = {
+                "key": key,
+                "count": count,
+                "rev": uuid.uuid4().hex,
+                "expires_at": now + expiry if fresh else current["expires_at"],
+            }  # type: ignore[index]
             if current is None:
                 self.store.insert_new(COUNTERS, [self._point(key, written)])
             else:
-                self.store.update_if(COUNTERS, self._point(key, written),
-                                     Match("rev", (current["rev"],)))
+                self.store.update_if(
+                    COUNTERS, self._point(key, written), Match("rev", (current["rev"],))
+                )
             stored = self._read(key)
             if stored is not None and stored["rev"] == written["rev"]:
                 return count
@@ -92,8 +103,9 @@ class QdrantCounters(Storage):
 
     def reset(self) -> int | None:
         counted = self.store.count(COUNTERS)
-        self.store.delete(COUNTERS, Match("key", tuple(r.payload["key"] for r in
-                                                       self.store.scroll(COUNTERS))))
+        self.store.delete(
+            COUNTERS, Match("key", tuple(r.payload["key"] for r in self.store.scroll(COUNTERS)))
+        )
         return counted
 
     def clear(self, key: str) -> None:
@@ -105,8 +117,7 @@ class RateLimits:
 
     def __init__(self, store: Store, encoders: Encoders, config: PilotLimits) -> None:
         self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
-        self.items: dict[str, RateLimitItem] = {
-            name: parse(getattr(config, name)) for name in WHAT}
+        self.items: dict[str, RateLimitItem] = {name: parse(getattr(config, name)) for name in WHAT}
 
     def spend(self, name: str, key_name: str, cost: int = 1) -> None:
         """Count ``cost`` against the key's ``name`` limit; 429 with ``Retry-After`` when the
@@ -116,7 +127,10 @@ class RateLimits:
             return
         reset, _ = self.limiter.get_window_stats(item, key_name)
         wait = max(1, math.ceil(reset - time.time()))
-        raise ApiError(429, "rate_limited",
-                       f"this key has used its {WHAT[name]} for now ({item}); try again in "
-                       f"{wait} s", {"limit": name, "retry_after_s": wait},
-                       headers={"Retry-After": str(wait)})
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"this key has used its {WHAT[name]} for now ({item}); try again in {wait} s",
+            {"limit": name, "retry_after_s": wait},
+            headers={"Retry-After": str(wait)},
+        )

@@ -52,8 +52,11 @@ def _result(found: SearchResultList, index: int) -> dict[str, Any]:
         "body": result.text,
         "url": meta.get("url"),
         "highlight": {"body": [meta.get("hit_text", result.text)[:500]]},
-        "result_metadata": {"score": result.score, "source_id": meta.get("source_id"),
-                            "chunk_id": meta.get("chunk_id")},
+        "result_metadata": {
+            "score": result.score,
+            "source_id": meta.get("source_id"),
+            "chunk_id": meta.get("chunk_id"),
+        },
     }
 
 

@@ -25,8 +25,7 @@ Status = Literal["open", "handoff", "resolved"]
 Verb = Literal["hand_off", "take", "reply", "resolve", "message", "feedback", "remember"]
 Role = Literal["customer", "assistant", "agent", "admin", "sweep"]
 STAFF: frozenset[str] = frozenset({"agent", "admin"})
-RESOLVED_FOR_CUSTOMER = ("this conversation was resolved by our support team: start a new "
-                         "session")
+RESOLVED_FOR_CUSTOMER = "this conversation was resolved by our support team: start a new session"
 
 
 @dataclass(frozen=True)
@@ -37,8 +36,7 @@ class Move:
 
 
 MOVES: dict[Verb, Move] = {
-    "hand_off": Move(frozenset({"open", "handoff"}), "handoff",
-                     frozenset({"customer", "assistant"})),
+    "hand_off": Move(frozenset({"open", "handoff"}), "handoff", frozenset({"customer", "assistant"})),
     "take": Move(frozenset({"open", "handoff"}), "handoff", STAFF),
     "reply": Move(frozenset({"handoff"}), None, STAFF),
     "resolve": Move(frozenset({"open", "handoff"}), "resolved", STAFF),
@@ -66,23 +64,23 @@ def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str
     status or holder does not allow it. ``actor`` names the person (their key) for staff."""
     rule = MOVES[verb]
     if role not in rule.roles:
-        raise SessionConflict("wrong_role", f"a {role} cannot {verb.replace('_', ' ')} a "
-                              "session")
+        raise SessionConflict("wrong_role", f"a {role} cannot {verb.replace('_', ' ')} a session")
     status = status_of(header)
     if status not in rule.allowed_from:
         if status == "resolved":
-            raise SessionConflict("session_resolved", RESOLVED_FOR_CUSTOMER if role == "customer"
-                                  else "this conversation is already resolved")
+            raise SessionConflict(
+                "session_resolved",
+                RESOLVED_FOR_CUSTOMER if role == "customer" else "this conversation is already resolved",
+            )
         raise SessionConflict("not_handed_off", "take this conversation before replying")
     holder = header.get("taken_by")
-    if role in STAFF and verb in ("take", "resolve") and holder and holder != actor \
-            and role != "admin":
-        raise SessionConflict("taken", f"{holder} has this conversation; an admin can "
-                              "reassign it")
+    if role in STAFF and verb in ("take", "resolve") and holder and holder != actor and role != "admin":
+        raise SessionConflict("taken", f"{holder} has this conversation; an admin can reassign it")
     if verb == "reply" and holder != actor:
-        raise SessionConflict("taken" if holder else "not_taken",
-                              f"{holder} has this conversation" if holder
-                              else "take this conversation before replying")
+        raise SessionConflict(
+            "taken" if holder else "not_taken",
+            f"{holder} has this conversation" if holder else "take this conversation before replying",
+        )
     changes: dict[str, Any] = {}
     if rule.to is not None and rule.to != status:
         changes["status"] = rule.to

@@ -20,8 +20,9 @@ from typing import Any
 from service.auth import Caller
 from storage.retrieval.filters import build_filters
 
-WITHHELD = ("[withheld: this answer cites an article your key may not read; ask a colleague "
-            "whose key may]")
+WITHHELD = (
+    "[withheld: this answer cites an article your key may not read; ask a colleague whose key may]"
+)
 
 
 def staff_slots(who: Caller) -> dict[str, str]:
@@ -29,21 +30,25 @@ def staff_slots(who: Caller) -> dict[str, str]:
     return {**who.slots, "tenant": who.tenant} if who.tenant else dict(who.slots)
 
 
-def withhold_unreadable(runtime: Any, slots: dict[str, str],
-                        turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def withhold_unreadable(
+    runtime: Any, slots: dict[str, str], turns: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """``turns`` with every answer that cites an article ``slots`` may not read replaced by
     :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``)."""
     cited = sorted({c for t in turns for c in t.get("citations") or []})
     if not cited:
         return list(turns)
     kb = runtime.knowledge_base()
-    readable = kb.readable_sources(cited, build_filters(kb.settings.slots, slots,
-                                                        strict=False).enforced)
+    readable = kb.readable_sources(cited, build_filters(kb.settings.slots, slots, strict=False).enforced)
     shown = []
     for turn in turns:
         hidden = [c for c in turn.get("citations") or [] if c not in readable]
         if hidden:
-            turn = {**turn, "answer": WITHHELD, "withheld_citations": len(hidden),
-                    "citations": [c for c in turn["citations"] if c in readable]}
+            turn = {
+                **turn,
+                "answer": WITHHELD,
+                "withheld_citations": len(hidden),
+                "citations": [c for c in turn["citations"] if c in readable],
+            }
         shown.append(turn)
     return shown

@@ -93,8 +93,9 @@ class Scope:
         return AllOf((Match("customer_id", (self.customer_id,)), Match("tenant", (self.tenant,))))
 
     def key(self, *parts: object) -> str:
-        return str(uuid.uuid5(_NAMESPACE, "\x1f".join([self.tenant, self.customer_id,
-                                                       *map(str, parts)])))
+        return str(
+            uuid.uuid5(_NAMESPACE, "\x1f".join([self.tenant, self.customer_id, *map(str, parts)]))
+        )
 
 
 @dataclass(frozen=True)
@@ -152,9 +153,12 @@ class MemoryStore:
     def ensure(self) -> None:
         if self._ready:
             return
-        spec = CollectionSpec(dense_dim=self.encoders.dense.dim, sparse=False, tokens=False,
-                              keyword_indexes=("customer_id", "tenant", "session_id", "type",
-                                               "verdict", "status"))
+        spec = CollectionSpec(
+            dense_dim=self.encoders.dense.dim,
+            sparse=False,
+            tokens=False,
+            keyword_indexes=("customer_id", "tenant", "session_id", "type", "verdict", "status"),
+        )
         with self._merge_lock:
             for name in COLLECTIONS:
                 if not self.store.has_collection(name):
@@ -167,24 +171,48 @@ class MemoryStore:
     def _where(self, scope: Scope, *extra: Condition) -> Condition:
         return AllOf((scope.condition(), *extra))
 
-    def _write(self, name: str, scope: Scope, point_id: str, text: str,
-               payload: dict[str, Any], insert_only: bool = False) -> None:
+    def _write(
+        self,
+        name: str,
+        scope: Scope,
+        point_id: str,
+        text: str,
+        payload: dict[str, Any],
+        insert_only: bool = False,
+    ) -> None:
         point = PointData(id=point_id, dense=self._vector(text), payload=_stamped(scope, payload))
         (self.store.insert_new if insert_only else self.store.upsert)(name, [point])
 
     # -- sessions --------------------------------------------------------------------------
-    def add_turn(self, scope: Scope, session_id: str, turn_index: int,
-                 record: dict[str, Any], insert_only: bool = False) -> None:
+    def add_turn(
+        self,
+        scope: Scope,
+        session_id: str,
+        turn_index: int,
+        record: dict[str, Any],
+        insert_only: bool = False,
+    ) -> None:
         """Store one turn of a session (call it before the crew runs, then again with the
         result: the same id is overwritten, so nothing of the user's turn is lost)."""
         self.ensure()
-        payload = {**record, "session_id": session_id, "turn_index": turn_index,
-                   "ts": record.get("ts", time.time())}
-        self._write(SESSIONS, scope, scope.key("turn", session_id, turn_index),
-                    str(record.get("user", "")), payload, insert_only)
+        payload = {
+            **record,
+            "session_id": session_id,
+            "turn_index": turn_index,
+            "ts": record.get("ts", time.time()),
+        }
+        self._write(
+            SESSIONS,
+            scope,
+            scope.key("turn", session_id, turn_index),
+            str(record.get("user", "")),
+            payload,
+            insert_only,
+        )
 
-    def claim_turn(self, scope: Scope, session_id: str, record: dict[str, Any],
-                   status: str = "pending") -> int:
+    def claim_turn(
+        self, scope: Scope, session_id: str, record: dict[str, Any], status: str = "pending"
+    ) -> int:
         """Claim the session's next turn index and store ``record`` there with ``status``.
 
         The slot is taken with an insert-only write and read back: of two turns that reach one
@@ -195,8 +223,13 @@ class MemoryStore:
             index = max(self._claims(scope, session_id), default=-1) + 1
             while True:
                 claim = uuid.uuid4().hex
-                self.add_turn(scope, session_id, index,
-                              {**record, "status": status, "claim": claim}, insert_only=True)
+                self.add_turn(
+                    scope,
+                    session_id,
+                    index,
+                    {**record, "status": status, "claim": claim},
+                    insert_only=True,
+                )
                 claims = self._claims(scope, session_id)
                 if claims.get(index) == claim:
                     return index
@@ -206,8 +239,9 @@ class MemoryStore:
         """The session's taken turn indices and the claim each was taken with (two fields of
         each turn, not the whole transcript)."""
         self.ensure()
-        records = self.store.scroll(SESSIONS, self._session(scope, session_id),
-                                    fields=("turn_index", "claim"))
+        records = self.store.scroll(
+            SESSIONS, self._session(scope, session_id), fields=("turn_index", "claim")
+        )
         return {int(r.payload["turn_index"]): r.payload.get("claim") for r in records}
 
     def _session(self, scope: Scope, session_id: str) -> Condition:
@@ -218,21 +252,26 @@ class MemoryStore:
         records = self.store.scroll(SESSIONS, self._session(scope, session_id))
         return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
 
-    def gap_turns(self, tenant: str, since: float = 0.0, rated_sessions: Sequence[str] = ()
-                  ) -> list[dict[str, Any]]:
+    def gap_turns(
+        self, tenant: str, since: float = 0.0, rated_sessions: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
         """The turns of ``tenant`` since ``since`` (epoch seconds) that may show a knowledge
         gap (refused, suggested, handed off, waiting for a person, or of ``rated_sessions``),
         each with the ``vector`` its message was stored with: the one read across customers,
         for the tenant's own knowledge-gap report (staff, never a customer)."""
         self.ensure()
-        kinds: list[Condition] = [Match("verdict", GAP_VERDICTS),
-                                  Match("status", ("waiting_for_agent",))]
+        kinds: list[Condition] = [
+            Match("verdict", GAP_VERDICTS),
+            Match("status", ("waiting_for_agent",)),
+        ]
         if rated_sessions:
             kinds.append(Match("session_id", tuple(rated_sessions)))
         where = AllOf((Match("tenant", (tenant,)), AnyOf(tuple(kinds))))
-        return [{**r.payload, "vector": r.dense}
-                for r in self.store.scroll(SESSIONS, where, dense=True)
-                if r.payload.get("ts", 0.0) >= since]
+        return [
+            {**r.payload, "vector": r.dense}
+            for r in self.store.scroll(SESSIONS, where, dense=True)
+            if r.payload.get("ts", 0.0) >= since
+        ]
 
     # -- entities --------------------------------------------------------------------------
     def upsert_entities(self, scope: Scope, entities: Sequence[Entity], source: str) -> None:
@@ -240,8 +279,7 @@ class MemoryStore:
 
         At most ``MAX_ENTITIES_PER_WRITE`` per call, encoded and written in one batch, under a
         lock of the customer's alone: other customers' turns never wait for this one."""
-        entities = list({(e.type, e.value): e for e in entities}.values())[
-            :MAX_ENTITIES_PER_WRITE]
+        entities = list({(e.type, e.value): e for e in entities}.values())[:MAX_ENTITIES_PER_WRITE]
         if not entities:
             return
         self.ensure()
@@ -255,37 +293,58 @@ class MemoryStore:
                 sources = list(previous.source_turns) if previous else []
                 if source not in sources:
                     sources = [*sources, source][-20:]
-                payload = {"type": entity.type, "value": entity.value,
-                           "attributes": {**(previous.attributes if previous else {}),
-                                          **entity.attributes},
-                           "first_seen": previous.first_seen if previous else now,
-                           "last_seen": now, "source_turns": sources}
-                points.append(PointData(id=scope.key("entity", entity.type, entity.value),
-                                        dense=vector.dense, payload=_stamped(scope, payload)))
+                payload = {
+                    "type": entity.type,
+                    "value": entity.value,
+                    "attributes": {**(previous.attributes if previous else {}), **entity.attributes},
+                    "first_seen": previous.first_seen if previous else now,
+                    "last_seen": now,
+                    "source_turns": sources,
+                }
+                points.append(
+                    PointData(
+                        id=scope.key("entity", entity.type, entity.value),
+                        dense=vector.dense,
+                        payload=_stamped(scope, payload),
+                    )
+                )
             self.store.upsert(ENTITIES, points)
 
     def entities(self, scope: Scope) -> list[RememberedEntity]:
         """The scope's entities, most recently seen first."""
         self.ensure()
-        found = [RememberedEntity.model_validate(r.payload)
-                 for r in self.store.scroll(ENTITIES, self._where(scope))]
+        found = [
+            RememberedEntity.model_validate(r.payload)
+            for r in self.store.scroll(ENTITIES, self._where(scope))
+        ]
         return sorted(found, key=lambda e: -e.last_seen)
 
     # -- long-term memories ----------------------------------------------------------------
-    def remember(self, scope: Scope, session_id: str, summary: str, resolution: str,
-                 sources: Sequence[str]) -> None:
+    def remember(
+        self, scope: Scope, session_id: str, summary: str, resolution: str, sources: Sequence[str]
+    ) -> None:
         self.ensure()
-        self._write(MEMORIES, scope, scope.key("memory", session_id), summary,
-                    {"session_id": session_id, "summary": summary, "resolution": resolution,
-                     "sources": list(sources), "ts": time.time()})
+        self._write(
+            MEMORIES,
+            scope,
+            scope.key("memory", session_id),
+            summary,
+            {
+                "session_id": session_id,
+                "summary": summary,
+                "resolution": resolution,
+                "sources": list(sources),
+                "ts": time.time(),
+            },
+        )
 
     def recall(self, scope: Scope, query: str, limit: int = 3) -> list[RememberedCase]:
         """The scope's long-term memories nearest in meaning to ``query``."""
         self.ensure()
-        hits = self.store.query(MEMORIES, Stage(Nearest("dense", self._vector(query)), limit),
-                                self._where(scope))
-        return [RememberedCase.model_validate({**h.payload, "score": round(h.score, 3)})
-                for h in hits]
+        hits = self.store.query(
+            MEMORIES, Stage(Nearest("dense", self._vector(query)), limit), self._where(scope)
+        )
+        return [RememberedCase.model_validate({**h.payload, "score": round(h.score, 3)}) for h in hits]
 
     def clear_memories(self, scope: Scope) -> int:
         """Erase the scope's long-term memories only (sessions and entities stay)."""
@@ -297,8 +356,10 @@ class MemoryStore:
     # -- administration ---------------------------------------------------------------------
     def export(self, scope: Scope) -> dict[str, list[dict[str, Any]]]:
         self.ensure()
-        return {name: [r.payload for r in self.store.scroll(name, self._where(scope))]
-                for name in COLLECTIONS}
+        return {
+            name: [r.payload for r in self.store.scroll(name, self._where(scope))]
+            for name in COLLECTIONS
+        }
 
     def forget(self, scope: Scope) -> dict[str, int]:
         """Erase every record of the scope in every collection; return how many went."""

@@ -35,14 +35,21 @@ from tasks.passage_text import Unit, split_units
 
 _HOW_QUANTITY = re.compile(r"\b(how) (?:much|many|long|often|soon|quickly|far)\b", re.IGNORECASE)
 _WHAT_MEANS = re.compile(r"\b(what (?:does|do|is) .+?) mean(?:s|t)?\b", re.IGNORECASE)
-FEATURES = ("window_coverage", "window_similarity", "section_coverage", "passage_relevance",
-            "coverage", "missing_rare", "margin")
+FEATURES = (
+    "window_coverage",
+    "window_similarity",
+    "section_coverage",
+    "passage_relevance",
+    "coverage",
+    "missing_rare",
+    "margin",
+)
 READ_PASSAGES = 3
 WINDOW = 2
 ANSWER_WORDS = 60
-FOLLOW_SHARE = 0.5     # a following unit joins when its focus is at least this share of the best
-SHORT_ANSWER = 25      # ... or when the answer so far is shorter than this many words
-RANK_WEIGHT = 0.5      # the passage's own relevance counts this much in choosing the answering one
+FOLLOW_SHARE = 0.5  # a following unit joins when its focus is at least this share of the best
+SHORT_ANSWER = 25  # ... or when the answer so far is shorter than this many words
+RANK_WEIGHT = 0.5  # the passage's own relevance counts this much in choosing the answering one
 HEADING_WEIGHT = 0.25  # the share of the question's terms in the headings above a unit counts this much
 
 
@@ -55,7 +62,7 @@ class Reading:
     units: list[Unit] = field(default_factory=list)
     focus: list[float] = field(default_factory=list)
     best_unit: int = 0
-    pages: dict[int, float] = field(default_factory=dict)   # candidate passage -> probability
+    pages: dict[int, float] = field(default_factory=dict)  # candidate passage -> probability
 
 
 def question_terms(question: str) -> str:
@@ -104,15 +111,22 @@ def closest_tokens(query_tokens: np.ndarray, tokens: list[np.ndarray]) -> np.nda
         return np.zeros((len(tokens), len(query_tokens)), dtype=np.float32)
     lengths = np.array([len(t) for t in tokens])
     if (lengths == 0).any():
-        return np.stack([(query_tokens @ t.T).max(axis=1) if len(t) else
-                         np.zeros(len(query_tokens), dtype=np.float32) for t in tokens])
+        return np.stack(
+            [
+                (query_tokens @ t.T).max(axis=1)
+                if len(t)
+                else np.zeros(len(query_tokens), dtype=np.float32)
+                for t in tokens
+            ]
+        )
     similarity = query_tokens @ np.concatenate(tokens).T
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     return np.maximum.reduceat(similarity, starts, axis=1).T
 
 
-def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: dict[int, float],
-                   units: list[Unit]) -> tuple[list[float], float, float, float, float]:
+def _passage_focus(
+    scorer: EvidenceScorer, query_tokens: np.ndarray, weights: dict[int, float], units: list[Unit]
+) -> tuple[list[float], float, float, float, float]:
     """Per-unit focus, and the best window's (score, coverage, similarity, coverage by the
     window and the headings above it together).
 
@@ -123,9 +137,12 @@ def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: di
     closest = closest_tokens(query_tokens, scorer.token_vectors(texts))
     terms = scorer.encoders.bm25.document_terms(texts)
     headings = _headings_above(units, terms)
-    focus = [_coverage(weights, t) + (float(c.mean()) if len(c) else 0.0)
-             + HEADING_WEIGHT * _coverage(weights, h)
-             for t, c, h in zip(terms, closest, headings, strict=True)]
+    focus = [
+        _coverage(weights, t)
+        + (float(c.mean()) if len(c) else 0.0)
+        + HEADING_WEIGHT * _coverage(weights, h)
+        for t, c, h in zip(terms, closest, headings, strict=True)
+    ]
     best = (0.0, 0.0, 0.0, 0.0)
     for start in range(max(1, len(units) - WINDOW + 1)):
         end = min(len(units), start + WINDOW)
@@ -138,8 +155,12 @@ def _passage_focus(scorer: EvidenceScorer, query_tokens: np.ndarray, weights: di
     return focus, *best
 
 
-def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
-         relevance: Sequence[float] | None = None) -> Reading:
+def read(
+    scorer: EvidenceScorer,
+    question: str,
+    passages: Sequence[str],
+    relevance: Sequence[float] | None = None,
+) -> Reading:
     """The question-focused reading of the passages closest to the question."""
     features = dict.fromkeys(FEATURES, 0.0)
     if not passages or not question.strip():
@@ -155,29 +176,35 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
         units = split_units(passages[index])
         if not units:
             continue
-        focus, score, coverage, similarity, section = _passage_focus(scorer, query_tokens,
-                                                                     weights, units)
+        focus, score, coverage, similarity, section = _passage_focus(
+            scorer, query_tokens, weights, units
+        )
         # a lower-ranked passage must read clearly better to be the one that answers
         ranked_score = score + RANK_WEIGHT * relevance[index]
         if ranked_score > best_window:
             best_window = ranked_score
-            features.update(window_coverage=coverage, window_similarity=similarity,
-                            section_coverage=section)
+            features.update(
+                window_coverage=coverage, window_similarity=similarity, section_coverage=section
+            )
             reading.passage_index, reading.units, reading.focus = index, units, focus
             reading.best_unit = int(np.argmax(focus))
     ranked = [*sorted(relevance, reverse=True), 0.0]
     missing = [w for t, w in weights.items() if t not in seen]
     stats = scorer.term_stats()
     rarest = stats.idf(-1) or 1.0  # the weight of a term no chunk holds
-    features.update(passage_relevance=ranked[0], margin=ranked[0] - ranked[1],
-                    coverage=_coverage(dict.fromkeys(weights, 1.0), seen),
-                    missing_rare=max(missing, default=0.0) / rarest)
+    features.update(
+        passage_relevance=ranked[0],
+        margin=ranked[0] - ranked[1],
+        coverage=_coverage(dict.fromkeys(weights, 1.0), seen),
+        missing_rare=max(missing, default=0.0) / rarest,
+    )
     reading.features = {k: round(float(v), 4) for k, v in features.items()}
     return reading
 
 
-def refocus(scorer: EvidenceScorer, reading: Reading, resolved: str, message: str,
-            passages: Sequence[str]) -> Reading:
+def refocus(
+    scorer: EvidenceScorer, reading: Reading, resolved: str, message: str, passages: Sequence[str]
+) -> Reading:
     """When the gate read another phrasing than the customer's message (``resolved``: a
     follow-up's resolution, "And to PayPal? refund take", or the one question of a message
     that wraps it in context), the message's own words add their focus inside the passage
@@ -192,8 +219,7 @@ def refocus(scorer: EvidenceScorer, reading: Reading, resolved: str, message: st
     return replace(reading, focus=focus, best_unit=int(np.argmax(focus)))
 
 
-def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS
-          ) -> list[tuple[str, int]]:
+def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS) -> list[tuple[str, int]]:
     """Contiguous quotable units of the answering passage, as (text, passage index).
 
     Starts at the best-focused unit (or, when that is a heading or an FAQ question, at the
@@ -219,7 +245,8 @@ def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS
         if not unit.quotable:
             break
         lead_in = units[picked[-1]].text.endswith(":") or (
-            unit.kind == "item" and units[picked[-1]].kind == "item" and len(picked) > 1)
+            unit.kind == "item" and units[picked[-1]].kind == "item" and len(picked) > 1
+        )
         about = focus[index] >= FOLLOW_SHARE * focus[start] or words < SHORT_ANSWER
         other_code = asked and bool(codes(unit.text) - asked)
         # a short opening ("Learn whether you qualify.") keeps the sentence that says it
@@ -229,4 +256,3 @@ def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS
         picked.append(index)
         words += len(unit.text.split())
     return [(units[i].text, reading.passage_index) for i in picked]
-

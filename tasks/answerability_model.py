@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 WINDOW = 2
-MAX_TOKENS = 128       # what the model was trained on: the message and one window
+MAX_TOKENS = 128  # what the model was trained on: the message and one window
 QUESTION_TOKENS = 48
 BATCH = 32
 
@@ -78,12 +78,15 @@ def windows(units: Sequence[Unit], title: str = "") -> list[Window]:
     spans: list[Window] = []
     for section in sections:
         for offset in range(max(1, len(section) - WINDOW + 1)) if section else ():
-            members = section[offset:offset + WINDOW]
+            members = section[offset : offset + WINDOW]
             if not any(units[i].quotable for i in members):
                 continue
             text = " ".join(units[i].text for i in members)
-            spans.append(Window(read_as(heading_context(units, members[0], title), text),
-                                members[0], members[-1] + 1))
+            spans.append(
+                Window(
+                    read_as(heading_context(units, members[0], title), text), members[0], members[-1] + 1
+                )
+            )
     return spans
 
 
@@ -111,7 +114,7 @@ def clip_question(tokenizer: Tokenizer, question: str) -> str:
     encoding = tokenizer.encode(question, add_special_tokens=False)
     if len(encoding.ids) <= QUESTION_TOKENS:
         return question
-    return question[:encoding.offsets[QUESTION_TOKENS - 1][1]]
+    return question[: encoding.offsets[QUESTION_TOKENS - 1][1]]
 
 
 def encode_pairs(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
@@ -136,8 +139,9 @@ class AnswerabilityModel:
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
-        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
-                                             providers=["CPUExecutionProvider"])
+        self._session = ort.InferenceSession(
+            str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = pair_tokenizer(model_dir / "tokenizer.json")
         self._lock = threading.Lock()
@@ -146,17 +150,15 @@ class AnswerabilityModel:
         """P(answers) for each text read against the question, in one call per ``BATCH``."""
         scores: list[float] = []
         for start in range(0, len(texts), BATCH):
-            feed = encode_pairs(self._tokenizer, [(question, t) for t in texts[start:start + BATCH]])
+            feed = encode_pairs(self._tokenizer, [(question, t) for t in texts[start : start + BATCH]])
             with self._lock:
-                logits = self._session.run(None, {k: v for k, v in feed.items()
-                                                  if k in self._inputs})[0]
+                logits = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
             scores += [float(p) for p in 1.0 / (1.0 + np.exp(-np.asarray(logits).reshape(-1)))]
         return scores
 
 
 @lru_cache(maxsize=2)
-def load_answerability_model(model_dir: Path | None = None, threads: int = 0
-                             ) -> AnswerabilityModel:
+def load_answerability_model(model_dir: Path | None = None, threads: int = 0) -> AnswerabilityModel:
     """The shipped model (``storage/kb/assets/answerability``), loaded once per process;
     ``threads``: ONNX Runtime's intra-op threads (0: its default, every core)."""
     from storage.kb.model_files import answerability_dir

@@ -23,10 +23,16 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("invoice", CUSTOMER_REFERENCE["invoice"]),
     ("refund", CUSTOMER_REFERENCE["refund"]),
     ("email", CUSTOMER_REFERENCE["email"]),
-    ("error_code", re.compile(r"\b(?!" + "|".join(REFERENCE_PREFIXES) + ")"
-                              + ERROR_CODE.pattern.removeprefix(r"\b"))),
-    ("plan", re.compile(r"\b(" + "|".join(PLAN_NAMES) + r")\s+(?:plan|tier|workspace)\b",
-                        re.IGNORECASE)),
+    (
+        "error_code",
+        re.compile(
+            r"\b(?!" + "|".join(REFERENCE_PREFIXES) + ")" + ERROR_CODE.pattern.removeprefix(r"\b")
+        ),
+    ),
+    (
+        "plan",
+        re.compile(r"\b(" + "|".join(PLAN_NAMES) + r")\s+(?:plan|tier|workspace)\b", re.IGNORECASE),
+    ),
 )
 
 
@@ -34,11 +40,16 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 CUSTOMER_REFERENCES = frozenset({"order", "invoice", "refund", "email"})
 # when it happened is the customer's case too ("for our March charge", "since Tuesday"); "May"
 # only with a day, as "May I ...?" asks permission
-_DATE = re.compile(r"\b(?:(?:January|February|March|April|June|July|August|September|October|"
-                   r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|"
-                   r"Sunday)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|May\s+\d{1,2}(?:st|nd|rd|th)?)\b")
-_LABEL_BEFORE = re.compile(r"\b(?P<word>order|invoice|refund|reference|ref)\s*(?:number|no\.?|id|#)?"
-                           r"\s*:?\s*#?\s*$", re.IGNORECASE)
+_DATE = re.compile(
+    r"\b(?:(?:January|February|March|April|June|July|August|September|October|"
+    r"November|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|"
+    r"Sunday)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|May\s+\d{1,2}(?:st|nd|rd|th)?)\b"
+)
+_LABEL_BEFORE = re.compile(
+    r"\b(?P<word>order|invoice|refund|reference|ref)\s*(?:number|no\.?|id|#)?"
+    r"\s*:?\s*#?\s*$",
+    re.IGNORECASE,
+)
 
 
 def _canonical(kind: str, match: re.Match[str]) -> str:
@@ -92,17 +103,22 @@ def without_references(text: str, named: str = "") -> str:
         if kind not in CUSTOMER_REFERENCES:
             continue
         for match in pattern.finditer(text):
-            if _canonical(kind, match).casefold() not in folded and \
-                    match.group(0).casefold() not in folded:
+            if (
+                _canonical(kind, match).casefold() not in folded
+                and match.group(0).casefold() not in folded
+            ):
                 label = _LABEL_BEFORE.search(text, 0, match.start())
                 if label and re.search(rf"\b{label.group('word').casefold()}", folded):
                     label = None  # the pages use the word ("invoice"): it may be the subject
                 spans.append((label.start() if label else match.start(), match.end()))
-    spans += [(m.start(), m.end()) for m in _DATE.finditer(text)
-              if not re.search(rf"\b{re.escape(m.group(0).casefold())}\b", folded)]
+    spans += [
+        (m.start(), m.end())
+        for m in _DATE.finditer(text)
+        if not re.search(rf"\b{re.escape(m.group(0).casefold())}\b", folded)
+    ]
     kept, position = [], 0
     for start, end in sorted(spans):  # overlapping spans are cut once
-        kept.append(text[position:max(position, start)])
+        kept.append(text[position : max(position, start)])
         position = max(position, end)
     kept.append(text[position:])
     return re.sub(r"[ \t]{2,}", " ", "".join(kept)) if spans else text
@@ -112,10 +128,12 @@ _REFERS = {
     "order": re.compile(r"\b(my|the|that|this)\s+order\b", re.IGNORECASE),
     "invoice": re.compile(r"\b(my|the|that|this)\s+invoice\b", re.IGNORECASE),
     "refund": re.compile(r"\b(my|the|that|this)\s+refund\b", re.IGNORECASE),
-    "error_code": re.compile(r"\b(the|that|this|same)\s+(error|code|error\s+code|"
-                             r"error\s+message)\b", re.IGNORECASE),
-    "plan": re.compile(r"\b(my|the|that|this|our)\s+(plan|tier|subscription)\b",
-                       re.IGNORECASE),
+    "error_code": re.compile(
+        r"\b(the|that|this|same)\s+(error|code|error\s+code|"
+        r"error\s+message)\b",
+        re.IGNORECASE,
+    ),
+    "plan": re.compile(r"\b(my|the|that|this|our)\s+(plan|tier|subscription)\b", re.IGNORECASE),
 }
 
 

@@ -60,8 +60,12 @@ def verified(support: Sequence[SentenceSupport]) -> bool:
 class EvidenceScorer:
     """Late-interaction and lexical evidence over the passages of one turn."""
 
-    def __init__(self, encoders: Encoders, thresholds: EvidenceSettings | None = None,
-                 term_stats: Callable[[], TermStats] | None = None) -> None:
+    def __init__(
+        self,
+        encoders: Encoders,
+        thresholds: EvidenceSettings | None = None,
+        term_stats: Callable[[], TermStats] | None = None,
+    ) -> None:
         thresholds = thresholds or EvidenceSettings()
         self.encoders = encoders
         # the knowledge base's term statistics weigh rare question terms; without a knowledge
@@ -89,26 +93,33 @@ class EvidenceScorer:
 
     def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Word-piece vectors per text ([CLS]/[SEP] carry no evidence), encoded once each."""
+
         def encode(missing: list[str]) -> list[np.ndarray]:
-            return [e.tokens[1:-1] if len(e.tokens) > 2 else e.tokens
-                    for e in self.encoders.dense.encode(missing)]
+            return [
+                e.tokens[1:-1] if len(e.tokens) > 2 else e.tokens
+                for e in self.encoders.dense.encode(missing)
+            ]
+
         return self._tokens.get_many(texts, encode)
 
     def answerable(self, question: str, texts: Sequence[str]) -> list[float]:
         """The answerability model's probability that each text answers the question; a
         turn reads the same windows for the gate and the quote, so each is read once."""
+
         def read(missing: list[tuple[str, str]]) -> list[float]:
             # the same ONNX threads as the encoder's (the pilot: one per turn)
-            model = load_answerability_model(self.answerability_dir,
-                                             self.encoders.dense.threads or 0)
+            model = load_answerability_model(self.answerability_dir, self.encoders.dense.threads or 0)
             return model.probabilities(question, [text for _, text in missing])
+
         return self._answerable.get_many([(question, t) for t in texts], read)
 
     def passage_tokens(self, passages: Sequence[str]) -> list[np.ndarray]:
         """The word-piece vectors of each passage, sentence by sentence (a passage may exceed
         the encoder's 256 tokens), one matrix per passage."""
-        return self._passages.get_many(passages, lambda missing: [
-            np.concatenate(self.token_vectors(sentences(p) or [p])) for p in missing])
+        return self._passages.get_many(
+            passages,
+            lambda missing: [np.concatenate(self.token_vectors(sentences(p) or [p])) for p in missing],
+        )
 
     @staticmethod
     def maxsim(query: np.ndarray, document: np.ndarray) -> float:
@@ -159,17 +170,18 @@ class EvidenceScorer:
                 continue
             words = content_words(sentence)
             best: tuple[int | None, float, float] = (None, 0.0, 0.0)
-            for index, (doc_tokens, doc_words) in enumerate(zip(passage_tokens, passage_words,
-                                                                 strict=True)):
+            for index, (doc_tokens, doc_words) in enumerate(
+                zip(passage_tokens, passage_words, strict=True)
+            ):
                 semantic = self.maxsim(tokens, doc_tokens)
                 lexical = len(words & doc_words) / len(words) if words else 0.0
                 if semantic + lexical > best[1] + best[2]:
                     best = (index, semantic, lexical)
             chosen, semantic, lexical = best
-            facts_ok = chosen is not None and self._stands_behind(sentence, tokens,
-                                                                  passages[chosen])
+            facts_ok = chosen is not None and self._stands_behind(sentence, tokens, passages[chosen])
             close_enough = semantic >= self.min_semantic or (
-                lexical >= self.close_lexical and semantic >= self.close_semantic)
+                lexical >= self.close_lexical and semantic >= self.close_semantic
+            )
             supported = close_enough and lexical >= self.min_lexical and facts_ok
             results.append(SentenceSupport(sentence, chosen, semantic, lexical, supported))
         return results

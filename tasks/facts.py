@@ -25,14 +25,17 @@ _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 _ASKS_MEANING = re.compile(r"\bwhat (?:does|do|is)\b.*\bmean", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
-_MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")                 # ... fact, whole: "SHA256", "mp3"
+_MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")  # ... fact, whole: "SHA256", "mp3"
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
 _PUNCT = re.compile(r"[,;:!?()\[\]\"']|\.(?!\d)")
 _RANGE = re.compile(r"(?<=\d)[–—/-](?=\d)")
 _ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")
-_NEGATION = re.compile(r"\b(?:not|no|never|cannot|none|neither|nor|\w+n['’]t|(?:don|doesn|didn|"
-                       r"isn|aren|wasn|weren|can|couldn|won|wouldn|shouldn|haven|hasn|mustn)"
-                       r" t)\b", re.IGNORECASE)  # doc2dial's pages write "don t"
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|cannot|none|neither|nor|\w+n['’]t|(?:don|doesn|didn|"
+    r"isn|aren|wasn|weren|can|couldn|won|wouldn|shouldn|haven|hasn|mustn)"
+    r" t)\b",
+    re.IGNORECASE,
+)  # doc2dial's pages write "don t"
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'll", "I'd", "OK", "Yes", "No"})
 
 
@@ -48,10 +51,13 @@ def _names(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[s
         if word in _NOT_NAMES or len(word) < 2:
             continue
         inner_caps = any(c.isupper() for c in word[1:])
-        before = sentence[:match.start()].rstrip()
+        before = sentence[: match.start()].rstrip()
         # a bullet's dash starts an item; a dash between words ("Service - Veterans") does not
-        starts = position == 0 or before.endswith((".", ":", "!", "?", "(", '"')) or (
-            before.endswith("-") and not before[:-1].strip())
+        starts = (
+            position == 0
+            or before.endswith((".", ":", "!", "?", "(", '"'))
+            or (before.endswith("-") and not before[:-1].strip())
+        )
         # at a sentence's start a capital says nothing, unless the word is no word of the
         # language ("Zorblax covers members.")
         unknown_start = starts and is_word is not None and not _a_word(word.lower(), is_word)
@@ -63,10 +69,17 @@ def _names(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[s
 def _a_word(word: str, is_word: Callable[[str], bool]) -> bool:
     """Whether every part of ``word`` ("we'll", "post-traumatic") is a word of the vocabulary,
     or one with an inflection ("refunds", "approved") taken off."""
+
     def known(part: str) -> bool:
-        return not part or is_word(part) or any(
-            part.endswith(ending) and is_word(part[:-len(ending)])
-            for ending in ("s", "es", "ed", "d", "ing", "ly"))
+        return (
+            not part
+            or is_word(part)
+            or any(
+                part.endswith(ending) and is_word(part[: -len(ending)])
+                for ending in ("s", "es", "ed", "d", "ing", "ly")
+            )
+        )
+
     return all(known(part) for part in re.split(r"[-'’]", word))
 
 
@@ -80,8 +93,13 @@ def facts(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[st
     for path in _PATH.findall(rest):
         first, *others = _ARROWS.split(path.strip())
         paths.add(" > ".join([first.split()[-1], *others]))
-    found = urls | paths | set(CODE_TOKEN.findall(rest)) | set(_NUMBER.findall(rest)) | \
-        set(_MIXED.findall(rest))
+    found = (
+        urls
+        | paths
+        | set(CODE_TOKEN.findall(rest))
+        | set(_NUMBER.findall(rest))
+        | set(_MIXED.findall(rest))
+    )
     return found | _names(_PATH.sub(" ", rest), is_word)
 
 
@@ -137,8 +155,9 @@ def explained_codes(message: str, answering: str) -> set[str]:
     return asked if asked <= codes(answering) else set()
 
 
-def missing_facts(sentence: str, passage: str,
-                  is_word: Callable[[str], bool] | None = None) -> list[str]:
+def missing_facts(
+    sentence: str, passage: str, is_word: Callable[[str], bool] | None = None
+) -> list[str]:
     """The facts of ``sentence`` that ``passage`` does not contain (case-insensitive; a number
     or code must stand whole: "15" is not in "2015").
 
@@ -158,6 +177,7 @@ def _numbers_out_of_place(sentence: str, text: str) -> set[str]:
     holds every number, but "10 Han" is nowhere. A word beside it counts before another number
     of a range or a list ("1596–1626" is read as its two numbers); punctuation is left out of
     the comparison; a number alone is checked by itself."""
+
     def words_of(value: str) -> list[str]:
         return _PUNCT.sub(" ", _RANGE.sub(" ", value)).split()
 
@@ -166,7 +186,7 @@ def _numbers_out_of_place(sentence: str, text: str) -> set[str]:
     for index, word in enumerate(words):
         if not _NUMBER.fullmatch(word):
             continue
-        pairs = [words[i:i + 2] for i in (index - 1, index) if 0 <= i < len(words) - 1]
+        pairs = [words[i : i + 2] for i in (index - 1, index) if 0 <= i < len(words) - 1]
         beside = [p for p in pairs if not all(_NUMBER.fullmatch(w) for w in p)]
         if pairs and not any(_stands_in(" ".join(p), plain) for p in beside or pairs):
             out.add(word)

@@ -33,7 +33,8 @@ _LEANS_BACK = re.compile(
     r"|\b(the|this|that) (\w+ )?ones?\b"
     r"|^(and|but|so|also|what about|how about)\b"
     r"|\bwhat (should|do|can) i do\b|\bhow (do|can) i (fix|solve|change) (it|that|this)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 SUBJECT_TERMS = 8
 SHORT_FOLLOW_UP = 6  # words: a message this short, mid-conversation, leans on the one before
 
@@ -48,21 +49,27 @@ class FollowUp:
     leans: bool = True
 
 
-def conversation_entities(history: list[HistoryTurn], memory: list[RememberedEntity]
-                          ) -> list[RememberedEntity]:
+def conversation_entities(
+    history: list[HistoryTurn], memory: list[RememberedEntity]
+) -> list[RememberedEntity]:
     """Entities most recent first: this conversation's messages, then entity memory."""
-    said = [RememberedEntity(type=e.type, value=e.value)
-            for turn in reversed(history) for e in reversed(extract(turn.user))]
-    return said + [e for e in memory if (e.type, e.value) not in
-                   {(s.type, s.value) for s in said}]
+    said = [
+        RememberedEntity(type=e.type, value=e.value)
+        for turn in reversed(history)
+        for e in reversed(extract(turn.user))
+    ]
+    return said + [e for e in memory if (e.type, e.value) not in {(s.type, s.value) for s in said}]
 
 
 def subject_terms(text: str) -> list[str]:
     """The content words of a message in order, entity values kept as written."""
     values = [e.value for e in extract(text)]
     keep = content_words(text)
-    words = [w for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9\-]*", text)
-             if w.lower() in keep and w not in values]
+    words = [
+        w
+        for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9\-]*", text)
+        if w.lower() in keep and w not in values
+    ]
     return list(dict.fromkeys([*values, *words]))[:SUBJECT_TERMS]
 
 
@@ -75,8 +82,9 @@ def leans_back(message: str) -> bool:
     return bool(_LEANS_BACK.search(message.strip())) or len(message.split()) <= SHORT_FOLLOW_UP
 
 
-def resolve_follow_up(message: str, history: list[HistoryTurn],
-                      entities: list[RememberedEntity]) -> FollowUp | None:
+def resolve_follow_up(
+    message: str, history: list[HistoryTurn], entities: list[RememberedEntity]
+) -> FollowUp | None:
     """One more query for a message that refers back, or None when it stands alone."""
     pointed = referenced(message, conversation_entities(history, entities))
     if pointed:
@@ -88,8 +96,7 @@ def resolve_follow_up(message: str, history: list[HistoryTurn],
     if history:  # "what are the requirements to be eligible": about the conversation's subject
         terms = [t for t in conversation_subject(history) if t.lower() not in message.lower()]
         if terms:
-            return FollowUp(f"{message} {' '.join(terms)}", "the conversation's subject",
-                            leans=False)
+            return FollowUp(f"{message} {' '.join(terms)}", "the conversation's subject", leans=False)
     return None
 
 

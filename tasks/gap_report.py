@@ -67,8 +67,9 @@ class GapReport(BaseModel):
     clusters: list[GapCluster] = Field(default_factory=list)
 
 
-def gap_questions(turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
-                  ) -> list[GapQuestion]:
+def gap_questions(
+    turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
+) -> list[GapQuestion]:
     """The customer messages of refused or handed-off turns, and of turns rated "down" (each
     message once, its first reason kept); a message that asks the pages nothing (only for a
     person, or courtesy) is no knowledge gap."""
@@ -83,22 +84,36 @@ def gap_questions(turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, 
             asks[turn["user"]] = asks_the_pages(turn["user"])
         if kind and asks[turn["user"]]:
             found[(turn["session_id"], turn["turn_index"])] = GapQuestion(
-                text=turn["user"], kind=kind, session_id=turn["session_id"],
-                turn_index=turn["turn_index"], ts=turn.get("ts", 0.0), vector=turn.get("vector"))
+                text=turn["user"],
+                kind=kind,
+                session_id=turn["session_id"],
+                turn_index=turn["turn_index"],
+                ts=turn.get("ts", 0.0),
+                vector=turn.get("vector"),
+            )
     for rating in feedback:
         key = (rating["session_id"], rating["turn_index"])
         if rating.get("rating") == "down" and key in by_turn and key not in found:
             turn = by_turn[key]
-            found[key] = GapQuestion(text=turn["user"], kind="not_helpful", session_id=key[0],
-                                     turn_index=key[1], ts=turn.get("ts", 0.0),
-                                     vector=turn.get("vector"))
+            found[key] = GapQuestion(
+                text=turn["user"],
+                kind="not_helpful",
+                session_id=key[0],
+                turn_index=key[1],
+                ts=turn.get("ts", 0.0),
+                vector=turn.get("vector"),
+            )
     return sorted(found.values(), key=lambda q: q.ts)
 
 
-def cluster_gaps(questions: Sequence[GapQuestion], encode: Callable[[list[str]], list[Any]],
-                 nearest: Callable[[str], tuple[str, str, float] | None] | None = None,
-                 distance: float = DISTANCE, top: int = 20,
-                 max_clustered: int = MAX_CLUSTERED) -> GapReport:
+def cluster_gaps(
+    questions: Sequence[GapQuestion],
+    encode: Callable[[list[str]], list[Any]],
+    nearest: Callable[[str], tuple[str, str, float] | None] | None = None,
+    distance: float = DISTANCE,
+    top: int = 20,
+    max_clustered: int = MAX_CLUSTERED,
+) -> GapReport:
     """Group the ``max_clustered`` most recent of ``questions`` (oldest first) by meaning; the
     ``top`` largest groups, each with the article ``nearest(text)`` finds for its most
     central question."""
@@ -117,23 +132,35 @@ def cluster_gaps(questions: Sequence[GapQuestion], encode: Callable[[list[str]],
         for question in central:
             kinds[question.kind] = kinds.get(question.kind, 0) + 1
         found = nearest(central[0].text) if nearest else None
-        clusters.append(GapCluster(
-            size=len(members), kinds=kinds,
-            examples=list(dict.fromkeys(q.text for q in central))[:EXAMPLES],
-            nearest_article=NearestArticle(source_id=found[0], title=found[1],
-                                           score=round(found[2], 3)) if found else None))
+        clusters.append(
+            GapCluster(
+                size=len(members),
+                kinds=kinds,
+                examples=list(dict.fromkeys(q.text for q in central))[:EXAMPLES],
+                nearest_article=NearestArticle(
+                    source_id=found[0], title=found[1], score=round(found[2], 3)
+                )
+                if found
+                else None,
+            )
+        )
         if len(clusters) == top:
             break
     return GapReport(questions=total, clustered=len(questions), clusters=clusters)
 
 
-def question_vectors(questions: Sequence[GapQuestion], encode: Callable[[list[str]], list[Any]]
-                     ) -> np.ndarray:
+def question_vectors(
+    questions: Sequence[GapQuestion], encode: Callable[[list[str]], list[Any]]
+) -> np.ndarray:
     """Unit vectors of ``questions``: the stored ones, the rest encoded in one batch."""
     missing = [q.text for q in questions if q.vector is None]
     encoded = iter(encode(missing)) if missing else iter(())
-    vectors = np.array([np.asarray(q.vector if q.vector is not None else next(encoded).dense,
-                                   dtype=np.float32) for q in questions])
+    vectors = np.array(
+        [
+            np.asarray(q.vector if q.vector is not None else next(encoded).dense, dtype=np.float32)
+            for q in questions
+        ]
+    )
     return vectors / (np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9)
 
 
@@ -142,8 +169,9 @@ def _labels(vectors: np.ndarray, distance: float) -> np.ndarray:
         return np.zeros(1, dtype=int)
     from sklearn.cluster import AgglomerativeClustering
 
-    model = AgglomerativeClustering(n_clusters=None, distance_threshold=distance,
-                                    metric="precomputed", linkage="average")
+    model = AgglomerativeClustering(
+        n_clusters=None, distance_threshold=distance, metric="precomputed", linkage="average"
+    )
     # unit vectors: cosine distance is one matrix product (scipy's pdist is ~30x slower)
     distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
     np.fill_diagonal(distances, 0.0)
@@ -168,8 +196,9 @@ def parse_since(text: str | None, now: float) -> float:
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"since {text!r}: give 7d, 24h, 30m or an ISO date such as "
-                         "2026-11-24") from None
+        raise ValueError(
+            f"since {text!r}: give 7d, 24h, 30m or an ISO date such as 2026-11-24"
+        ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return when.timestamp()

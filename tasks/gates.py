@@ -74,18 +74,15 @@ def plan_round(state: TurnState) -> GateDecision:
         need, reason = False, "the message stands alone; the conversation's subject is added"
     else:
         need, reason = False, "the message stands alone"
-    return state.decide(GateDecision(gate="plan", route="rewrite" if need else "as_is",
-                                     reason=reason))
+    return state.decide(GateDecision(gate="plan", route="rewrite" if need else "as_is", reason=reason))
 
 
 def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict[str, object]:
     """Queries for this round: the model's rewrite plus what memory names; trace details."""
     rewrite = reformulation or Reformulation(standalone_query="")
-    queries = [q.strip() for q in [rewrite.standalone_query, *rewrite.expansions[:2]]
-               if q and q.strip()]
+    queries = [q.strip() for q in [rewrite.standalone_query, *rewrite.expansions[:2]] if q and q.strip()]
     detail: dict[str, object] = {}
-    missing = [e for e in state.pointed_at
-               if not any(e.value.lower() in q.lower() for q in queries)]
+    missing = [e for e in state.pointed_at if not any(e.value.lower() in q.lower() for q in queries)]
     if missing:  # entity memory names what the customer points at
         queries.insert(0, f"{state.message} ({named(missing)})")
         detail["from_entity_memory"] = named(missing)
@@ -104,8 +101,13 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
     return detail
 
 
-def strongest_evidence(scorer: EvidenceScorer, settings: Settings, questions: list[str],
-                       passages: list[Passage], subject: Sequence[str] = ()) -> EvidenceView:
+def strongest_evidence(
+    scorer: EvidenceScorer,
+    settings: Settings,
+    questions: list[str],
+    passages: list[Passage],
+    subject: Sequence[str] = (),
+) -> EvidenceView:
     """Assess each phrasing of the question; keep the one the evidence supports best.
 
     ``subject``: the pages the conversation is about. A phrasing that one of them answers
@@ -120,11 +122,16 @@ def strongest_evidence(scorer: EvidenceScorer, settings: Settings, questions: li
         for candidate, probability in (found.reading.pages if found.reading else {}).items():
             source = passages[candidate].source_id
             pages[source] = max(pages.get(source, 0.0), probability)
-        view = EvidenceView(call=found.call, relevance=found.relevance, coverage=found.coverage,
-                            probability=found.probability,
-                            features=found.reading.features if found.reading else {},
-                            question=text, pages=pages,
-                            source_id=passages[index].source_id if index is not None else "")
+        view = EvidenceView(
+            call=found.call,
+            relevance=found.relevance,
+            coverage=found.coverage,
+            probability=found.probability,
+            features=found.reading.features if found.reading else {},
+            question=text,
+            pages=pages,
+            source_id=passages[index].source_id if index is not None else "",
+        )
         views.append(view)
     if not views:
         return EvidenceView()
@@ -147,17 +154,21 @@ def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
     return "retry" if rephrasing and state.round_index < settings.max_rounds else final
 
 
-def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings
-                   ) -> GateDecision:
+def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings) -> GateDecision:
     """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
     with state.step("evidence_gate", round=state.round_index) as info:
-        state.evidence = strongest_evidence(scorer, settings, grounded_phrasings(state),
-                                            state.passages, subject_pages(state.history))
-        info.update(evidence=state.evidence.call, answerable=state.evidence.probability,
-                    features=state.evidence.features,
-                    relevance=[round(r, 3) for r in state.evidence.relevance],
-                    question=state.evidence.question, source=state.evidence.source_id,
-                    pages=state.evidence.pages)
+        state.evidence = strongest_evidence(
+            scorer, settings, grounded_phrasings(state), state.passages, subject_pages(state.history)
+        )
+        info.update(
+            evidence=state.evidence.call,
+            answerable=state.evidence.probability,
+            features=state.evidence.features,
+            relevance=[round(r, 3) for r in state.evidence.relevance],
+            question=state.evidence.question,
+            source=state.evidence.source_id,
+            pages=state.evidence.pages,
+        )
         if state.evidence.call == "sufficient":
             route: Route = "answer"
             state.verdict, why = "sufficient", "evidence is sufficient"
@@ -170,19 +181,21 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings
         else:  # below answer_at: no judge model to weigh in, so the target precision holds
             state.verdict = "insufficient"
             route = _next_round_or(state, settings, "refuse")
-            why = ("evidence is undecided; roles.judge is evidence: probability below "
-                   f"{answer_floor(settings):.3f}")
+            why = (
+                "evidence is undecided; roles.judge is evidence: probability below "
+                f"{answer_floor(settings):.3f}"
+            )
         info.update(route=route, decided_by=why)
     state.route = route
     if route == "retry":
         state.hint = ""
         state.round_index += 1
-    return state.decide(GateDecision(gate="evidence_gate", route=route, reason=why,
-                                     evidence=state.evidence))
+    return state.decide(
+        GateDecision(gate="evidence_gate", route=route, reason=why, evidence=state.evidence)
+    )
 
 
-def judge_route(state: TurnState, judgement: Judgement | None, settings: Settings
-                ) -> GateDecision:
+def judge_route(state: TurnState, judgement: Judgement | None, settings: Settings) -> GateDecision:
     """The judge's verdict on undecided evidence; a failed judge counts as insufficient."""
     with state.step("judge_gate", round=state.round_index) as info:
         verdict, why = decide(state.evidence.call, judgement, state.message)
@@ -197,8 +210,12 @@ def judge_route(state: TurnState, judgement: Judgement | None, settings: Setting
             route = "refuse"
         else:
             route = _next_round_or(state, settings, "refuse")
-        info.update(model=judgement.verdict if judgement else "failed", verdict=verdict,
-                    decided_by=why, route=route)
+        info.update(
+            model=judgement.verdict if judgement else "failed",
+            verdict=verdict,
+            decided_by=why,
+            route=route,
+        )
     state.route = route
     if route == "retry":
         state.hint = (judgement.rewrite_hint or judgement.reason) if judgement else ""
@@ -212,17 +229,27 @@ def check_draft(state: TurnState, scorer: EvidenceScorer, answer: str) -> GateDe
     with state.step("support_check") as info:
         support = scorer.support(answer, [p.text for p in state.passages])
         unsupported = [s.sentence for s in support if not s.supported]
-        info.update(sentences=len(support), unsupported=len(unsupported),
-                    courtesy=sum(not s.claim for s in support))
+        info.update(
+            sentences=len(support),
+            unsupported=len(unsupported),
+            courtesy=sum(not s.claim for s in support),
+        )
     if verified(support):
-        return state.decide(GateDecision(gate="support_check", route="done",
-                                         reason="every sentence is supported"))
-    return state.decide(GateDecision(
-        gate="support_check", route="revise", unsupported=unsupported,
-        reason=revision_request(unsupported)))
+        return state.decide(
+            GateDecision(gate="support_check", route="done", reason="every sentence is supported")
+        )
+    return state.decide(
+        GateDecision(
+            gate="support_check",
+            route="revise",
+            unsupported=unsupported,
+            reason=revision_request(unsupported),
+        )
+    )
 
 
 def revision_request(unsupported: list[str]) -> str:
     """What a responder is told when its draft goes back: the sentences to fix."""
-    return ("These sentences are not supported by the passages; use only their facts: "
-            + " | ".join(unsupported[:3]))
+    return "These sentences are not supported by the passages; use only their facts: " + " | ".join(
+        unsupported[:3]
+    )

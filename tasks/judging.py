@@ -35,7 +35,6 @@ _HUMAN = re.compile(
 )
 
 
-
 @dataclass(frozen=True)
 class Evidence:
     call: EvidenceCall
@@ -58,12 +57,14 @@ def asks_the_pages(message: str) -> bool:
     """Whether a message asks something a page could answer: more than a request for a
     person, greetings and thanks ("I want to talk to a human." and "Thanks, bye!" do not;
     "My invoice is wrong. I want to talk to a human." does)."""
-    return any(asks_something(s) and not wants_human(s)
-               for s in split_sentences(" ".join(message.split())))
+    return any(
+        asks_something(s) and not wants_human(s) for s in split_sentences(" ".join(message.split()))
+    )
 
 
-def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
-           thresholds: EvidenceSettings) -> Evidence:
+def assess(
+    scorer: EvidenceScorer, question: str, passages: list[Passage], thresholds: EvidenceSettings
+) -> Evidence:
     """The answerability gate's call on the passages for this phrasing of the question."""
     if not passages:
         return Evidence("insufficient", [], 0.0)
@@ -71,8 +72,11 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
     question = as_the_pages_read(scorer, question, texts)
     relevance = scorer.relevance(question, texts)
     reading = _read(scorer, question, passages, relevance, thresholds, "", quoting=False)
-    probability = reading.features["answerable"] if thresholds.gate == "learned" else \
-        round(thresholds.answerability.probability(reading.features), 4)
+    probability = (
+        reading.features["answerable"]
+        if thresholds.gate == "learned"
+        else round(thresholds.answerability.probability(reading.features), 4)
+    )
     answer_at, refuse_below = thresholds.operating_points()
     if reading.passage_index is not None:
         answering = passages[reading.passage_index].text
@@ -80,21 +84,39 @@ def assess(scorer: EvidenceScorer, question: str, passages: list[Passage],
             probability = 0.0  # the pages explain other codes of its family, not this one
         elif explained_codes(question, answering):
             probability = max(probability, answer_at)  # the page explains the code named
-    call: EvidenceCall = "sufficient" if probability >= answer_at else \
-        "insufficient" if probability < refuse_below else "undecided"
+    call: EvidenceCall = (
+        "sufficient"
+        if probability >= answer_at
+        else "insufficient"
+        if probability < refuse_below
+        else "undecided"
+    )
     return Evidence(call, relevance, reading.features.get("coverage", 0.0), probability, reading)
 
 
-def read_passages(scorer: EvidenceScorer, question: str, passages: list[Passage],
-                  relevance: list[float] | None, thresholds: EvidenceSettings,
-                  message: str = "", quoting: bool = True) -> Reading:
+def read_passages(
+    scorer: EvidenceScorer,
+    question: str,
+    passages: list[Passage],
+    relevance: list[float] | None,
+    thresholds: EvidenceSettings,
+    message: str = "",
+    quoting: bool = True,
+) -> Reading:
     """The reading of the gate in use (``evidence.gate``); with ``message`` (the customer's
     own words, when ``question`` is another phrasing) they add their focus to what is quoted.
     ``quoting=False``: only where the answer is and how well, not which units to quote.
     The customer's own references (an order id) are no words a page must hold."""
     texts = [p.text for p in passages]
-    return _read(scorer, as_the_pages_read(scorer, question, texts), passages, relevance,
-                 thresholds, as_the_pages_read(scorer, message, texts), quoting)
+    return _read(
+        scorer,
+        as_the_pages_read(scorer, question, texts),
+        passages,
+        relevance,
+        thresholds,
+        as_the_pages_read(scorer, message, texts),
+        quoting,
+    )
 
 
 def as_the_pages_read(scorer: EvidenceScorer, text: str, texts: list[str]) -> str:
@@ -105,25 +127,41 @@ def as_the_pages_read(scorer: EvidenceScorer, text: str, texts: list[str]) -> st
     return respell(without_references(text, " ".join(texts)), texts, scorer.knows)
 
 
-def _read(scorer: EvidenceScorer, question: str, passages: list[Passage],
-          relevance: list[float] | None, thresholds: EvidenceSettings, message: str,
-          quoting: bool) -> Reading:
+def _read(
+    scorer: EvidenceScorer,
+    question: str,
+    passages: list[Passage],
+    relevance: list[float] | None,
+    thresholds: EvidenceSettings,
+    message: str,
+    quoting: bool,
+) -> Reading:
     texts = [p.text for p in passages]
     if thresholds.gate == "learned":
         titles = [p.title for p in passages]
-        reading = learned.read(scorer, question, texts, relevance, titles, quoting=quoting,
-                               page_margin=thresholds.learned.page_margin)
+        reading = learned.read(
+            scorer,
+            question,
+            texts,
+            relevance,
+            titles,
+            quoting=quoting,
+            page_margin=thresholds.learned.page_margin,
+        )
         if message and message != question and reading.passage_index is not None:
-            reading = learned.refocus(scorer, reading, question, message,
-                                      titles[reading.passage_index])
+            reading = learned.refocus(scorer, reading, question, message, titles[reading.passage_index])
         return reading
     reading = read(scorer, question, texts, relevance)
-    return refocus(scorer, reading, question, message, texts) \
-        if message and message != question else reading
+    return (
+        refocus(scorer, reading, question, message, texts)
+        if message and message != question
+        else reading
+    )
 
 
-def decide(evidence_call: EvidenceCall, judgement: Judgement | None, message: str
-           ) -> tuple[JudgeVerdict, str]:
+def decide(
+    evidence_call: EvidenceCall, judgement: Judgement | None, message: str
+) -> tuple[JudgeVerdict, str]:
     """Combine evidence and the model's verdict; the note says who decided and why."""
     model = judgement.verdict if judgement else None
     if wants_human(message):

@@ -34,14 +34,13 @@ from tasks.facts import codes
 from tasks.passage_text import Unit, split_units
 
 FEATURES = ("answerable", "passage_relevance", "margin", "windows_read")
-READ_PASSAGES = 4      # the top-ranked passages whose windows compete
-MAX_WINDOWS = 16       # windows the model reads per phrasing: one ONNX batch
-PAGE_MARGIN = 0.1      # default of evidence.learned.page_margin (measured on dev)
-STRONG_SHARE = 0.75    # a unit this close to the best one's focus may start the quote
+READ_PASSAGES = 4  # the top-ranked passages whose windows compete
+MAX_WINDOWS = 16  # windows the model reads per phrasing: one ONNX batch
+PAGE_MARGIN = 0.1  # default of evidence.learned.page_margin (measured on dev)
+STRONG_SHARE = 0.75  # a unit this close to the best one's focus may start the quote
 
 
-def _unit_best(units: list[Unit], spans: list[Window], probabilities: Sequence[float]
-               ) -> list[float]:
+def _unit_best(units: list[Unit], spans: list[Window], probabilities: Sequence[float]) -> list[float]:
     """Per unit, the best probability of the windows that hold it."""
     best = [0.0] * len(units)
     for span, probability in zip(spans, probabilities, strict=True):
@@ -50,16 +49,14 @@ def _unit_best(units: list[Unit], spans: list[Window], probabilities: Sequence[f
     return best
 
 
-def unit_focus(scorer: EvidenceScorer, question: str, units: list[Unit], title: str = ""
-               ) -> list[float]:
+def unit_focus(scorer: EvidenceScorer, question: str, units: list[Unit], title: str = "") -> list[float]:
     """How well each unit answers: its best window's probability plus its own, read alone
     under its headings (a heading or question unit reads only through its windows)."""
     spans = windows(units, title)
-    singles = [Window(_alone_text(units, i, title), i, i + 1)
-               for i, u in enumerate(units) if u.quotable]
+    singles = [Window(_alone_text(units, i, title), i, i + 1) for i, u in enumerate(units) if u.quotable]
     probabilities = scorer.answerable(question, [w.text for w in spans + singles])
-    focus = _unit_best(units, spans, probabilities[:len(spans)])
-    for single, probability in zip(singles, probabilities[len(spans):], strict=True):
+    focus = _unit_best(units, spans, probabilities[: len(spans)])
+    for single, probability in zip(singles, probabilities[len(spans) :], strict=True):
         focus[single.first] += probability
     return focus
 
@@ -68,8 +65,13 @@ def _alone_text(units: list[Unit], index: int, title: str) -> str:
     return read_as(heading_context(units, index, title), units[index].text)
 
 
-def _prescored(scorer: EvidenceScorer, question: str, cut: dict[int, list[Unit]],
-               spans: dict[int, list[Window]], limit: int) -> dict[int, list[Window]]:
+def _prescored(
+    scorer: EvidenceScorer,
+    question: str,
+    cut: dict[int, list[Unit]],
+    spans: dict[int, list[Window]],
+    limit: int,
+) -> dict[int, list[Window]]:
     """At most ``limit`` windows in all, the best of each passage by a cheap pre-score (the
     MaxSim of the question's word pieces against the window's units, whose vectors the turn
     already holds), and at least the best two of every passage."""
@@ -78,7 +80,7 @@ def _prescored(scorer: EvidenceScorer, question: str, cut: dict[int, list[Unit]]
     for index, units in cut.items():
         closest = closest_tokens(query, scorer.token_vectors([u.text for u in units]))
         for position, span in enumerate(spans[index]):
-            rows = closest[span.first:span.last]
+            rows = closest[span.first : span.last]
             score = float(rows.max(axis=0).mean()) if rows.size else 0.0
             scored.append((score, index, position))
     scored.sort(reverse=True)
@@ -124,9 +126,15 @@ def choose_page(best: Sequence[float], margin: float) -> int:
     return chosen
 
 
-def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
-         relevance: Sequence[float] | None = None, titles: Sequence[str] | None = None,
-         quoting: bool = True, page_margin: float = PAGE_MARGIN) -> Reading:
+def read(
+    scorer: EvidenceScorer,
+    question: str,
+    passages: Sequence[str],
+    relevance: Sequence[float] | None = None,
+    titles: Sequence[str] | None = None,
+    quoting: bool = True,
+    page_margin: float = PAGE_MARGIN,
+) -> Reading:
     """The learned reading of the top-ranked passages (``passages`` in retrieval order):
     the best pre-scored windows of each, read in one batch; the chosen passage's best window
     is the probability that the passages answer. ``quoting`` also reads the answering
@@ -138,27 +146,33 @@ def read(scorer: EvidenceScorer, question: str, passages: Sequence[str],
     titles = list(titles) if titles is not None else [""] * len(passages)
     candidates = list(range(min(READ_PASSAGES, len(passages))))
     cut = {i: split_units(passages[i]) for i in candidates}
-    spans = _prescored(scorer, question, cut, {i: windows(cut[i], titles[i]) for i in candidates},
-                       MAX_WINDOWS)
+    spans = _prescored(
+        scorer, question, cut, {i: windows(cut[i], titles[i]) for i in candidates}, MAX_WINDOWS
+    )
     texts = [w.text for i in candidates for w in spans[i]]
     probabilities = iter(scorer.answerable(question, texts))
     best = [max((next(probabilities) for _ in spans[i]), default=0.0) for i in candidates]
     chosen = choose_page(best, page_margin)
-    reading = Reading(features, pages={i: round(p, 4) for i, p in zip(candidates, best,
-                                                                         strict=True)})
+    reading = Reading(features, pages={i: round(p, 4) for i, p in zip(candidates, best, strict=True)})
     if spans[chosen]:
         focus = unit_focus(scorer, question, cut[chosen], titles[chosen]) if quoting else []
-        reading = replace(reading, passage_index=chosen, units=cut[chosen], focus=focus,
-                          best_unit=first_strong(focus))
+        reading = replace(
+            reading, passage_index=chosen, units=cut[chosen], focus=focus, best_unit=first_strong(focus)
+        )
     ranked = [*sorted(relevance, reverse=True), 0.0]
-    features.update(answerable=best[chosen], passage_relevance=ranked[0],
-                    margin=ranked[0] - ranked[1], windows_read=float(len(texts)))
+    features.update(
+        answerable=best[chosen],
+        passage_relevance=ranked[0],
+        margin=ranked[0] - ranked[1],
+        windows_read=float(len(texts)),
+    )
     reading.features = {k: round(float(v), 4) for k, v in features.items()}
     return reading
 
 
-def refocus(scorer: EvidenceScorer, reading: Reading, resolved: str, message: str,
-            title: str = "") -> Reading:
+def refocus(
+    scorer: EvidenceScorer, reading: Reading, resolved: str, message: str, title: str = ""
+) -> Reading:
     """When the gate read another phrasing than the customer's message (``resolved``: a
     follow-up's resolution, "And to PayPal? refund take", or the one question of a message
     that wraps it in context), the message's own words add their focus inside the passage

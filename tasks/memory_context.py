@@ -39,12 +39,12 @@ def claim_turn(memory: MemoryStore | None, request: TurnRequest) -> int:
     scope = scope_of(request)
     if memory is None or scope is None:
         return len(request.history)
-    return memory.claim_turn(scope, request.session_id,
-                             {"user": request.message, "slots": request.slots})
+    return memory.claim_turn(
+        scope, request.session_id, {"user": request.message, "slots": request.slots}
+    )
 
 
-def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: int
-                 ) -> MemoryContext:
+def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: int) -> MemoryContext:
     """History (finished turns before this one), entities and long-term memories."""
     scope = scope_of(request)
     if memory is None or scope is None:
@@ -52,40 +52,56 @@ def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: i
     turns = memory.session_turns(scope, request.session_id)
     history = list(request.history) or [
         HistoryTurn(user=t["user"], answer=t.get("answer", ""), sources=t.get("citations", []))
-        for t in turns if t.get("status") == "done" and t["turn_index"] < turn_index]
-    return MemoryContext(scope=scope, history=history, entities=memory.entities(scope),
-                         memories=memory.recall(scope, request.message, limit=2),
-                         turn_index=turn_index)
+        for t in turns
+        if t.get("status") == "done" and t["turn_index"] < turn_index
+    ]
+    return MemoryContext(
+        scope=scope,
+        history=history,
+        entities=memory.entities(scope),
+        memories=memory.recall(scope, request.message, limit=2),
+        turn_index=turn_index,
+    )
 
 
-def save_entities(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext
-                  ) -> None:
+def save_entities(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext) -> None:
     """The entities the message names, into the customer's entity memory."""
     if memory is None or context.scope is None:
         return
-    remember_entities(memory, context.scope, request.session_id, context.turn_index,
-                      request.message)
+    remember_entities(memory, context.scope, request.session_id, context.turn_index, request.message)
 
 
-def remember_entities(memory: MemoryStore, scope: Scope, session_id: str, turn_index: int,
-                      message: str) -> None:
+def remember_entities(
+    memory: MemoryStore, scope: Scope, session_id: str, turn_index: int, message: str
+) -> None:
     """The entities ``message`` names, into the customer's entity memory, sourced to its turn."""
     memory.upsert_entities(scope, extract(message), source=f"{session_id}#{turn_index}")
 
 
-def save_result(memory: MemoryStore | None, request: TurnRequest, context: MemoryContext,
-                result: TurnResult) -> None:
+def save_result(
+    memory: MemoryStore | None, request: TurnRequest, context: MemoryContext, result: TurnResult
+) -> None:
     if memory is None or context.scope is None:
         return
-    memory.add_turn(context.scope, request.session_id, context.turn_index, {
-        "user": request.message, "slots": request.slots, "status": "done",
-        "answer": result.answer, "verdict": result.verdict,
-        "citations": [c.source_id for c in result.citations],
-        "llm_calls": result.trace.llm_calls})
+    memory.add_turn(
+        context.scope,
+        request.session_id,
+        context.turn_index,
+        {
+            "user": request.message,
+            "slots": request.slots,
+            "status": "done",
+            "answer": result.answer,
+            "verdict": result.verdict,
+            "citations": [c.source_id for c in result.citations],
+            "llm_calls": result.trace.llm_calls,
+        },
+    )
 
 
-def close_session(memory: MemoryStore | None, scope: Scope | None, session_id: str,
-                  resolution: str = "") -> bool:
+def close_session(
+    memory: MemoryStore | None, scope: Scope | None, session_id: str, resolution: str = ""
+) -> bool:
     """Write a long-term memory when the session ended answered or handed off, or when a person
     resolved it (``resolution``: their note)."""
     if memory is None or scope is None:
@@ -102,6 +118,11 @@ def close_session(memory: MemoryStore | None, scope: Scope | None, session_id: s
         outcome = f"resolved by our support team: {resolution[:400]}"
     else:
         outcome = f"{resolved[-1]['verdict']}: {resolved[-1].get('answer', '')[:400]}"
-    memory.remember(scope, session_id, summary=summary[:500], resolution=outcome,
-                    sources=sorted({s for t in resolved for s in t.get("citations", [])}))
+    memory.remember(
+        scope,
+        session_id,
+        summary=summary[:500],
+        resolution=outcome,
+        sources=sorted({s for t in resolved for s in t.get("citations", [])}),
+    )
     return True

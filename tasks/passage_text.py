@@ -67,17 +67,22 @@ def _line_units(line: str) -> list[Unit]:
         row = _table_row(line)
         return [row] if row else []
     item = _ITEM.match(line)
-    body = clean(line[item.end():] if item else line)
+    body = clean(line[item.end() :] if item else line)
     if not body:
         return []
     parts = split_sentences(body)
-    if not item and len(parts) == 1 and body[-1] not in ".!?:;" \
-            and len(body.split()) <= HEADING_MAX_WORDS:
+    if (
+        not item
+        and len(parts) == 1
+        and body[-1] not in ".!?:;"
+        and len(body.split()) <= HEADING_MAX_WORDS
+    ):
         return [Unit(body, "heading")]
     if parts and parts[-1].endswith("?") and not item:  # an FAQ line asks, the next ones answer
         return [Unit(part, "question") for part in parts]
-    return [Unit(part, "item" if item and index == 0 else "sentence")
-            for index, part in enumerate(parts)]
+    return [
+        Unit(part, "item" if item and index == 0 else "sentence") for index, part in enumerate(parts)
+    ]
 
 
 def split_sentences(text: str) -> list[str]:

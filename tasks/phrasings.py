@@ -68,5 +68,5 @@ def grounded_phrasings(state: TurnState) -> list[str]:
     if not resolved or not (state.follow_up_leans or named):
         return first_turn_phrasings(state.message)
     question = wrapped_question(state.message)  # the bare words of a follow-up do not stand alone
-    extra = [f"{question}{r[len(state.message):]}" for r in resolved] if question else []
+    extra = [f"{question}{r[len(state.message) :]}" for r in resolved] if question else []
     return [*resolved, *extra]

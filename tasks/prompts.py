@@ -17,8 +17,10 @@ PROMPT_CHARS = 450
 
 def render_passages(passages: list[Passage]) -> str:
     """The passages as the judge and responder see them: numbered, trimmed."""
-    return "\n".join(f"[{p.pid}] {p.title}: {p.text[:PROMPT_CHARS]}"
-                     for p in passages[:PROMPT_PASSAGES]) or "(no passages)"
+    return (
+        "\n".join(f"[{p.pid}] {p.title}: {p.text[:PROMPT_CHARS]}" for p in passages[:PROMPT_PASSAGES])
+        or "(no passages)"
+    )
 
 
 def render_history(state: TurnState) -> str:
@@ -35,12 +37,18 @@ def render_entities(state: TurnState) -> str:
 def role_inputs(task: str, state: TurnState) -> dict[str, str]:
     """What a role's task description is filled with (``kickoff(inputs=...)``)."""
     if task == "reformulate":
-        return {"history": render_history(state), "entities": render_entities(state),
-                "message": state.message,
-                "rewrite_hint": f"Hint: {state.hint}" if state.hint else ""}
+        return {
+            "history": render_history(state),
+            "entities": render_entities(state),
+            "message": state.message,
+            "rewrite_hint": f"Hint: {state.hint}" if state.hint else "",
+        }
     if task == "retrieve":  # also what agents added to the retrieval step are given
-        return {"queries": "; ".join(dict.fromkeys([state.message, *state.queries])),
-                "question": state.question, "message": state.message}
+        return {
+            "queries": "; ".join(dict.fromkeys([state.message, *state.queries])),
+            "question": state.question,
+            "message": state.message,
+        }
     if task in ("judge", "respond"):
         inputs = {"question": state.question, "passages": render_passages(state.passages)}
         if task == "respond":

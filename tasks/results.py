@@ -20,26 +20,37 @@ from tasks.state import TurnState
 
 
 def _citation(passage: Passage, snippet: str) -> Citation:
-    return Citation(source_id=passage.source_id, chunk_id=passage.chunk_id, title=passage.title,
-                    url=passage.url, snippet=snippet[:300], score=round(passage.score, 4))
+    return Citation(
+        source_id=passage.source_id,
+        chunk_id=passage.chunk_id,
+        title=passage.title,
+        url=passage.url,
+        snippet=snippet[:300],
+        score=round(passage.score, 4),
+    )
 
 
-def _verified(state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
-              ) -> tuple[str, list[Citation]] | None:
+def _verified(
+    state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
+) -> tuple[str, list[Citation]] | None:
     """The draft with citations from evidence when every sentence is supported, else None."""
     passages = state.passages
     support = scorer.support(draft.answer, [p.text for p in passages])
     if not verified(support):
         weak = [s.sentence for s in support if not s.supported]
-        state.note(f"draft answer replaced: {len(weak)} unsupported sentence(s)" if weak
-                   else "draft answer replaced: it makes no claim to check")
+        state.note(
+            f"draft answer replaced: {len(weak)} unsupported sentence(s)"
+            if weak
+            else "draft answer replaced: it makes no claim to check"
+        )
         return None
     used: list[int] = []
     for s in support:
         if s.passage_index is not None and s.passage_index not in used:
             used.append(s.passage_index)
-    citations = [_citation(passages[i], next(x.sentence for x in support
-                                             if x.passage_index == i)) for i in used]
+    citations = [
+        _citation(passages[i], next(x.sentence for x in support if x.passage_index == i)) for i in used
+    ]
     claimed = sorted(set(draft.passage_ids))
     actual = sorted(passages[i].pid for i in used)
     if claimed != actual:
@@ -47,14 +58,16 @@ def _verified(state: TurnState, scorer: EvidenceScorer, draft: DraftAnswer
     return draft.answer.strip(), citations
 
 
-def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
-               ) -> tuple[str, list[Citation]]:
+def _extracted(
+    state: TurnState, scorer: EvidenceScorer, settings: Settings
+) -> tuple[str, list[Citation]]:
     """The contiguous sentences of the passage that answers, quoted with one citation."""
     passages = state.passages
     question = state.evidence.question or state.question
     # a follow-up's resolution, or the question of a message: the message's words pick too
-    reading = read_passages(scorer, question, passages, state.evidence.relevance or None,
-                            settings.evidence, state.message)
+    reading = read_passages(
+        scorer, question, passages, state.evidence.relevance or None, settings.evidence, state.message
+    )
     picked = quote(reading, question, settings.evidence.answer_words)
     if not picked:
         return "", []
@@ -63,12 +76,12 @@ def _extracted(state: TurnState, scorer: EvidenceScorer, settings: Settings
     return f"{text} [1]", [_citation(passage, text)]
 
 
-def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
-                  draft: DraftAnswer | None) -> TurnResult:
+def answer_result(
+    state: TurnState, scorer: EvidenceScorer, settings: Settings, draft: DraftAnswer | None
+) -> TurnResult:
     """The verified draft, else the extractive answer; with no supporting passage, a refusal."""
     with state.step("verify") as info:
-        kept = _verified(state, scorer, draft) if draft is not None and draft.answer.strip() \
-            else None
+        kept = _verified(state, scorer, draft) if draft is not None and draft.answer.strip() else None
         if kept is None and state.draft_required:
             info.update(kept_draft=False, cited=[])
             state.note("evidence was undecided and no model draft passed the support check")
@@ -78,13 +91,18 @@ def answer_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
     if not citations:
         state.note("no passage supports an answer")
         return refuse_result(state, settings)
-    return TurnResult(session_id=state.request.session_id if state.request else "",
-                      answer=answer, verdict="answered", judge_verdict=state.verdict,
-                      citations=citations)
+    return TurnResult(
+        session_id=state.request.session_id if state.request else "",
+        answer=answer,
+        verdict="answered",
+        judge_verdict=state.verdict,
+        citations=citations,
+    )
 
 
-def deadline_result(state: TurnState, scorer: EvidenceScorer, settings: Settings,
-                    running: str, why: str = "") -> TurnResult:
+def deadline_result(
+    state: TurnState, scorer: EvidenceScorer, settings: Settings, running: str, why: str = ""
+) -> TurnResult:
     """The best evidence-based outcome of a turn whose time ran out during ``running`` (or
     that ``why`` says was stopped): an extractive answer where the passages answer, else
     "no results" (or the hand-off)."""
@@ -109,14 +127,23 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
     session_id = state.request.session_id if state.request else ""
     suggested = None if model_role(settings, "judge") else _suggested(state)
     if suggested is not None:
-        state.note(f"undecided evidence ({state.evidence.probability:.3f}): "
-                   f"{suggested.source_id} offered as an article that may help")
-        return TurnResult(session_id=session_id,
-                          answer=f"{settings.messages.suggest} {suggested.title or suggested.source_id}",
-                          verdict="suggest", judge_verdict=state.verdict,
-                          citations=[_citation(suggested, " ".join(sentences(suggested.text)[:2]))])
-    return TurnResult(session_id=session_id, answer=settings.messages.no_results, verdict="idk",
-                      judge_verdict=state.verdict)
+        state.note(
+            f"undecided evidence ({state.evidence.probability:.3f}): "
+            f"{suggested.source_id} offered as an article that may help"
+        )
+        return TurnResult(
+            session_id=session_id,
+            answer=f"{settings.messages.suggest} {suggested.title or suggested.source_id}",
+            verdict="suggest",
+            judge_verdict=state.verdict,
+            citations=[_citation(suggested, " ".join(sentences(suggested.text)[:2]))],
+        )
+    return TurnResult(
+        session_id=session_id,
+        answer=settings.messages.no_results,
+        verdict="idk",
+        judge_verdict=state.verdict,
+    )
 
 
 def _suggested(state: TurnState) -> Passage | None:
@@ -127,12 +154,17 @@ def _suggested(state: TurnState) -> Passage | None:
 
 
 def handoff_result(state: TurnState, settings: Settings) -> TurnResult:
-    return TurnResult(session_id=state.request.session_id if state.request else "",
-                      answer=settings.messages.handoff, verdict="handoff",
-                      judge_verdict=state.verdict, handoff=True)
+    return TurnResult(
+        session_id=state.request.session_id if state.request else "",
+        answer=settings.messages.handoff,
+        verdict="handoff",
+        judge_verdict=state.verdict,
+        handoff=True,
+    )
 
 
 def closing_result(state: TurnState, settings: Settings) -> TurnResult:
     """The result for a route that ends without an answer (refuse or hand-off)."""
-    return handoff_result(state, settings) if state.route == "handoff" \
-        else refuse_result(state, settings)
+    return (
+        handoff_result(state, settings) if state.route == "handoff" else refuse_result(state, settings)
+    )

@@ -28,6 +28,6 @@ def parse_output(result: Any, output_model: type[Any]) -> Any:
     except ValidationError:
         pass
     try:
-        return output_model.model_validate(json.loads(raw[raw.index("{"): raw.rindex("}") + 1]))
+        return output_model.model_validate(json.loads(raw[raw.index("{") : raw.rindex("}") + 1]))
     except (ValueError, ValidationError) as exc:
         raise RoleFailed(f"unusable {output_model.__name__}: {raw[:200]}") from exc

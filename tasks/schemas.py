@@ -49,8 +49,9 @@ def _shown_as_written(text: str) -> str:
 
 PlainText = Annotated[str, AfterValidator(_valid_unicode)]
 StaffText = Annotated[str, AfterValidator(_valid_unicode), AfterValidator(_shown_as_written)]
-CustomerMessage = Annotated[str, Field(min_length=1, max_length=8000),
-                            AfterValidator(_valid_unicode), AfterValidator(_not_blank)]
+CustomerMessage = Annotated[
+    str, Field(min_length=1, max_length=8000), AfterValidator(_valid_unicode), AfterValidator(_not_blank)
+]
 
 Verdict = Literal["answered", "suggest", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
@@ -93,8 +94,9 @@ class Reformulation(BaseModel):
     """The reformulator's output: a standalone query and at most two expansions."""
 
     standalone_query: str = Field(description="the customer's question, rewritten to stand alone")
-    expansions: list[str] = Field(default_factory=list, max_length=2,
-                                  description="up to two other phrasings")
+    expansions: list[str] = Field(
+        default_factory=list, max_length=2, description="up to two other phrasings"
+    )
     advisory_filters: SlotValues = Field(default_factory=SlotValues)
     slot_updates: SlotValues = Field(default_factory=SlotValues)
 
@@ -114,10 +116,19 @@ class Passage(BaseModel):
     @classmethod
     def numbered(cls, results: Sequence[Any]) -> list[Passage]:
         """Passages from a retriever's results (``text``, ``score``, ``metadata``), from 1."""
-        return [cls(pid=i, source_id=r.metadata["source_id"], chunk_id=r.metadata["chunk_id"],
-                    title=r.metadata.get("title", ""), url=r.metadata.get("url"), text=r.text,
-                    score=r.score, via=r.metadata.get("via", "search"))
-                for i, r in enumerate(results, start=1)]
+        return [
+            cls(
+                pid=i,
+                source_id=r.metadata["source_id"],
+                chunk_id=r.metadata["chunk_id"],
+                title=r.metadata.get("title", ""),
+                url=r.metadata.get("url"),
+                text=r.text,
+                score=r.score,
+                via=r.metadata.get("via", "search"),
+            )
+            for i, r in enumerate(results, start=1)
+        ]
 
 
 class RetrievalOutput(BaseModel):
@@ -179,7 +190,7 @@ class EvidenceView(BaseModel):
     probability: float = 0.0
     features: dict[str, float] = Field(default_factory=dict)
     question: str = ""
-    source_id: str = ""   # the page the reading found answering (cited if the turn answers)
+    source_id: str = ""  # the page the reading found answering (cited if the turn answers)
     pages: dict[str, float] = Field(default_factory=dict)  # candidate page -> probability
 
     @property
@@ -214,8 +225,14 @@ class Trace(BaseModel):
 
     def last_evidence(self) -> EvidenceView | None:
         """The last evidence gate's reading, if a gate read the passages."""
-        return next((d.evidence for d in reversed(self.decisions)
-                     if d.gate == "evidence_gate" and d.evidence is not None), None)
+        return next(
+            (
+                d.evidence
+                for d in reversed(self.decisions)
+                if d.gate == "evidence_gate" and d.evidence is not None
+            ),
+            None,
+        )
 
     def ms_in(self, *names: str) -> float:
         """Wall time of the steps so named."""

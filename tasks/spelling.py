@@ -62,18 +62,24 @@ def respell(question: str, passages: Sequence[str], known: Callable[[str], bool]
         if not _may_change(question, match.start(), word) or known(word.lower()):
             continue
         if vocabulary is None:
-            vocabulary = Counter(w.lower() for text in passages for w in _WORD.findall(text)
-                                 if len(w) >= MIN_LETTERS - 1)
+            vocabulary = Counter(
+                w.lower() for text in passages for w in _WORD.findall(text) if len(w) >= MIN_LETTERS - 1
+            )
         lowered = word.lower()
         if lowered in vocabulary:
             continue
         candidates = [w for w in vocabulary if w[0] == lowered[0]]
-        found = process.extract(lowered, candidates, scorer=DamerauLevenshtein.distance,
-                                score_cutoff=_allowed_slips(lowered), limit=None)
+        found = process.extract(
+            lowered,
+            candidates,
+            scorer=DamerauLevenshtein.distance,
+            score_cutoff=_allowed_slips(lowered),
+            limit=None,
+        )
         if not found:
             continue
         best = min(found, key=lambda hit: (hit[1], -vocabulary[hit[0]], hit[0]))[0]
         replacement = best.capitalize() if word[0].isupper() else best
-        pieces += [question[position:match.start()], replacement]
+        pieces += [question[position : match.start()], replacement]
         position = match.end()
     return "".join(pieces) + question[position:] if pieces else question

@@ -38,8 +38,9 @@ from tasks.schemas import (
 
 # Who watches a turn's steps (progress for the customer, the deadline's view of the live
 # state): called with the state and the step's name whenever a step starts.
-STEP_LISTENER: contextvars.ContextVar[Callable[[TurnState, str], None] | None] = \
-    contextvars.ContextVar("step_listener", default=None)
+STEP_LISTENER: contextvars.ContextVar[Callable[[TurnState, str], None] | None] = contextvars.ContextVar(
+    "step_listener", default=None
+)
 
 
 class TurnState(BaseModel):
@@ -102,8 +103,9 @@ class TurnState(BaseModel):
         try:
             yield info
         finally:
-            self.trace.steps.append(Step(name=name, detail=info, ms=round(
-                (time.perf_counter() - started) * 1000, 1)))
+            self.trace.steps.append(
+                Step(name=name, detail=info, ms=round((time.perf_counter() - started) * 1000, 1))
+            )
 
     def skip(self, name: str, reason: str, **detail: Any) -> None:
         """Record a step that did not run (and so made no model call), with the reason."""

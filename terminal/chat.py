@@ -31,8 +31,13 @@ from tasks.schemas import TurnRequest, TurnResult
 from terminal.safe_text import visible
 
 T = TypeVar("T")
-VERDICT_STYLES = {"answered": "green", "suggest": "cyan", "idk": "yellow", "handoff": "blue",
-                  "error": "red"}
+VERDICT_STYLES = {
+    "answered": "green",
+    "suggest": "cyan",
+    "idk": "yellow",
+    "handoff": "blue",
+    "error": "red",
+}
 
 HELP = """[bold]/slots[/] show slots · [bold]/slot key=value[/] set one · [bold]/unslot key[/] \
 drop one · [bold]/trace[/] last turn's trace · [bold]/memory[/] what is remembered · \
@@ -73,8 +78,7 @@ def answer_panel(result: TurnResult) -> Panel:
         lines.append(f"[{number}] {citation.title} {citation.url or citation.source_id}")
     text = visible("\n".join(lines))
     text.overflow = "fold"
-    return Panel(text, title=result.verdict,
-                 border_style=VERDICT_STYLES.get(result.verdict, "white"))
+    return Panel(text, title=result.verdict, border_style=VERDICT_STYLES.get(result.verdict, "white"))
 
 
 class ChatLoop:
@@ -82,16 +86,23 @@ class ChatLoop:
     customer id of its own (``anon-...``): its turns are stored and follow-ups read them; a
     customer id also brings memory across sessions."""
 
-    def __init__(self, runtime: Any, customer_id: str | None, slots: dict[str, str],
-                 history_file: Path | None = None, console: Console | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Any,
+        customer_id: str | None,
+        slots: dict[str, str],
+        history_file: Path | None = None,
+        console: Console | None = None,
+    ) -> None:
         self.runtime = runtime
         self.anonymous = not customer_id
         self.customer_id = customer_id or f"anon-{uuid.uuid4().hex[:12]}"
         self.slots = dict(slots)
         self.session_id = self._new_session_id()
         self.console = console or Console()
-        self.prompt: Any = PromptSession(history=FileHistory(str(history_file))
-                                    if history_file else None)
+        self.prompt: Any = PromptSession(
+            history=FileHistory(str(history_file)) if history_file else None
+        )
         self.last: TurnResult | None = None
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
 
@@ -146,7 +157,9 @@ class ChatLoop:
         memory = self.runtime.memory
         who = f"customer {self.customer_id}" + (
             " (anonymous: this session only; --customer ID keeps memory across sessions)"
-            if self.anonymous else "")
+            if self.anonymous
+            else ""
+        )
         self.console.print(visible(who))
         if memory is None:
             self.console.print("(memory is off)")
@@ -159,12 +172,14 @@ class ChatLoop:
 
     # -- turns ------------------------------------------------------------------------------
     def ask(self, message: str) -> TurnResult | None:
-        request = TurnRequest(session_id=self.session_id, customer_id=self.customer_id,
-                              message=message, slots=self.slots)
+        request = TurnRequest(
+            session_id=self.session_id, customer_id=self.customer_id, message=message, slots=self.slots
+        )
         cancel = threading.Event()
         future = None
         try:
             with self.console.status("the crew is working…") as status:
+
                 def show_step(step: str) -> None:
                     status.update(f"{progress_label(step)}…")
 
@@ -176,8 +191,7 @@ class ChatLoop:
             cancel.set()
             if future is not None:
                 future.result()
-            self.console.print("[yellow]cancelled[/] (your message and the stopped turn are "
-                               "stored)")
+            self.console.print("[yellow]cancelled[/] (your message and the stopped turn are stored)")
             return None
         self.last = result
         self.show(result)
@@ -187,15 +201,21 @@ class ChatLoop:
         # a soft-wrapping console would crop the panel's lines instead of wrapping them
         self.console.print(answer_panel(result), soft_wrap=False)
         trace = result.trace
-        self.console.print(f"[dim]{trace.llm_calls} LLM calls · {trace.prompt_tokens} prompt "
-                           f"tokens · {trace.duration_ms / 1000:.1f} s[/]")
+        self.console.print(
+            f"[dim]{trace.llm_calls} LLM calls · {trace.prompt_tokens} prompt "
+            f"tokens · {trace.duration_ms / 1000:.1f} s[/]"
+        )
 
     def run(self) -> None:
         let_ctrl_c_through()
-        who = f"anonymous customer {self.customer_id}" if self.anonymous \
+        who = (
+            f"anonymous customer {self.customer_id}"
+            if self.anonymous
             else f"customer {self.customer_id}"
-        self.console.print(visible(f"supportcrew chat · session {self.session_id} · {who} · "
-                                   "/help for commands"))
+        )
+        self.console.print(
+            visible(f"supportcrew chat · session {self.session_id} · {who} · /help for commands")
+        )
         while True:
             try:
                 line = self.prompt.prompt("you> ").strip()

@@ -1,6 +1,6 @@
 """Runs the terminal chat in a pseudo-terminal for tests, with the scripted LLM test double.
 
-    python -m tests.chat_harness DATA_DIR [--slow]
+python -m tests.chat_harness DATA_DIR [--slow]
 """
 
 from __future__ import annotations
@@ -38,8 +38,12 @@ def main(data_dir: Path, slow: bool = False) -> None:
         settings = settings.model_copy(update={"turn_timeout_s": 600})
     runtime = scripted_runtime(settings, kb, llm, memory_store=kb.store)
     try:
-        ChatLoop(runtime, "c-chat", {"tier": "basic", "access_level": "customer"},
-                 history_file=data_dir / "history").run()
+        ChatLoop(
+            runtime,
+            "c-chat",
+            {"tier": "basic", "access_level": "customer"},
+            history_file=data_dir / "history",
+        ).run()
     finally:
         runtime.close()
 

@@ -25,8 +25,7 @@ def running_server(app: Any, header_timeout_s: float = 10.0) -> Iterator[tuple[s
     from service.header_timeout import server_config
 
     port = free_port()
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout_s,
-                                          log_level="warning"))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout_s, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + 30
@@ -39,30 +38,41 @@ def running_server(app: Any, header_timeout_s: float = 10.0) -> Iterator[tuple[s
         thread.join(timeout=10)
 
 
-REFUND = ("Once a refund is approved, the money is returned to the original payment method "
-          "within 5 to 7 business days.")
+REFUND = (
+    "Once a refund is approved, the money is returned to the original payment method "
+    "within 5 to 7 business days."
+)
 
 
 def answering_llm(**more: Any) -> Any:
     """The scripted test double judging 'sufficient' and drafting the refund sentence."""
     from tests.scripted_llm import ScriptedLLM
 
-    replies = {"Judgement": [{"verdict": "sufficient", "reason": "ok"}],
-               "DraftAnswer": [{"answer": REFUND, "passage_ids": [1], "handoff": False}],
-               **more}
+    replies = {
+        "Judgement": [{"verdict": "sufficient", "reason": "ok"}],
+        "DraftAnswer": [{"answer": REFUND, "passage_ids": [1], "handoff": False}],
+        **more,
+    }
     return ScriptedLLM(model="scripted").script(**replies)
 
 
 def model_roles(settings: Any, choice: str = "model") -> Any:
     """``settings`` with every role on ``choice`` (model: the test double is asked)."""
-    roles = settings.roles.model_copy(update=dict.fromkeys(
-        ("reformulate", "retrieve", "judge", "respond"), choice))
+    roles = settings.roles.model_copy(
+        update=dict.fromkeys(("reformulate", "retrieve", "judge", "respond"), choice)
+    )
     return settings.model_copy(update={"roles": roles})
 
 
-def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
-                     engine: str = "crewai", process: str = "sequential",
-                     roles: str = "model") -> Any:
+def scripted_runtime(
+    settings: Any,
+    kb: Any,
+    llm: Any,
+    memory_store: Any = None,
+    engine: str = "crewai",
+    process: str = "sequential",
+    roles: str = "model",
+) -> Any:
     """A TurnRuntime over a real knowledge base, with ``llm`` (a test double) in the roles
     (every role on the model path unless ``roles`` says otherwise)."""
     settings = model_roles(settings, roles)
@@ -72,15 +82,20 @@ def scripted_runtime(settings: Any, kb: Any, llm: Any, memory_store: Any = None,
     from tasks.evidence import EvidenceScorer
 
     memory = MemoryStore(memory_store, kb.encoders) if memory_store is not None else None
-    return TurnRuntime(settings, QdrantRetriever(kb=kb),
-                       build_engine(engine, llm, process),
-                       EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics), memory)
+    return TurnRuntime(
+        settings,
+        QdrantRetriever(kb=kb),
+        build_engine(engine, llm, process),
+        EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics),
+        memory,
+    )
 
 
 def with_api_keys(settings: Any, *keys: Any) -> Any:
     """Settings whose pilot accepts exactly ``keys``."""
-    return settings.model_copy(update={"pilot": settings.pilot.model_copy(
-        update={"api_keys": list(keys)})})
+    return settings.model_copy(
+        update={"pilot": settings.pilot.model_copy(update={"api_keys": list(keys)})}
+    )
 
 
 def _line_after(prompt: str, label: str) -> str:
@@ -129,19 +144,24 @@ def prompt_driven_llm() -> Any:
 
     def reformulate(prompt: str) -> dict:
         latest = _line_after(prompt, "Latest message:")
-        earlier = [line.split("Customer:", 1)[1].strip() for line in prompt.splitlines()
-                   if line.strip().startswith("Customer:")]
+        earlier = [
+            line.split("Customer:", 1)[1].strip()
+            for line in prompt.splitlines()
+            if line.strip().startswith("Customer:")
+        ]
         return {"standalone_query": " ".join([*earlier[-1:], latest])[:300], "expansions": []}
 
-    return ScriptedLLM(model="scripted").script(tools=[search], Judgement=[judge],
-                                                DraftAnswer=[respond],
-                                                Reformulation=[reformulate])
+    return ScriptedLLM(model="scripted").script(
+        tools=[search], Judgement=[judge], DraftAnswer=[respond], Reformulation=[reformulate]
+    )
 
 
-TASK_COWORKERS = [("Rewrite the latest message", "Query reformulator"),
-                  ("Search the knowledge base", "Knowledge base retriever"),
-                  ("Do these passages answer", "Evidence judge"),
-                  ("Answer in one to three", "Support responder")]
+TASK_COWORKERS = [
+    ("Rewrite the latest message", "Query reformulator"),
+    ("Search the knowledge base", "Knowledge base retriever"),
+    ("Do these passages answer", "Evidence judge"),
+    ("Answer in one to three", "Support responder"),
+]
 
 
 def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None) -> Any:
@@ -165,8 +185,10 @@ def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None
         task = prompt.split("Current Task")[-1]
         role = next(r for marker, r in TASK_COWORKERS if marker in task)
         delegate_tool = next(n for n in names if "elegate" in n)
-        return {"name": delegate_tool, "arguments": {"task": task[-600:], "context": "see task",
-                                                     "coworker": wrong.get(role, role)}}
+        return {
+            "name": delegate_tool,
+            "arguments": {"task": task[-600:], "context": "see task", "coworker": wrong.get(role, role)},
+        }
 
     def text(prompt: str) -> str:
         if "You are Query reformulator" in prompt:
@@ -177,9 +199,12 @@ def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None
             return json.dumps({"answer": draft, "passage_ids": [1]})
         return "I have nothing to add."
 
-    return llm.script(tools=[tools], text=[text],
-                      Reformulation=[{"standalone_query": "refund time"}],
-                      DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])
+    return llm.script(
+        tools=[tools],
+        text=[text],
+        Reformulation=[{"standalone_query": "refund time"}],
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}],
+    )
 
 
 def send_json(handler: Any, payload: dict[str, Any], status: int = 200) -> None:
@@ -194,8 +219,9 @@ def send_json(handler: Any, payload: dict[str, Any], status: int = 200) -> None:
     handler.wfile.write(data)
 
 
-def send_completion(handler: Any, body: dict[str, Any], message: dict[str, Any],
-                    usage: dict[str, int]) -> None:
+def send_completion(
+    handler: Any, body: dict[str, Any], message: dict[str, Any], usage: dict[str, int]
+) -> None:
     """Answer a chat-completion request with ``message``: one JSON completion, or, when the
     request streams, the same reply as server-sent chunks (content or tool calls, then a
     usage chunk when ``stream_options.include_usage`` asks for it, then ``[DONE]``)."""
@@ -204,20 +230,26 @@ def send_completion(handler: Any, body: dict[str, Any], message: dict[str, Any],
     finish = "tool_calls" if message.get("tool_calls") else "stop"
     head = {"id": "cmpl-1", "created": 0, "model": body.get("model", "test-model")}
     if not body.get("stream"):
-        send_json(handler, {**head, "object": "chat.completion", "usage": usage,
-                            "choices": [{"index": 0, "message": message,
-                                         "finish_reason": finish}]})
+        send_json(
+            handler,
+            {
+                **head,
+                "object": "chat.completion",
+                "usage": usage,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            },
+        )
         return
     delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": i, **call}
-                               for i, call in enumerate(message["tool_calls"])]
-    chunks = [{"index": 0, "delta": delta, "finish_reason": None},
-              {"index": 0, "delta": {}, "finish_reason": finish}]
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    chunks = [
+        {"index": 0, "delta": delta, "finish_reason": None},
+        {"index": 0, "delta": {}, "finish_reason": finish},
+    ]
     events = [{**head, "object": "chat.completion.chunk", "choices": [c]} for c in chunks]
     if (body.get("stream_options") or {}).get("include_usage"):
-        events.append({**head, "object": "chat.completion.chunk", "choices": [],
-                       "usage": usage})
+        events.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
     handler.send_response(200)
     handler.send_header("Content-Type", "text/event-stream")
     handler.end_headers()
@@ -228,8 +260,9 @@ def send_completion(handler: Any, body: dict[str, Any], message: dict[str, Any],
 
 
 @contextmanager
-def pilot_over_own_store(settings: Any, example_kb: Any, path: Any, *keys: Any
-                         ) -> Iterator[tuple[Any, Any]]:
+def pilot_over_own_store(
+    settings: Any, example_kb: Any, path: Any, *keys: Any
+) -> Iterator[tuple[Any, Any]]:
     """A pilot app (and its runtime) over its own embedded store at ``path``: the example KB
     ingested, memory and sessions beside it, the answering test double in the roles."""
     from service.app import create_app

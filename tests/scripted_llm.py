@@ -38,19 +38,30 @@ class ScriptedLLM(BaseLLM):
         """(response model or 'tools', prompt text) of every call."""
         return self._seen
 
-    def get_input_tokens_count(self, messages: Any, tools: Any = None,
-                               response_model: Any = None) -> int:
+    def get_input_tokens_count(
+        self, messages: Any, tools: Any = None, response_model: Any = None
+    ) -> int:
         return len(str(messages)) // 4
 
     def supports_function_calling(self) -> bool:
         return True
 
-    def call(self, messages: Any, tools: Any = None, callbacks: Any = None,
-             available_functions: Any = None, from_task: Any = None, from_agent: Any = None,
-             response_model: Any = None) -> Any:
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> Any:
         self.last_messages, self.last_tools = messages, list(tools or [])
-        prompt = messages if isinstance(messages, str) else "\n".join(
-            str(m.get("content", "")) for m in messages)
+        prompt = (
+            messages
+            if isinstance(messages, str)
+            else "\n".join(str(m.get("content", "")) for m in messages)
+        )
         name = "tools" if tools else (response_model.__name__ if response_model else "text")
         self._seen.append((name, prompt))
         queue = self._replies.get(name, [])

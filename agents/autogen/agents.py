@@ -66,8 +66,9 @@ class _TurnAgent(BaseChatAgent):
 
     name_: str = ""
 
-    def __init__(self, services: TurnServices, name: str | None = None,
-                 description: str | None = None) -> None:
+    def __init__(
+        self, services: TurnServices, name: str | None = None, description: str | None = None
+    ) -> None:
         name = name or self.name_
         spec = services.specs.agents.get(name, {})
         super().__init__(name, description or spec.get("goal") or self.__doc__ or name)
@@ -89,11 +90,13 @@ class _TurnAgent(BaseChatAgent):
         """Whether the turn is at this agent's step (a selector may pick it out of turn)."""
         return True
 
-    async def on_messages(self, messages: Sequence[BaseChatMessage],
-                          cancellation_token: CancellationToken) -> Response:
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
         if not self.ready():
-            self.state.note(f"{self.name} was picked out of turn (route "
-                            f"{self.state.route!r}); it did nothing")
+            self.state.note(
+                f"{self.name} was picked out of turn (route {self.state.route!r}); it did nothing"
+            )
             return Response(chat_message=TextMessage(content="not my turn", source=self.name))
         try:
             outcome = await self.act(cancellation_token)
@@ -120,18 +123,20 @@ class _ModelRole(_TurnAgent):
     def assistant(self, tools: list[Any] | None = None) -> AssistantAgent:
         spec = self.services.specs.agents[self.name]
         return AssistantAgent(
-            self.name, model_client=self.services.client,
+            self.name,
+            model_client=self.services.client,
             system_message=f"You are the {spec['role']}. {spec['goal']}\n{spec['backstory']}",
-            output_content_type=None if tools else self.output, tools=tools,
-            reflect_on_tool_use=False)
+            output_content_type=None if tools else self.output,
+            tools=tools,
+            reflect_on_tool_use=False,
+        )
 
     @property
     def uses_model(self) -> bool:
         """Whether this role takes the model's path (``roles:``); tool agents always do."""
         return self.task not in ROLE_NAMES or self.steps.uses_model(self.task)
 
-    async def ask(self, cancellation_token: CancellationToken, tools: list[Any] | None = None
-                  ) -> Any:
+    async def ask(self, cancellation_token: CancellationToken, tools: list[Any] | None = None) -> Any:
         """The role's typed output (or the tool summary), None when unusable (traced) or when
         the role takes the evidence path."""
         if not self.uses_model:
@@ -141,7 +146,8 @@ class _ModelRole(_TurnAgent):
         with tolerated(self.state, self.task):
             with acting_as(self.name):
                 response = await self.assistant(tools).on_messages(
-                    [TextMessage(content=prompt, source="user")], cancellation_token)
+                    [TextMessage(content=prompt, source="user")], cancellation_token
+                )
             self._record_remote_usage(response)
         if response is None:
             return None
@@ -263,8 +269,7 @@ class ResponderAgent(_ModelRole):
 
     async def act(self, cancellation_token: CancellationToken) -> str:
         attempt = self.services.attempts.get("respond", 0)
-        with self.steps.drafting("respond" if attempt == 0 else "revise",
-                                 attempt=attempt) as call:
+        with self.steps.drafting("respond" if attempt == 0 else "revise", attempt=attempt) as call:
             call.output = await self.ask(cancellation_token) if call.uses_model else None
         self.services.attempts["respond"] = attempt + 1
         return self.state.draft.answer if self.state.draft else "(no usable draft)"
@@ -276,8 +281,11 @@ class VerifierAgent(_TurnAgent):
     name_ = "verifier"
 
     def ready(self) -> bool:
-        return self.state.route == "answer" and "respond" in self.services.attempts \
+        return (
+            self.state.route == "answer"
+            and "respond" in self.services.attempts
             and self.state.result is None
+        )
 
     async def act(self, cancellation_token: CancellationToken) -> GateDecision:
         draft = self.state.draft

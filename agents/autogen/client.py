@@ -37,8 +37,9 @@ from agents.usage import UsageLedger, acting_as, current_role, merge_into_curren
 
 
 def _role(message: LLMMessage) -> str:
-    return {"SystemMessage": "system", "UserMessage": "user",
-            "AssistantMessage": "assistant"}.get(type(message).__name__, "user")
+    return {"SystemMessage": "system", "UserMessage": "user", "AssistantMessage": "assistant"}.get(
+        type(message).__name__, "user"
+    )
 
 
 def _text(message: LLMMessage) -> str:
@@ -65,8 +66,13 @@ class BaseLLMChatClient(ChatCompletionClient):
 
     @property
     def model_info(self) -> ModelInfo:
-        return ModelInfo(vision=False, function_calling=True, json_output=True,
-                         family="unknown", structured_output=True)
+        return ModelInfo(
+            vision=False,
+            function_calling=True,
+            json_output=True,
+            family="unknown",
+            structured_output=True,
+        )
 
     @property
     def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
@@ -86,27 +92,42 @@ class BaseLLMChatClient(ChatCompletionClient):
         response_model = json_output if isinstance(json_output, type) else None
         with UsageLedger.activate() as ledger, acting_as(self._role or current_role()):
             if tools:
-                schemas = [{"type": "function", "function": dict(
-                    t.schema if isinstance(t, Tool) else t)} for t in tools]
+                schemas = [
+                    {"type": "function", "function": dict(t.schema if isinstance(t, Tool) else t)}
+                    for t in tools
+                ]
                 raw = self._llm.call(chat, tools=schemas)
             else:
                 raw = self._llm.call(chat, response_model=response_model)
         merge_into_current(ledger)
-        usage = RequestUsage(prompt_tokens=ledger.prompt_tokens,
-                             completion_tokens=ledger.completion_tokens)
+        usage = RequestUsage(
+            prompt_tokens=ledger.prompt_tokens, completion_tokens=ledger.completion_tokens
+        )
         self._last = usage
         self._total = RequestUsage(
             prompt_tokens=self._total.prompt_tokens + usage.prompt_tokens,
-            completion_tokens=self._total.completion_tokens + usage.completion_tokens)
+            completion_tokens=self._total.completion_tokens + usage.completion_tokens,
+        )
         content: str | list[FunctionCall] = str(raw)
         if tools and isinstance(raw, list):  # OpenAI-style tool calls, as CrewAI takes them
-            content = [FunctionCall(id=str(c.get("id", "call-1")), name=c["function"]["name"],
-                                    arguments=c["function"]["arguments"]) for c in raw]
-        return CreateResult(finish_reason="function_calls" if isinstance(content, list)
-                            else "stop", content=content, usage=usage, cached=False)
+            content = [
+                FunctionCall(
+                    id=str(c.get("id", "call-1")),
+                    name=c["function"]["name"],
+                    arguments=c["function"]["arguments"],
+                )
+                for c in raw
+            ]
+        return CreateResult(
+            finish_reason="function_calls" if isinstance(content, list) else "stop",
+            content=content,
+            usage=usage,
+            cached=False,
+        )
 
-    async def create_stream(self, messages: Sequence[LLMMessage], **kwargs: Any
-                            ) -> AsyncGenerator[str | CreateResult, None]:
+    async def create_stream(
+        self, messages: Sequence[LLMMessage], **kwargs: Any
+    ) -> AsyncGenerator[str | CreateResult, None]:
         yield await self.create(messages, **kwargs)
 
     async def close(self) -> None:
@@ -132,15 +153,21 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
 
     records_usage = True
 
-    def __init__(self, structured_output: str = "json_schema", stream: bool = False,
-                 **config: Any) -> None:
+    def __init__(
+        self, structured_output: str = "json_schema", stream: bool = False, **config: Any
+    ) -> None:
         super().__init__(**config)
         self.server = config.get("base_url") or "api.openai.com"
         self.structured_output = structured_output
         self.stream = stream
 
-    async def create(self, messages: Sequence[LLMMessage], *args: Any,
-                     extra_create_args: Mapping[str, Any] = {}, **kwargs: Any) -> CreateResult:
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *args: Any,
+        extra_create_args: Mapping[str, Any] = {},
+        **kwargs: Any,
+    ) -> CreateResult:
         bounded = {**extra_create_args, "timeout": call_timeout()}
         asked = kwargs.get("json_output")
         if isinstance(asked, type) and self.structured_output != "json_schema":
@@ -150,22 +177,33 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
         started = time.perf_counter()
         try:
             if self.stream:
-                result = await self._streamed(messages, *args, extra_create_args=bounded,
-                                              **kwargs)
+                result = await self._streamed(messages, *args, extra_create_args=bounded, **kwargs)
             else:
-                result = await super().create(messages, *args, extra_create_args=bounded,
-                                              **kwargs)
+                result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
         except Exception as exc:
             raise failed_call(self.server, exc, started) from exc
-        record_call(result.usage.prompt_tokens, result.usage.completion_tokens,
-                    (time.perf_counter() - started) * 1000, purpose="ok")
+        record_call(
+            result.usage.prompt_tokens,
+            result.usage.completion_tokens,
+            (time.perf_counter() - started) * 1000,
+            purpose="ok",
+        )
         return result
 
-    async def _streamed(self, messages: Sequence[LLMMessage], *args: Any,
-                        extra_create_args: Mapping[str, Any], **kwargs: Any) -> CreateResult:
+    async def _streamed(
+        self,
+        messages: Sequence[LLMMessage],
+        *args: Any,
+        extra_create_args: Mapping[str, Any],
+        **kwargs: Any,
+    ) -> CreateResult:
         """The reply read as a stream, cut (and its stream closed) at the turn's deadline."""
-        chunks = super().create_stream(messages, *args, extra_create_args={
-            **extra_create_args, "stream_options": {"include_usage": True}}, **kwargs)
+        chunks = super().create_stream(
+            messages,
+            *args,
+            extra_create_args={**extra_create_args, "stream_options": {"include_usage": True}},
+            **kwargs,
+        )
         try:
             async for chunk in chunks:
                 if isinstance(chunk, CreateResult):
@@ -184,9 +222,18 @@ def openai_client(remote: RemoteModel) -> Any:
     return TurnBoundOpenAIClient(
         structured_output=remote.structured_output,
         stream=remote.stream,
-        model=remote.provider.split("/", 1)[-1], base_url=remote.base_url,
+        model=remote.provider.split("/", 1)[-1],
+        base_url=remote.base_url,
         api_key=remote.api_key,
-        temperature=remote.temperature, seed=remote.seed, max_tokens=remote.max_tokens,
+        temperature=remote.temperature,
+        seed=remote.seed,
+        max_tokens=remote.max_tokens,
         max_retries=0,
-        model_info=ModelInfo(vision=False, function_calling=True, json_output=True,
-                             family="unknown", structured_output=True))
+        model_info=ModelInfo(
+            vision=False,
+            function_calling=True,
+            json_output=True,
+            family="unknown",
+            structured_output=True,
+        ),
+    )

@@ -67,8 +67,9 @@ def build_graph(agents: dict[str, Any]) -> Any:
     for (source, target), on in routes.items():
         condition = None if None in on else _on({r for r in on if r})
         activation: Literal["all", "any"] = "any" if incoming[target] > 1 else "all"
-        builder.add_edge(agents[source], agents[target], condition=condition,
-                         activation_condition=activation)
+        builder.add_edge(
+            agents[source], agents[target], condition=condition, activation_condition=activation
+        )
     builder.set_entry_point(agents[ENTRY])
     return builder.build()
 
@@ -89,8 +90,9 @@ class EvidencePolicy:
             speaker = "context"
         elif source not in self.expected:  # the model's pick (or AutoGen's fallback) was wrong
             speaker = self.expected[0]
-            self.state.note(f"selector: {source} spoke, expected one of {self.expected}; "
-                            f"corrected to {speaker}")
+            self.state.note(
+                f"selector: {source} spoke, expected one of {self.expected}; corrected to {speaker}"
+            )
             self.expected = [speaker]
             return speaker
         else:
@@ -116,8 +118,9 @@ class AutoGenEngine:
         self.client = client
         self.specs = specs
         self.process = process
-        self.selector_client = client.for_role("selector") \
-            if isinstance(client, BaseLLMChatClient) else client
+        self.selector_client = (
+            client.for_role("selector") if isinstance(client, BaseLLMChatClient) else client
+        )
 
     def agents(self, services: TurnServices) -> dict[str, Any]:
         """The turn's agents; a subclass may add evidence agents to the retriever's step."""
@@ -142,18 +145,23 @@ class AutoGenEngine:
         if self.process == "hierarchical":
             policy = EvidencePolicy(services.state, services.runtime.settings.max_rounds)
             return SelectorGroupChat(
-                list(agents.values()), model_client=self.selector_client,
-                selector_func=policy.select, candidate_func=policy.candidates,
+                list(agents.values()),
+                model_client=self.selector_client,
+                selector_func=policy.select,
+                candidate_func=policy.candidates,
                 termination_condition=SourceMatchTermination(["closer"]) | stop,
                 allow_repeated_speaker=True,
-                custom_message_types=[DecisionMessage])
-        return GraphFlow(list(agents.values()), graph=build_graph(agents),
-                         termination_condition=stop,
-                         custom_message_types=[DecisionMessage])
+                custom_message_types=[DecisionMessage],
+            )
+        return GraphFlow(
+            list(agents.values()),
+            graph=build_graph(agents),
+            termination_condition=stop,
+            custom_message_types=[DecisionMessage],
+        )
 
     def run(self, state: TurnState, runtime: Any) -> TurnState:
-        services = TurnServices(state=state, runtime=runtime, client=self.client,
-                                specs=self.specs)
+        services = TurnServices(state=state, runtime=runtime, client=self.client, specs=self.specs)
         try:
             run_coroutine(self.team(services).run(task=state.message))
         except Exception as exc:

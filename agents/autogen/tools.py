@@ -18,8 +18,9 @@ class AutoGenToolAdapter(BaseTool[BaseModel, str]):  # type: ignore[type-var]  #
     """Any tool with ``name``, ``description``, ``args_schema`` and ``run(**args)``."""
 
     def __init__(self, tool: Any) -> None:
-        super().__init__(args_type=tool.args_schema, return_type=str, name=tool.name,
-                         description=tool.description)
+        super().__init__(
+            args_type=tool.args_schema, return_type=str, name=tool.name, description=tool.description
+        )
         self.tool = tool
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> str:

@@ -65,10 +65,14 @@ class SupportAgents:
     agents_config: Any = AGENTS_CONFIG
     tasks_config: Any = TASKS_CONFIG
 
-    def __init__(self, llm: Any, tools: dict[str, list[Any]] | None = None,
-                 step_callback: Callable[[str], None] | None = None,
-                 guardrail: Callable[[Any], tuple[bool, Any]] | None = None,
-                 turn: Any = None) -> None:
+    def __init__(
+        self,
+        llm: Any,
+        tools: dict[str, list[Any]] | None = None,
+        step_callback: Callable[[str], None] | None = None,
+        guardrail: Callable[[Any], tuple[bool, Any]] | None = None,
+        turn: Any = None,
+    ) -> None:
         self.llm = llm
         self.turn = turn  # this turn's TurnState: what added agents' tools scope by
         self.tools = tools or {}
@@ -82,10 +86,16 @@ class SupportAgents:
         with warnings.catch_warnings():  # a step callback only blocks CrewAI checkpointing
             warnings.simplefilter("ignore", UserWarning)
             held = tools if tools is not None else self.tools.get(name, [])
-            return Agent(config=self.agents_config[name], llm=self.llm,
-                         tools=[crewai_tool(t) for t in held],
-                         allow_delegation=False, max_iter=1, max_retry_limit=0,
-                         verbose=False, step_callback=callback)
+            return Agent(
+                config=self.agents_config[name],
+                llm=self.llm,
+                tools=[crewai_tool(t) for t in held],
+                allow_delegation=False,
+                max_iter=1,
+                max_retry_limit=0,
+                verbose=False,
+                step_callback=callback,
+            )
 
     @agent
     def reformulator(self) -> Agent:
@@ -111,8 +121,7 @@ class SupportAgents:
     @crew
     def crew(self) -> Crew:
         """The crew's own tasks, in order, each by its agent (overridden where that differs)."""
-        return Crew(agents=self.agents, tasks=self.tasks, process=Process.sequential,
-                    verbose=False)
+        return Crew(agents=self.agents, tasks=self.tasks, process=Process.sequential, verbose=False)
 
 
 @CrewBase
@@ -144,8 +153,9 @@ class RetrieveCrew(SupportAgents):
     @classmethod
     def evidence_agents(cls) -> list[str]:
         """Agents a subclass adds to the retrieval step, by method name."""
-        return [n for n in dir(cls) if n not in ROLES
-                and getattr(getattr(cls, n, None), "is_agent", False)]
+        return [
+            n for n in dir(cls) if n not in ROLES and getattr(getattr(cls, n, None), "is_agent", False)
+        ]
 
 
 @CrewBase
@@ -163,8 +173,13 @@ class RespondCrew(SupportAgents):
 
     @task
     def respond(self) -> Task:
-        return self.role_task("respond", self.responder(), output_pydantic=DraftAnswer,
-                              guardrail=self.guardrail, guardrail_max_retries=1)
+        return self.role_task(
+            "respond",
+            self.responder(),
+            output_pydantic=DraftAnswer,
+            guardrail=self.guardrail,
+            guardrail_max_retries=1,
+        )
 
 
 @CrewBase
@@ -172,11 +187,16 @@ class ManagedSupportCrew(SupportAgents):
     """``process: hierarchical``: a manager owns the whole turn and delegates each task."""
 
     def manager(self) -> Agent:
-        return Agent(role=MANAGER_ROLE,
-                     goal="Delegate each task to the one coworker whose role fits it.",
-                     backstory="You run a customer-support crew and never do the work yourself.",
-                     llm=self.llm, allow_delegation=True, max_iter=MANAGER_MAX_ITER,
-                     max_rpm=MANAGER_MAX_RPM, verbose=False)
+        return Agent(
+            role=MANAGER_ROLE,
+            goal="Delegate each task to the one coworker whose role fits it.",
+            backstory="You run a customer-support crew and never do the work yourself.",
+            llm=self.llm,
+            allow_delegation=True,
+            max_iter=MANAGER_MAX_ITER,
+            max_rpm=MANAGER_MAX_RPM,
+            verbose=False,
+        )
 
     @task
     def reformulate(self) -> Task:
@@ -203,8 +223,14 @@ class ManagedSupportCrew(SupportAgents):
     @crew
     def crew(self) -> Crew:
         coworkers = [self.reformulator(), self.retriever(), self.judge(), self.responder()]
-        return Crew(agents=coworkers, tasks=self.tasks, process=Process.hierarchical,
-                    manager_agent=self.manager(), max_rpm=MANAGER_MAX_RPM, verbose=False)
+        return Crew(
+            agents=coworkers,
+            tasks=self.tasks,
+            process=Process.hierarchical,
+            manager_agent=self.manager(),
+            max_rpm=MANAGER_MAX_RPM,
+            verbose=False,
+        )
 
 
 def release(instance: Any) -> None:

@@ -20,8 +20,7 @@ from tasks.state import TurnState
 class CrewAIEngine:
     name = "crewai"
 
-    def __init__(self, llm: Any, process: str = "sequential", retrieve_crew: Any = None
-                 ) -> None:
+    def __init__(self, llm: Any, process: str = "sequential", retrieve_crew: Any = None) -> None:
         self.llm = crewai_llm(llm)
         self.process = process
         listen_to_crewai_llm_calls()

@@ -32,7 +32,8 @@ from agents.usage import attribute_calls_to, record_call
 
 FLUSH_TIMEOUT_S = 5.0
 _WORKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "supportcrew_agents_at_work", default=None)
+    "supportcrew_agents_at_work", default=None
+)
 _LISTENING: list[bool] = []
 
 
@@ -48,8 +49,9 @@ def _listen() -> None:
         if getattr(source, "records_usage", False):
             return
         usage = event.usage or {}
-        record_call(int(usage.get("prompt_tokens") or 0),
-                    int(usage.get("completion_tokens") or 0), 0.0, "crewai")
+        record_call(
+            int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), 0.0, "crewai"
+        )
 
     def record_agent(source: object, event: AgentExecutionCompletedEvent) -> None:
         worked = _WORKED.get()
@@ -79,8 +81,11 @@ def _role_keys(config_dir: Path) -> dict[str, str]:
     from agents.crewai.crews import MANAGER_ROLE
     from agents.roles import load_role_specs
 
-    keys = {spec["role"]: key for key, spec in load_role_specs(config_dir).agents.items()
-            if isinstance(spec, dict) and "role" in spec}
+    keys = {
+        spec["role"]: key
+        for key, spec in load_role_specs(config_dir).agents.items()
+        if isinstance(spec, dict) and "role" in spec
+    }
     return {**keys, MANAGER_ROLE: "manager"}
 
 

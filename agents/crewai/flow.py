@@ -64,8 +64,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         return self._steps
 
     # ---- running a crew -----------------------------------------------------------------
-    def _kickoff(self, crew_class: type, role: str, inputs: dict[str, str], **crew_kwargs: Any
-                 ) -> Any:
+    def _kickoff(self, crew_class: type, role: str, inputs: dict[str, str], **crew_kwargs: Any) -> Any:
         instance = crew_class(self._engine.llm, **crew_kwargs)
         try:
             with acting_as(role):
@@ -73,8 +72,9 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         finally:
             release(instance)
 
-    def _role(self, crew_class: type, role: str, task: str, output_model: type[Any],
-              **crew_kwargs: Any) -> Any:
+    def _role(
+        self, crew_class: type, role: str, task: str, output_model: type[Any], **crew_kwargs: Any
+    ) -> Any:
         """A role's typed output, or None when the model gave nothing usable (traced)."""
         output = None
         with tolerated(self.state, task):
@@ -113,8 +113,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
             return
         with self.steps.reformulation() as call:
             if call.uses_model:
-                call.output = self._role(ReformulateCrew, "reformulator", "reformulate",
-                                         Reformulation)
+                call.output = self._role(ReformulateCrew, "reformulator", "reformulate", Reformulation)
 
     @router(or_(reformulate, *routes_into("retriever")))
     def retrieve(self) -> str:
@@ -126,8 +125,9 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     def _search_with_crew(self, search: Search) -> None:
         """The retrieval crew's turn: its retriever searches with the bound tool, added agents
         find evidence of their own; a failure is noted and the step searches directly."""
-        instance = self._engine.retrieve_crew(self._engine.llm, turn=self.state,
-                                              tools={"retriever": [search.tool]})
+        instance = self._engine.retrieve_crew(
+            self._engine.llm, turn=self.state, tools={"retriever": [search.tool]}
+        )
         try:
             with tolerated(self.state, "retrieve") as failure:
                 crew = instance.crew()
@@ -155,8 +155,9 @@ class SupportTurnFlow(Flow[TurnFlowState]):
 
         with self.steps.drafting() as call:
             if call.uses_model:
-                call.output = self._role(RespondCrew, "responder", "respond", DraftAnswer,
-                                         guardrail=guardrail)
+                call.output = self._role(
+                    RespondCrew, "responder", "respond", DraftAnswer, guardrail=guardrail
+                )
                 call.info["draft"] = "kept by the guardrail" if call.output else "none usable"
         self.steps.answer(call.output)
 

@@ -34,16 +34,24 @@ class CrewAILocalLLM(BaseLLM):
     def get_context_window_size(self) -> int:
         return int(self.core.n_ctx)
 
-    def get_input_tokens_count(self, messages: Any, tools: Any = None,
-                               response_model: Any = None) -> int:
+    def get_input_tokens_count(
+        self, messages: Any, tools: Any = None, response_model: Any = None
+    ) -> int:
         return int(self.core.get_input_tokens_count(messages, tools, response_model))
 
-    def call(self, messages: str | list[LLMMessage], tools: list[dict[str, BaseTool]] | None = None,
-             callbacks: list[Any] | None = None, available_functions: dict[str, Any] | None = None,
-             from_task: Any = None, from_agent: Any = None,
-             response_model: type[BaseModel] | None = None) -> str | Any:
-        return self.core.call(messages, tools=tools, available_functions=available_functions,
-                              response_model=response_model)
+    def call(
+        self,
+        messages: str | list[LLMMessage],
+        tools: list[dict[str, BaseTool]] | None = None,
+        callbacks: list[Any] | None = None,
+        available_functions: dict[str, Any] | None = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: type[BaseModel] | None = None,
+    ) -> str | Any:
+        return self.core.call(
+            messages, tools=tools, available_functions=available_functions, response_model=response_model
+        )
 
     async def acall(self, *args: Any, **kwargs: Any) -> str | Any:
         return self.call(*args, **kwargs)
@@ -59,12 +67,25 @@ def crewai_llm(llm: Any) -> BaseLLM:
         if llm.openai_compatible:
             from agents.crewai.remote_llm import TurnBoundOpenAI
 
-            return TurnBoundOpenAI(model=llm.model, base_url=llm.base_url, api_key=llm.api_key,
-                                   temperature=llm.temperature, seed=llm.seed,
-                                   max_tokens=llm.max_tokens, max_retries=0, stream=llm.stream,
-                                   structured_output=llm.structured_output)
+            return TurnBoundOpenAI(
+                model=llm.model,
+                base_url=llm.base_url,
+                api_key=llm.api_key,
+                temperature=llm.temperature,
+                seed=llm.seed,
+                max_tokens=llm.max_tokens,
+                max_retries=0,
+                stream=llm.stream,
+                structured_output=llm.structured_output,
+            )
         from crewai import LLM
 
-        return LLM(model=llm.model, base_url=llm.base_url, api_key=llm.api_key,
-                   temperature=llm.temperature, seed=llm.seed, max_tokens=llm.max_tokens)
+        return LLM(
+            model=llm.model,
+            base_url=llm.base_url,
+            api_key=llm.api_key,
+            temperature=llm.temperature,
+            seed=llm.seed,
+            max_tokens=llm.max_tokens,
+        )
     raise TypeError(f"not a model CrewAI can call: {type(llm).__name__}")

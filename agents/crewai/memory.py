@@ -63,14 +63,29 @@ class QdrantMemoryBackend:
         self.encoders = encoders
         self.customer = scope
         if not store.has_collection(COLLECTION):
-            store.create_collection(COLLECTION, CollectionSpec(
-                dense_dim=encoders.dense.dim, sparse=False, tokens=False,
-                keyword_indexes=("customer_id", "tenant", "record_id", "scope_ancestors",
-                                 "categories")))
+            store.create_collection(
+                COLLECTION,
+                CollectionSpec(
+                    dense_dim=encoders.dense.dim,
+                    sparse=False,
+                    tokens=False,
+                    keyword_indexes=(
+                        "customer_id",
+                        "tenant",
+                        "record_id",
+                        "scope_ancestors",
+                        "categories",
+                    ),
+                ),
+            )
 
     # -- helpers -----------------------------------------------------------------------------
-    def _where(self, scope_prefix: str | None = None, categories: list[str] | None = None,
-               metadata_filter: dict[str, Any] | None = None) -> Condition:
+    def _where(
+        self,
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> Condition:
         parts: list[Condition] = [self.customer.condition()]
         if scope_prefix and scope_prefix != "/":
             parts.append(Match("scope_ancestors", (scope_prefix.rstrip("/"),)))
@@ -83,12 +98,17 @@ class QdrantMemoryBackend:
     @staticmethod
     def _record(payload: dict[str, Any]) -> MemoryRecord:
         return MemoryRecord(
-            id=payload["record_id"], content=payload["content"], scope=payload["scope"],
-            categories=payload.get("categories", []), metadata=payload.get("metadata", {}),
+            id=payload["record_id"],
+            content=payload["content"],
+            scope=payload["scope"],
+            categories=payload.get("categories", []),
+            metadata=payload.get("metadata", {}),
             importance=payload.get("importance", 0.5),
             created_at=datetime.fromisoformat(payload["created_at"]),
             last_accessed=datetime.fromisoformat(payload["last_accessed"]),
-            source=payload.get("source"), private=payload.get("private", False))
+            source=payload.get("source"),
+            private=payload.get("private", False),
+        )
 
     def _records(self, where: Condition) -> list[MemoryRecord]:
         records = [self._record(r.payload) for r in self.store.scroll(COLLECTION, where)]
@@ -97,64 +117,104 @@ class QdrantMemoryBackend:
     # -- the protocol ------------------------------------------------------------------------
     def save(self, records: list[MemoryRecord]) -> None:
         missing = [r for r in records if not r.embedding]
-        vectors = dict(zip((r.id for r in missing),
-                           LocalEmbedder(self.encoders)([r.content for r in missing]),
-                           strict=True)) if missing else {}
+        vectors = (
+            dict(
+                zip(
+                    (r.id for r in missing),
+                    LocalEmbedder(self.encoders)([r.content for r in missing]),
+                    strict=True,
+                )
+            )
+            if missing
+            else {}
+        )
         points = []
         for record in records:
             payload = {
-                "record_id": record.id, "content": record.content, "scope": record.scope,
+                "record_id": record.id,
+                "content": record.content,
+                "scope": record.scope,
                 "scope_ancestors": scope_ancestors(record.scope),
-                "categories": list(record.categories), "metadata": dict(record.metadata),
-                "importance": record.importance, "created_at": record.created_at.isoformat(),
-                "last_accessed": record.last_accessed.isoformat(), "source": record.source,
-                "private": record.private, "customer_id": self.customer.customer_id,
+                "categories": list(record.categories),
+                "metadata": dict(record.metadata),
+                "importance": record.importance,
+                "created_at": record.created_at.isoformat(),
+                "last_accessed": record.last_accessed.isoformat(),
+                "source": record.source,
+                "private": record.private,
+                "customer_id": self.customer.customer_id,
                 "tenant": self.customer.tenant,
             }
-            points.append(PointData(id=self.customer.key("crew", record.id),
-                                    dense=record.embedding or vectors[record.id],
-                                    payload=payload))
+            points.append(
+                PointData(
+                    id=self.customer.key("crew", record.id),
+                    dense=record.embedding or vectors[record.id],
+                    payload=payload,
+                )
+            )
         self.store.upsert(COLLECTION, points)
 
-    def search(self, query_embedding: list[float], scope_prefix: str | None = None,
-               categories: list[str] | None = None, metadata_filter: dict[str, Any] | None = None,
-               limit: int = 10, min_score: float = 0.0) -> list[tuple[MemoryRecord, float]]:
-        hits = self.store.query(COLLECTION, Stage(Nearest("dense", query_embedding), limit),
-                                self._where(scope_prefix, categories, metadata_filter))
+    def search(
+        self,
+        query_embedding: list[float],
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        min_score: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float]]:
+        hits = self.store.query(
+            COLLECTION,
+            Stage(Nearest("dense", query_embedding), limit),
+            self._where(scope_prefix, categories, metadata_filter),
+        )
         return [(self._record(h.payload), h.score) for h in hits if h.score >= min_score]
 
-    def delete(self, scope_prefix: str | None = None, categories: list[str] | None = None,
-               record_ids: list[str] | None = None, older_than: datetime | None = None,
-               metadata_filter: dict[str, Any] | None = None) -> int:
+    def delete(
+        self,
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        record_ids: list[str] | None = None,
+        older_than: datetime | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> int:
         where = self._where(scope_prefix, categories, metadata_filter)
-        doomed = [r for r in self._records(where)
-                  if (record_ids is None or r.id in record_ids)
-                  and (older_than is None or r.created_at < older_than)]
+        doomed = [
+            r
+            for r in self._records(where)
+            if (record_ids is None or r.id in record_ids)
+            and (older_than is None or r.created_at < older_than)
+        ]
         if doomed:
-            self.store.delete(COLLECTION, AllOf((self.customer.condition(), Match(
-                "record_id", tuple(r.id for r in doomed)))))
+            self.store.delete(
+                COLLECTION,
+                AllOf((self.customer.condition(), Match("record_id", tuple(r.id for r in doomed)))),
+            )
         return len(doomed)
 
     def update(self, record: MemoryRecord) -> None:
         self.save([record])
 
     def get_record(self, record_id: str) -> MemoryRecord | None:
-        found = self._records(AllOf((self.customer.condition(), Match("record_id",
-                                                                      (record_id,)))))
+        found = self._records(AllOf((self.customer.condition(), Match("record_id", (record_id,)))))
         return found[0] if found else None
 
-    def list_records(self, scope_prefix: str | None = None, limit: int = 200, offset: int = 0
-                     ) -> list[MemoryRecord]:
-        return self._records(self._where(scope_prefix))[offset: offset + limit]
+    def list_records(
+        self, scope_prefix: str | None = None, limit: int = 200, offset: int = 0
+    ) -> list[MemoryRecord]:
+        return self._records(self._where(scope_prefix))[offset : offset + limit]
 
     def get_scope_info(self, scope: str) -> ScopeInfo:
         records = self._records(self._where(scope))
         stamps = [r.created_at for r in records]
-        return ScopeInfo(path=scope, record_count=len(records),
-                         categories=sorted({c for r in records for c in r.categories}),
-                         oldest_record=min(stamps, default=None),
-                         newest_record=max(stamps, default=None),
-                         child_scopes=self.list_scopes(scope))
+        return ScopeInfo(
+            path=scope,
+            record_count=len(records),
+            categories=sorted({c for r in records for c in r.categories}),
+            oldest_record=min(stamps, default=None),
+            newest_record=max(stamps, default=None),
+            child_scopes=self.list_scopes(scope),
+        )
 
     def list_scopes(self, parent: str = "/") -> list[str]:
         depth = len(scope_ancestors(parent))
@@ -181,12 +241,16 @@ class QdrantMemoryBackend:
     async def asave(self, records: list[MemoryRecord]) -> None:
         self.save(records)
 
-    async def asearch(self, query_embedding: list[float], scope_prefix: str | None = None,
-                      categories: list[str] | None = None,
-                      metadata_filter: dict[str, Any] | None = None, limit: int = 10,
-                      min_score: float = 0.0) -> list[tuple[MemoryRecord, float]]:
-        return self.search(query_embedding, scope_prefix, categories, metadata_filter, limit,
-                           min_score)
+    async def asearch(
+        self,
+        query_embedding: list[float],
+        scope_prefix: str | None = None,
+        categories: list[str] | None = None,
+        metadata_filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        min_score: float = 0.0,
+    ) -> list[tuple[MemoryRecord, float]]:
+        return self.search(query_embedding, scope_prefix, categories, metadata_filter, limit, min_score)
 
     async def adelete(self, **kwargs: Any) -> int:
         return self.delete(**kwargs)
@@ -200,20 +264,33 @@ def support_memory(store: Store, encoders: Encoders, scope: Scope, llm: Any = No
     embedder = LocalEmbedder(encoders)
 
     class SupportMemory(Memory):
-        def _encode_batch(self, contents: list[str], scope: str | None = None,
-                          categories: list[str] | None = None, metadata: Any = None,
-                          importance: float | None = None, source: str | None = None,
-                          private: bool = False, root_scope: str | None = None
-                          ) -> list[MemoryRecord]:
+        def _encode_batch(
+            self,
+            contents: list[str],
+            scope: str | None = None,
+            categories: list[str] | None = None,
+            metadata: Any = None,
+            importance: float | None = None,
+            source: str | None = None,
+            private: bool = False,
+            root_scope: str | None = None,
+        ) -> list[MemoryRecord]:
             # a plain insert: CrewAI's encoding flow would ask an LLM for missing fields
             # and for consolidation; support memory keeps what it is given
             path = "/".join(p.strip("/") for p in (root_scope or "", scope or "support") if p)
-            records = [MemoryRecord(content=c, scope=f"/{path}",
-                                    categories=categories or ["support"],
-                                    metadata=dict(metadata or {}),
-                                    importance=0.5 if importance is None else importance,
-                                    source=source, private=private, embedding=vector)
-                       for c, vector in zip(contents, embedder(contents), strict=True)]
+            records = [
+                MemoryRecord(
+                    content=c,
+                    scope=f"/{path}",
+                    categories=categories or ["support"],
+                    metadata=dict(metadata or {}),
+                    importance=0.5 if importance is None else importance,
+                    source=source,
+                    private=private,
+                    embedding=vector,
+                )
+                for c, vector in zip(contents, embedder(contents), strict=True)
+            ]
             backend.save(records)
             return records
 

@@ -36,11 +36,14 @@ from agents.usage import record_call
 from tasks.role_output import RoleFailed, parse_output
 
 _LAST_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "supportcrew_last_usage", default=None)
+    "supportcrew_last_usage", default=None
+)
 _OPEN_STREAM: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "supportcrew_open_stream", default=None)
+    "supportcrew_open_stream", default=None
+)
 _RESPONSE_FORMAT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "supportcrew_response_format", default=None)
+    "supportcrew_response_format", default=None
+)
 
 
 class TurnBoundOpenAI(OpenAICompletion):
@@ -48,8 +51,9 @@ class TurnBoundOpenAI(OpenAICompletion):
     structured_output: str = "json_schema"
 
     def _get_sync_client(self) -> Any:
-        client = super()._get_sync_client().with_options(timeout=call_timeout(self.timeout),
-                                                          max_retries=0)
+        client = (
+            super()._get_sync_client().with_options(timeout=call_timeout(self.timeout), max_retries=0)
+        )
         completions = client.chat.completions  # this request's own client (with_options)
         create = completions.create
 
@@ -61,8 +65,7 @@ class TurnBoundOpenAI(OpenAICompletion):
         completions.create = create_and_keep
         return client
 
-    def call(self, *args: Any, response_model: type[BaseModel] | None = None,
-             **kwargs: Any) -> Any:
+    def call(self, *args: Any, response_model: type[BaseModel] | None = None, **kwargs: Any) -> Any:
         started = time.perf_counter()
         _LAST_USAGE.set(None)
         asked = None
@@ -77,8 +80,12 @@ class TurnBoundOpenAI(OpenAICompletion):
         except Exception as exc:
             raise failed_call(self.base_url or "api.openai.com", exc, started) from exc
         usage = _LAST_USAGE.get() or {}
-        record_call(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                    (time.perf_counter() - started) * 1000, purpose="ok")
+        record_call(
+            int(usage.get("prompt_tokens", 0)),
+            int(usage.get("completion_tokens", 0)),
+            (time.perf_counter() - started) * 1000,
+            purpose="ok",
+        )
         if asked is not None and isinstance(result, str):
             try:
                 return parse_output(result, asked)

@@ -31,5 +31,6 @@ def crewai_tool(tool: Any) -> BaseTool:
     """``tool`` as a CrewAI tool (a CrewAI tool is given back as it is)."""
     if isinstance(tool, BaseTool):
         return tool
-    return CrewAITool(name=tool.name, description=tool.description,
-                      args_schema=tool.args_schema, core=tool)
+    return CrewAITool(
+        name=tool.name, description=tool.description, args_schema=tool.args_schema, core=tool
+    )

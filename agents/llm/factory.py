@@ -45,9 +45,11 @@ def _check_reachable(base_url: str, api_key: str | None) -> None:
         raise LlmConfigError(f"llm.base_url {base_url} is unreachable ({exc})") from None
 
 
-LOCAL_MODEL_MISSING = ("the local model needs llama-cpp-python, which is not installed: run "
-                       "`make setup-llm` (builds llama.cpp, about 5 minutes), or set "
-                       "llm.provider to a model server")
+LOCAL_MODEL_MISSING = (
+    "the local model needs llama-cpp-python, which is not installed: run "
+    "`make setup-llm` (builds llama.cpp, about 5 minutes), or set "
+    "llm.provider to a model server"
+)
 
 
 def build_llm(settings: LlmSettings, check: bool = True, needed: bool = True) -> Any:
@@ -69,9 +71,15 @@ def build_llm(settings: LlmSettings, check: bool = True, needed: bool = True) ->
     api_key = api_key_for(settings)
     if check and settings.base_url:
         _check_reachable(settings.base_url, api_key)
-    remote = RemoteModel(provider=settings.provider, base_url=settings.base_url,
-                         api_key=api_key, temperature=settings.temperature, seed=settings.seed,
-                         max_tokens=settings.max_tokens, stream=settings.stream)
+    remote = RemoteModel(
+        provider=settings.provider,
+        base_url=settings.base_url,
+        api_key=api_key,
+        temperature=settings.temperature,
+        seed=settings.seed,
+        max_tokens=settings.max_tokens,
+        stream=settings.stream,
+    )
     if remote.openai_compatible:
         remote.structured_output = structured_mode(settings, api_key, check)
     return remote
@@ -86,8 +94,7 @@ def structured_mode(settings: LlmSettings, api_key: str | None, check: bool = Tr
         return "json_schema"
     from agents.llm.structured_output import probe_structured_output
 
-    return probe_structured_output(settings.base_url, api_key,
-                                   settings.provider.split("/", 1)[-1])
+    return probe_structured_output(settings.base_url, api_key, settings.provider.split("/", 1)[-1])
 
 
 def api_key_for(settings: LlmSettings) -> str | None:
@@ -99,5 +106,6 @@ def api_key_for(settings: LlmSettings) -> str | None:
         return NO_KEY
     if api_key is None and not settings.provider.startswith(KEYLESS_PROVIDERS):
         raise LlmConfigError(
-            f"llm.provider {settings.provider!r} needs an API key: set {settings.api_key_env}")
+            f"llm.provider {settings.provider!r} needs an API key: set {settings.api_key_env}"
+        )
     return api_key

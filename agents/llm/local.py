@@ -46,8 +46,9 @@ def load_llama(path: Path | None, n_ctx: int = 4096, seed: int = 7) -> Any:
     key = (str(path), n_ctx, seed)
     with _RUNTIME_LOCK:
         if key not in _RUNTIMES:
-            _RUNTIMES[key] = Llama(model_path=str(path), n_ctx=n_ctx, seed=seed, verbose=False,
-                                   n_threads=2)
+            _RUNTIMES[key] = Llama(
+                model_path=str(path), n_ctx=n_ctx, seed=seed, verbose=False, n_threads=2
+            )
         return _RUNTIMES[key]
 
 
@@ -83,17 +84,21 @@ def tool_call_schema(tools: list[dict[str, Any]]) -> dict[str, Any]:
     for tool in tools:
         function = tool.get("function", tool)
         parameters = function.get("parameters") or {"type": "object", "properties": {}}
-        options.append({
-            "type": "object",
-            "properties": {"name": {"const": function["name"]}, "arguments": parameters},
-            "required": ["name", "arguments"],
-        })
+        options.append(
+            {
+                "type": "object",
+                "properties": {"name": {"const": function["name"]}, "arguments": parameters},
+                "required": ["name", "arguments"],
+            }
+        )
     return bounded_schema(options[0] if len(options) == 1 else {"anyOf": options})
 
 
 def render_tools(tools: list[dict[str, Any]]) -> str:
-    lines = ["You must call exactly one of these tools. Reply with JSON "
-             '{"name": <tool name>, "arguments": {...}}.']
+    lines = [
+        "You must call exactly one of these tools. Reply with JSON "
+        '{"name": <tool name>, "arguments": {...}}.'
+    ]
     for tool in tools:
         function = tool.get("function", tool)
         lines.append(f"- {function['name']}: {function.get('description', '')}")
@@ -109,8 +114,13 @@ def run_or_return_tool_call(raw: str, available_functions: dict[str, Any] | None
     except (json.JSONDecodeError, KeyError, TypeError):
         return raw  # cut off mid-call: the caller sees no valid call and moves on
     if available_functions is None:
-        return [{"id": "call_1", "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(arguments)}}]
+        return [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ]
     function = available_functions.get(name)
     return raw if function is None else str(function(**arguments))
 
@@ -119,8 +129,7 @@ def as_chat(messages: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     """CrewAI's messages (a string or message dicts) as llama.cpp chat messages."""
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
-    return [{"role": m.get("role", "user"), "content": str(m.get("content") or "")}
-            for m in messages]
+    return [{"role": m.get("role", "user"), "content": str(m.get("content") or "")} for m in messages]
 
 
 class LocalLlamaLLM(BaseModel):
@@ -139,8 +148,7 @@ class LocalLlamaLLM(BaseModel):
     _lock: threading.RLock = PrivateAttr(default_factory=lambda: _LLAMA_LOCK)
 
     def _llama(self) -> Any:
-        return load_llama(Path(self.model_path) if self.model_path else None,
-                          self.n_ctx, self.seed)
+        return load_llama(Path(self.model_path) if self.model_path else None, self.n_ctx, self.seed)
 
     def supports_function_calling(self) -> bool:
         return True
@@ -151,20 +159,32 @@ class LocalLlamaLLM(BaseModel):
     def get_context_window_size(self) -> int:
         return self.n_ctx
 
-    def get_input_tokens_count(self, messages: Any, tools: Any = None,
-                               response_model: Any = None) -> int:
+    def get_input_tokens_count(
+        self, messages: Any, tools: Any = None, response_model: Any = None
+    ) -> int:
         """The exact prompt size, counted by the model's own tokenizer."""
-        text = messages if isinstance(messages, str) else "\n".join(
-            str(m.get("content") or "") for m in messages)
+        text = (
+            messages
+            if isinstance(messages, str)
+            else "\n".join(str(m.get("content") or "") for m in messages)
+        )
         with self._lock:  # the tokenizer shares llama.cpp's context with a running call
             return len(self._llama().tokenize(text.encode("utf-8"), add_bos=False))
 
-    def complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None,
-                 purpose: str = "", max_tokens: int | None = None) -> str:
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any] | None,
+        purpose: str = "",
+        max_tokens: int | None = None,
+    ) -> str:
         """One chat completion, JSON-constrained when ``schema`` is given; usage recorded."""
         llama = self._llama()
-        kwargs: dict[str, Any] = {"temperature": self.temperature or 0.0,
-                                  "max_tokens": max_tokens or self.max_tokens, "seed": self.seed}
+        kwargs: dict[str, Any] = {
+            "temperature": self.temperature or 0.0,
+            "max_tokens": max_tokens or self.max_tokens,
+            "seed": self.seed,
+        }
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         asked = time.perf_counter()
@@ -177,13 +197,16 @@ class LocalLlamaLLM(BaseModel):
                 response = llama.create_chat_completion(messages=fitted, **kwargs)
                 usage = response.get("usage") or {}
                 text = str(response["choices"][0]["message"].get("content") or "")
-                prompt, completion = (int(usage.get("prompt_tokens", 0)),
-                                      int(usage.get("completion_tokens", 0)))
+                prompt, completion = (
+                    int(usage.get("prompt_tokens", 0)),
+                    int(usage.get("completion_tokens", 0)),
+                )
             else:
                 text, prompt, completion = _generate_until_deadline(llama, fitted, kwargs)
             done = time.perf_counter()
-        record_call(prompt, completion, (done - started) * 1000, purpose,
-                    wait_ms=(started - asked) * 1000)
+        record_call(
+            prompt, completion, (done - started) * 1000, purpose, wait_ms=(started - asked) * 1000
+        )
         return text.strip()
 
     def call(
@@ -199,8 +222,9 @@ class LocalLlamaLLM(BaseModel):
         chat = as_chat(messages)
         if tools:
             chat = [{"role": "system", "content": render_tools(tools)}, *chat]
-            raw = self.complete(chat, tool_call_schema(tools), purpose="tool_call",
-                                max_tokens=2 * self.max_tokens)
+            raw = self.complete(
+                chat, tool_call_schema(tools), purpose="tool_call", max_tokens=2 * self.max_tokens
+            )
             return run_or_return_tool_call(raw, available_functions)
         schema = bounded_schema(response_model.model_json_schema()) if response_model else None
         return self.complete(chat, schema, purpose="structured" if schema else "text")
@@ -209,8 +233,9 @@ class LocalLlamaLLM(BaseModel):
         return self.call(*args, **kwargs)
 
 
-def _generate_until_deadline(llama: Any, messages: list[dict[str, Any]],
-                             kwargs: dict[str, Any]) -> tuple[str, int, int]:
+def _generate_until_deadline(
+    llama: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any]
+) -> tuple[str, int, int]:
     """Stream the completion and stop when the turn's deadline passes (output cut short)."""
     pieces: list[str] = []
     stream = llama.create_chat_completion(messages=messages, stream=True, **kwargs)
@@ -227,8 +252,7 @@ def _generate_until_deadline(llama: Any, messages: list[dict[str, Any]],
     return "".join(pieces), max(0, int(getattr(llama, "n_tokens", 0)) - completion), completion
 
 
-def _fit(messages: list[dict[str, Any]], llama: Any, n_ctx: int, reserve: int
-         ) -> list[dict[str, Any]]:
+def _fit(messages: list[dict[str, Any]], llama: Any, n_ctx: int, reserve: int) -> list[dict[str, Any]]:
     """Trim the longest message from its middle until the prompt fits the context window."""
     budget = n_ctx - reserve - 64
     fitted = [dict(m) for m in messages]

@@ -42,12 +42,15 @@ def requantize_q8(source: Path, target: Path) -> Path:
         params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
         params.allow_requantize = True
         params.nthread = 2
-        failed = llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(),
-                                                ctypes.byref(params))
+        failed = llama_cpp.llama_model_quantize(
+            str(source).encode(), str(partial).encode(), ctypes.byref(params)
+        )
         if failed or not partial.is_file():
             partial.unlink(missing_ok=True)
-            raise ModelConversionError(f"llama.cpp could not re-encode {source} as Q8_0 "
-                                       f"(code {failed}); set llm.model_path to a GGUF file")
+            raise ModelConversionError(
+                f"llama.cpp could not re-encode {source} as Q8_0 "
+                f"(code {failed}); set llm.model_path to a GGUF file"
+            )
         os.replace(partial, target)
         return target
 

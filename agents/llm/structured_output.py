@@ -32,8 +32,10 @@ def response_format(model: type[BaseModel], mode: str) -> dict[str, Any] | None:
     """The ``response_format`` to send for ``model`` in ``mode`` (None: send none)."""
     schema = model.model_json_schema()
     if mode == "json_schema":
-        return {"type": "json_schema",
-                "json_schema": {"name": model.__name__, "schema": schema, "strict": False}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": model.__name__, "schema": schema, "strict": False},
+        }
     if mode == "json_object":
         return {"type": "json_object", "schema": schema}
     return None
@@ -42,12 +44,19 @@ def response_format(model: type[BaseModel], mode: str) -> dict[str, Any] | None:
 def probe_structured_output(base_url: str, api_key: str | None, model: str) -> str:
     """The first mode the server answers with a completion (one tiny request each)."""
     for mode in MODES[:-1]:
-        body = {"model": model, "max_tokens": 8, "temperature": 0,
-                "messages": [{"role": "user", "content": 'Reply with {"ok": true}.'}],
-                "response_format": response_format(_Probe, mode)}
-        request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions",
-                                         data=json.dumps(body).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
+        body = {
+            "model": model,
+            "max_tokens": 8,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": 'Reply with {"ok": true}.'}],
+            "response_format": response_format(_Probe, mode),
+        }
+        request = urllib.request.Request(
+            base_url.rstrip("/") + "/chat/completions",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         if api_key and api_key != "none":
             request.add_header("Authorization", f"Bearer {api_key}")
         try:

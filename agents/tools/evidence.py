@@ -47,9 +47,12 @@ class EvidenceTool(BaseModel):
         """The arguments of ``_run`` as a pydantic model (what the model is asked to fill)."""
         hints = typing.get_type_hints(self._run)
         fields: dict[str, Any] = {
-            name: (hints.get(name, str),
-                   ... if param.default is inspect.Parameter.empty else param.default)
-            for name, param in inspect.signature(self._run).parameters.items()}
+            name: (
+                hints.get(name, str),
+                ... if param.default is inspect.Parameter.empty else param.default,
+            )
+            for name, param in inspect.signature(self._run).parameters.items()
+        }
         return create_model(f"{type(self).__name__}Args", **fields)
 
     def run(self, **kwargs: Any) -> str:
@@ -58,12 +61,20 @@ class EvidenceTool(BaseModel):
     def _run(self, **kwargs: Any) -> str:
         raise NotImplementedError("an evidence tool implements _run")
 
-    def add_evidence(self, source_id: str, title: str, text: str, url: str | None = None
-                     ) -> str:
+    def add_evidence(self, source_id: str, title: str, text: str, url: str | None = None) -> str:
         """Record one result as evidence of this turn; returns the text for the agent."""
-        self.found.append(Passage(pid=0, source_id=source_id,
-                                  chunk_id=f"{source_id}#{len(self.found)}", title=title,
-                                  url=url, text=text, score=1.0, via=self.name))
+        self.found.append(
+            Passage(
+                pid=0,
+                source_id=source_id,
+                chunk_id=f"{source_id}#{len(self.found)}",
+                title=title,
+                url=url,
+                text=text,
+                score=1.0,
+                via=self.name,
+            )
+        )
         return text
 
 

@@ -27,14 +27,15 @@ from pydantic import BaseModel, Field
 from tasks.schemas import Passage, RetrievalOutput
 
 TOOL_NAME = "search_knowledge_base"
-TOOL_DESCRIPTION = ("Search the help center for passages that answer the customer. Give one "
-                    "to three short search queries.")
+TOOL_DESCRIPTION = (
+    "Search the help center for passages that answer the customer. Give one "
+    "to three short search queries."
+)
 AGENT_TEXT_CHARS = 600
 
 
 class SearchArgs(BaseModel):
-    queries: list[str] = Field(description="one to three search queries", min_length=1,
-                               max_length=3)
+    queries: list[str] = Field(description="one to three search queries", min_length=1, max_length=3)
 
 
 class KnowledgeBaseSearch:
@@ -44,8 +45,9 @@ class KnowledgeBaseSearch:
     description = TOOL_DESCRIPTION
     args_schema: type[BaseModel] = SearchArgs
 
-    def __init__(self, retriever: Any, slots: dict[str, str], original: str,
-                 entities: list[str] | None = None) -> None:
+    def __init__(
+        self, retriever: Any, slots: dict[str, str], original: str, entities: list[str] | None = None
+    ) -> None:
         self._retriever = retriever
         self._slots = dict(slots)
         self._original = original
@@ -56,8 +58,9 @@ class KnowledgeBaseSearch:
         self.calls: list[RetrievalOutput] = []
 
     @classmethod
-    def for_turn(cls, retriever: Any, slots: dict[str, str], original: str,
-                 entities: list[str] | None = None) -> KnowledgeBaseSearch:
+    def for_turn(
+        cls, retriever: Any, slots: dict[str, str], original: str, entities: list[str] | None = None
+    ) -> KnowledgeBaseSearch:
         """Bind the turn's enforced slots, original message and remembered entities."""
         return cls(retriever, slots, original, entities)
 
@@ -69,26 +72,29 @@ class KnowledgeBaseSearch:
         if self._advisory and hasattr(self._retriever, "known_advisory"):
             self._advisory, self._unknown = self._retriever.known_advisory(self._advisory)
 
-    def search(self, queries: list[str] | None = None, top_k: int | None = None
-               ) -> RetrievalOutput:
+    def search(self, queries: list[str] | None = None, top_k: int | None = None) -> RetrievalOutput:
         """Search the original message, the bound queries and ``queries``."""
         texts: list[str] = []
         for text in [self._original, *self._queries, *(queries or [])]:
             if text and text.strip() and text.strip() not in texts:
                 texts.append(text.strip())
-        found = self._retriever.search_queries(texts, self._slots, self._advisory, top_k=top_k,
-                                               strict=False, entities=self._entities)
+        found = self._retriever.search_queries(
+            texts, self._slots, self._advisory, top_k=top_k, strict=False, entities=self._entities
+        )
         passages = Passage.numbered(found.results)
-        output = RetrievalOutput(queries=texts, passages=passages,
-                                 entities=found.metadata.get("entities", []),
-                                 filters=found.metadata["filters"],
-                                 ignored_filters=[*found.metadata["ignored_filters"],
-                                                  *self._unknown])
+        output = RetrievalOutput(
+            queries=texts,
+            passages=passages,
+            entities=found.metadata.get("entities", []),
+            filters=found.metadata["filters"],
+            ignored_filters=[*found.metadata["ignored_filters"], *self._unknown],
+        )
         self.calls.append(output)
         return output
 
     def run(self, queries: list[str]) -> str:
         """What an agent sees of a search: the passages as JSON."""
         output = self.search([str(q) for q in queries][:3])
-        return json.dumps([{"id": p.pid, "title": p.title, "text": p.text[:AGENT_TEXT_CHARS]}
-                           for p in output.passages])
+        return json.dumps(
+            [{"id": p.pid, "title": p.title, "text": p.text[:AGENT_TEXT_CHARS]} for p in output.passages]
+        )

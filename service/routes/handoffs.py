@@ -37,8 +37,16 @@ from tasks.memory_context import close_session
 from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
-QUEUE_FIELDS = ("session_id", "customer_id", "status", "handoff_reason", "handoff_at",
-                "taken_by", "taken_at", "created")
+QUEUE_FIELDS = (
+    "session_id",
+    "customer_id",
+    "status",
+    "handoff_reason",
+    "handoff_at",
+    "taken_by",
+    "taken_at",
+    "created",
+)
 
 
 class AgentMessage(BaseModel):
@@ -84,35 +92,48 @@ def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> di
     """What a person needs to take a conversation over, as far as their key may read it."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.runtime.memory
-    turns = withhold_unreadable(pilot.runtime, staff_slots(who),
-                                memory.session_turns(scope, header["session_id"]))
-    return {"session": header, "turns": turns,
-            "citations": sorted({c for t in turns for c in t.get("citations", [])}),
-            "entities": [e.model_dump(include={"type", "value", "attributes"})
-                         for e in memory.entities(scope)],
-            "feedback": pilot.store.feedback(header["tenant"], header["session_id"])}
+    turns = withhold_unreadable(
+        pilot.runtime, staff_slots(who), memory.session_turns(scope, header["session_id"])
+    )
+    return {
+        "session": header,
+        "turns": turns,
+        "citations": sorted({c for t in turns for c in t.get("citations", [])}),
+        "entities": [
+            e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)
+        ],
+        "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),
+    }
 
 
 def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
     """One line of the queue: enough to choose a conversation, none of its answers."""
-    turns = pilot.runtime.memory.session_turns(Scope(header["customer_id"], header["tenant"]),
-                                               header["session_id"])
+    turns = pilot.runtime.memory.session_turns(
+        Scope(header["customer_id"], header["tenant"]), header["session_id"]
+    )
     first = next((t["user"] for t in turns if t.get("user")), "")
-    return {"session": {k: header.get(k) for k in QUEUE_FIELDS}, "first_message": first,
-            "turns": len(turns),
-            "waiting": sum(t.get("status") == "waiting_for_agent" for t in turns)}
+    return {
+        "session": {k: header.get(k) for k in QUEUE_FIELDS},
+        "first_message": first,
+        "turns": len(turns),
+        "waiting": sum(t.get("status") == "waiting_for_agent" for t in turns),
+    }
 
 
 def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dict[str, Any]:
     waiting = pilot.store.handoffs(tenant)
-    rows = [queue_row(pilot, h) for h in waiting[offset:offset + limit]]
+    rows = [queue_row(pilot, h) for h in waiting[offset : offset + limit]]
     return {"handoffs": rows, "total": len(waiting), "limit": limit, "offset": offset}
 
 
 @router.get("/handoffs")
-async def handoffs(who: Staff, pilot: Pilot, request: Request,
-                   limit: int = Query(20, ge=1, le=100), offset: int = Query(0, ge=0)
-                   ) -> Response:
+async def handoffs(
+    who: Staff,
+    pilot: Pilot,
+    request: Request,
+    limit: int = Query(20, ge=1, le=100),
+    offset: int = Query(0, ge=0),
+) -> Response:
     """Handed-off, unresolved conversations of the key's tenant, oldest hand-off first, a page
     at a time with the total. The ETag lets the desk poll for changes (304 when none)."""
     page = await run_in_threadpool(queue_page, pilot, who.tenant, limit, offset)
@@ -134,50 +155,53 @@ async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
     await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, who.key_name,
-                                     who.role)
+    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, who.key_name, who.role)
     return {"session": header}
 
 
 @router.post("/handoffs/{session_id}/assign")
 async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> dict[str, Any]:
     """An admin gives the conversation to one of the tenant's staff keys."""
-    staff = {k.name for k in pilot.settings.pilot.api_keys
-             if k.role in ("agent", "admin") and k.tenant == who.tenant}
+    staff = {
+        k.name
+        for k in pilot.settings.pilot.api_keys
+        if k.role in ("agent", "admin") and k.tenant == who.tenant
+    }
     if body.agent not in staff:
-        raise ApiError(422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant",
-                       {"field": "agent"})
+        raise ApiError(
+            422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant", {"field": "agent"}
+        )
     await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent,
-                                     "admin")
+    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent, "admin")
     return {"session": header}
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201)
-async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot
-                        ) -> dict[str, Any]:
+async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """A person's reply (they must have taken the conversation): stored in the session, shown
     to the customer as from our team."""
     await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "reply",
-                                     who.role, who.key_name)
+    header = await run_in_threadpool(
+        pilot.store.reopen, who.tenant, session_id, "reply", who.role, who.key_name
+    )
     scope = Scope(header["customer_id"], who.tenant)
     record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
-    index = await run_in_threadpool(pilot.runtime.memory.claim_turn, scope, session_id,
-                                    record, "agent_reply")
-    return {"session_id": session_id, "turn_index": index, "from": "agent",
-            "message": body.message}
+    index = await run_in_threadpool(
+        pilot.runtime.memory.claim_turn, scope, session_id, record, "agent_reply"
+    )
+    return {"session_id": session_id, "turn_index": index, "from": "agent", "message": body.message}
 
 
 @router.post("/sessions/{session_id}/resolve")
-async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot
-                  ) -> dict[str, Any]:
+async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """Close the conversation (once: a second resolve, or one racing it, gets 409); its
     long-term memory is written with the note."""
     await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    header = await run_in_threadpool(pilot.store.resolve, who.tenant, session_id, body.note,
-                                     who.key_name, who.role)
+    header = await run_in_threadpool(
+        pilot.store.resolve, who.tenant, session_id, body.note, who.key_name, who.role
+    )
     scope = Scope(header["customer_id"], who.tenant)
-    remembered = await run_in_threadpool(close_session, pilot.runtime.memory, scope,
-                                         session_id, body.note)
+    remembered = await run_in_threadpool(
+        close_session, pilot.runtime.memory, scope, session_id, body.note
+    )
     return {"session": header, "remembered": remembered}

@@ -12,8 +12,8 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 # the page holds an API key: only its own script and styles run, links cannot be framed
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
-                               "connect-src 'self'; img-src 'self'; form-action 'self'; "
-                               "base-uri 'none'; frame-ancestors 'none'",
+    "connect-src 'self'; img-src 'self'; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }

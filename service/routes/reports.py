@@ -19,9 +19,13 @@ DEFAULT_SINCE = "30d"
 
 
 @router.get("/gaps")
-async def gaps(who: Admin, pilot: Pilot, since: str = DEFAULT_SINCE,
-               limit: int = Query(10, ge=1, le=100), offset: int = Query(0, ge=0)
-               ) -> dict[str, Any]:
+async def gaps(
+    who: Admin,
+    pilot: Pilot,
+    since: str = DEFAULT_SINCE,
+    limit: int = Query(10, ge=1, le=100),
+    offset: int = Query(0, ge=0),
+) -> dict[str, Any]:
     """What customers asked that the knowledge base could not answer, grouped by meaning,
     largest group first, a page of groups at a time; ``since``: ``30d`` (the default),
     ``24h`` or an ISO date. A report is computed at most once a minute per window."""
@@ -33,10 +37,18 @@ async def gaps(who: Admin, pilot: Pilot, since: str = DEFAULT_SINCE,
     minute = int(start // 60) * 60.0  # "7d" asked twice a second apart is one window
     key = (who.tenant, minute, json.dumps(sorted(who.slots.items())))
     report = await run_in_threadpool(
-        pilot.gap_reports.get, key,
-        lambda: tenant_gap_report(pilot.runtime.memory, pilot.store, pilot.runtime.retriever,
-                                  who.tenant, minute, who.slots))
+        pilot.gap_reports.get,
+        key,
+        lambda: tenant_gap_report(
+            pilot.runtime.memory, pilot.store, pilot.runtime.retriever, who.tenant, minute, who.slots
+        ),
+    )
     body = report.model_dump()
-    body["clusters"] = body["clusters"][offset:offset + limit]
-    return {**body, "total_clusters": len(report.clusters), "limit": limit, "offset": offset,
-            "since": since}
+    body["clusters"] = body["clusters"][offset : offset + limit]
+    return {
+        **body,
+        "total_clusters": len(report.clusters),
+        "limit": limit,
+        "offset": offset,
+        "since": since,
+    }

@@ -19,9 +19,21 @@ async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONRespon
     if who.tenant:
         slots["tenant"] = who.tenant
     try:
-        found = await run_in_threadpool(pilot.runtime.retriever.search_queries, [body.query],
-                                        slots, body.advisory_filters(), None, None, None, False)
+        found = await run_in_threadpool(
+            pilot.runtime.retriever.search_queries,
+            [body.query],
+            slots,
+            body.advisory_filters(),
+            None,
+            None,
+            None,
+            False,
+        )
     except Exception as exc:
-        raise ApiError(503, "unavailable", pilot.settings.messages.connection_problem,
-                       {"reason": type(exc).__name__}) from None
+        raise ApiError(
+            503,
+            "unavailable",
+            pilot.settings.messages.connection_problem,
+            {"reason": type(exc).__name__},
+        ) from None
     return JSONResponse(to_response(found, pilot.settings.pilot.max_response_bytes))

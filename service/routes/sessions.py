@@ -46,8 +46,10 @@ class NewSession(BaseModel):
             except ScopeError as exc:
                 raise ValueError(str(exc)) from None
             if value.startswith(ANONYMOUS):
-                raise ValueError(f"customer ids starting with {ANONYMOUS!r} name anonymous "
-                                 "web visitors and cannot be given")
+                raise ValueError(
+                    f"customer ids starting with {ANONYMOUS!r} name anonymous "
+                    "web visitors and cannot be given"
+                )
         return value
 
 
@@ -77,9 +79,13 @@ def customer_trace(result: TurnResult) -> dict[str, Any]:
     """What a key that is not a trusted backend sees of a turn's trace: the steps' names and
     times and the model's cost; no filters, entities, queries, passage ids or notes."""
     trace = result.trace
-    return {"steps": trace.timeline(),
-            "llm_calls": trace.llm_calls, "prompt_tokens": trace.prompt_tokens,
-            "completion_tokens": trace.completion_tokens, "duration_ms": trace.duration_ms}
+    return {
+        "steps": trace.timeline(),
+        "llm_calls": trace.llm_calls,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "duration_ms": trace.duration_ms,
+    }
 
 
 def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, dict[str, Any]]:
@@ -88,16 +94,20 @@ def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, di
     if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
         payload["trace"] = customer_trace(result)
     if result.verdict == "error":
-        return 503, {**error_body("unavailable", pilot.settings.messages.connection_problem),
-                     "result": payload}
+        return 503, {
+            **error_body("unavailable", pilot.settings.messages.connection_problem),
+            "result": payload,
+        }
     return 200, payload
 
 
-def start_turn(pilot: PilotContext, request: TurnRequest, lock: str,
-               on_step: Callable[[str], None] | None = None) -> asyncio.Task[TurnResult]:
+def start_turn(
+    pilot: PilotContext, request: TurnRequest, lock: str, on_step: Callable[[str], None] | None = None
+) -> asyncio.Task[TurnResult]:
     """The turn as a task of its own, holding the session's lock for as long as it runs: a
     client that disconnects (or a request that is cancelled) never lets the session's next
     message start beside it."""
+
     async def locked() -> TurnResult:
         async with pilot.locks[lock]:
             result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
@@ -114,14 +124,19 @@ def start_turn(pilot: PilotContext, request: TurnRequest, lock: str,
 def hand_off_after_turn(pilot: PilotContext, request: TurnRequest, result: TurnResult) -> None:
     """Queue the session for people unless someone resolved it while the turn ran."""
     try:
-        pilot.store.mark_handoff(request.slots.get("tenant", ""), request.session_id,
-                                 f"the assistant: {result.verdict}", role="assistant")
+        pilot.store.mark_handoff(
+            request.slots.get("tenant", ""),
+            request.session_id,
+            f"the assistant: {result.verdict}",
+            role="assistant",
+        )
     except SessionConflict:
         log.info("session %s was resolved during its hand-off turn", request.session_id)
 
 
-async def turn_events(pilot: PilotContext, request: TurnRequest, who: Caller, lock: str
-                      ) -> AsyncIterator[str]:
+async def turn_events(
+    pilot: PilotContext, request: TurnRequest, who: Caller, lock: str
+) -> AsyncIterator[str]:
     """Server-sent events: one ``step`` event as each step starts, then ``result``."""
     loop = asyncio.get_running_loop()
     steps: asyncio.Queue[str] = asyncio.Queue()
@@ -149,52 +164,69 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str
         if name not in rules:
             raise ApiError(422, "unknown_slot", f"unknown slot {name!r}", {"known": sorted(rules)})
         if rules[name].mode == "enforced":
-            raise ApiError(403, "enforced_slot", f"slot {name!r} is set by your API key, "
-                           "not by requests")
+            raise ApiError(
+                403, "enforced_slot", f"slot {name!r} is set by your API key, not by requests"
+            )
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
     await run_in_threadpool(pilot.limits.spend, "sessions", who.key_name)
     session_id = uuid.uuid4().hex
     customer = body.customer_id or f"{ANONYMOUS}{session_id}"
-    header = await run_in_threadpool(pilot.store.create_session, who.tenant, session_id,
-                                     customer, owner_of(who), dict(body.slots))
+    header = await run_in_threadpool(
+        pilot.store.create_session, who.tenant, session_id, customer, owner_of(who), dict(body.slots)
+    )
     return {"session_id": session_id, "customer_id": customer, "slots": header["slots"]}
 
 
 @router.post("/{session_id}/messages", response_model=None)
-async def message(session_id: str, body: NewMessage, who: Customer, pilot: Pilot, http: Request
-                  ) -> JSONResponse | StreamingResponse:
+async def message(
+    session_id: str, body: NewMessage, who: Customer, pilot: Pilot, http: Request
+) -> JSONResponse | StreamingResponse:
     """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
-    await run_in_threadpool(pilot.limits.spend, "message_bytes", who.key_name,
-                            len(body.message.encode()))
-    header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message",
-                                     "customer")
+    await run_in_threadpool(
+        pilot.limits.spend, "message_bytes", who.key_name, len(body.message.encode())
+    )
+    header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer")
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         if streaming:
-            return StreamingResponse(iter([sse_event("result", result.model_dump(mode="json"))]),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                iter([sse_event("result", result.model_dump(mode="json"))]),
+                media_type="text/event-stream",
+            )
         return JSONResponse(result.model_dump(mode="json"))
     slots = {**header["slots"], **who.slots}
     if who.tenant:
         slots["tenant"] = who.tenant
-    request = TurnRequest(session_id=session_id, customer_id=header["customer_id"],
-                          message=body.message, slots=slots)
+    request = TurnRequest(
+        session_id=session_id, customer_id=header["customer_id"], message=body.message, slots=slots
+    )
     lock = f"{who.tenant}/{session_id}"
     if streaming:
-        return StreamingResponse(turn_events(pilot, request, who, lock),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            turn_events(pilot, request, who, lock),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     result = await asyncio.shield(start_turn(pilot, request, lock))
     status, payload = shown(pilot, result, who)
     return JSONResponse(payload, status_code=status)
 
 
-CUSTOMER_FIELDS = ("session_id", "customer_id", "slots", "created", "status", "handoff",
-                   "handoff_reason", "handoff_at", "resolved_at")
+CUSTOMER_FIELDS = (
+    "session_id",
+    "customer_id",
+    "slots",
+    "created",
+    "status",
+    "handoff",
+    "handoff_reason",
+    "handoff_at",
+    "resolved_at",
+)
 STAFF_ONLY_TURN_FIELDS = ("agent",)  # which staff key replied
 
 
@@ -212,27 +244,34 @@ def unanswered(turns: list[dict[str, Any]]) -> int:
     """Customer messages waiting for a person since a person last replied."""
     count = 0
     for turn in turns:
-        count = 0 if turn.get("from") == "agent" else count + (
-            turn.get("status") == "waiting_for_agent")
+        count = 0 if turn.get("from") == "agent" else count + (turn.get("status") == "waiting_for_agent")
     return count
 
 
-def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str
-                   ) -> TurnResult:
+def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str) -> TurnResult:
     """A message after the hand-off: stored for the person who takes the conversation."""
     scope = Scope(header["customer_id"], who.tenant)
     memory = pilot.runtime.memory
     cap = pilot.settings.pilot.limits.waiting_messages
     waiting = unanswered(memory.session_turns(scope, header["session_id"]))
     if waiting >= cap:
-        raise ApiError(429, "too_many_waiting", f"{waiting} messages already wait for a person "
-                       "in this conversation; please wait for their reply",
-                       {"limit": "waiting_messages"}, headers={"Retry-After": "60"})
-    index = memory.claim_turn(scope, header["session_id"], {"user": message},
-                              status="waiting_for_agent")
+        raise ApiError(
+            429,
+            "too_many_waiting",
+            f"{waiting} messages already wait for a person "
+            "in this conversation; please wait for their reply",
+            {"limit": "waiting_messages"},
+            headers={"Retry-After": "60"},
+        )
+    index = memory.claim_turn(scope, header["session_id"], {"user": message}, status="waiting_for_agent")
     remember_entities(memory, scope, header["session_id"], index, message)
-    return TurnResult(session_id=header["session_id"], answer=pilot.settings.messages.handoff,
-                      verdict="handoff", handoff=True, turn_index=index)
+    return TurnResult(
+        session_id=header["session_id"],
+        answer=pilot.settings.messages.handoff,
+        verdict="handoff",
+        handoff=True,
+        turn_index=index,
+    )
 
 
 @router.get("/{session_id}")
@@ -241,30 +280,33 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     scope = Scope(header["customer_id"], who.tenant)
     turns = await run_in_threadpool(pilot.runtime.memory.session_turns, scope, session_id)
     feedback = await run_in_threadpool(pilot.store.feedback, who.tenant, session_id)
-    return {"session": customer_view(header), "turns": [customer_turn(t) for t in turns],
-            "feedback": feedback}
+    return {
+        "session": customer_view(header),
+        "turns": [customer_turn(t) for t in turns],
+        "feedback": feedback,
+    }
 
 
 @router.post("/{session_id}/feedback", status_code=201)
 async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
-    turns = await run_in_threadpool(pilot.runtime.memory.session_turns,
-                                    Scope(header["customer_id"], who.tenant), session_id)
+    turns = await run_in_threadpool(
+        pilot.runtime.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
+    )
     if body.turn_index not in {t["turn_index"] for t in turns}:
         raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}")
-    return await run_in_threadpool(pilot.store.add_feedback, who.tenant, session_id,
-                                   body.turn_index, body.rating, body.comment)
+    return await run_in_threadpool(
+        pilot.store.add_feedback, who.tenant, session_id, body.turn_index, body.rating, body.comment
+    )
 
 
 @router.post("/{session_id}/handoff")
-async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot
-                  ) -> dict[str, Any]:
+async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -> dict[str, Any]:
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
     if not header.get("handoff"):
         await run_in_threadpool(pilot.limits.spend, "handoffs", who.key_name)
-    header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id,
-                                     body.reason)
+    header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason)
     return {"session": customer_view(header), "message": pilot.settings.messages.handoff}

@@ -52,8 +52,7 @@ class FrontMatter(BaseModel):
     customer_id: str | None = None
     tenant: str | None = None
 
-    @field_validator("id", "title", "url", "product", "language", "customer_id", "tenant",
-                     mode="before")
+    @field_validator("id", "title", "url", "product", "language", "customer_id", "tenant", mode="before")
     @classmethod
     def _scalar_to_str(cls, value: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -67,8 +66,10 @@ class FrontMatter(BaseModel):
             return [value]
         if isinstance(value, list) and not value:
             # Qdrant's is-empty matches [], so the document would be open to every tier
-            raise ValueError("an empty list would open the document to every tier; name the "
-                             "tiers, or leave tiers out to mean every tier")
+            raise ValueError(
+                "an empty list would open the document to every tier; name the "
+                "tiers, or leave tiers out to mean every tier"
+            )
         return value
 
 
@@ -84,8 +85,7 @@ class Document:
 
     @property
     def content_hash(self) -> str:
-        blob = json.dumps([self.title, self.url, self.text, self.metadata], sort_keys=True,
-                          default=str)
+        blob = json.dumps([self.title, self.url, self.text, self.metadata], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
 
 
@@ -93,14 +93,13 @@ def _validated(meta: dict[str, Any], where: str) -> FrontMatter:
     try:
         return FrontMatter(**meta)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise DocumentError(f"{where}: bad front matter: {problems}") from None
 
 
-def _make_document(text: str, meta: FrontMatter, default_id: str, default_title: str,
-                   origin: str) -> Document:
+def _make_document(
+    text: str, meta: FrontMatter, default_id: str, default_title: str, origin: str
+) -> Document:
     if not text.strip():
         raise DocumentError(f"{origin}: empty document")
     fields = meta.model_dump(exclude_none=True)
@@ -111,8 +110,15 @@ def _make_document(text: str, meta: FrontMatter, default_id: str, default_title:
     if url is not None and urlsplit(url.strip()).scheme.lower() not in SAFE_URL_SCHEMES:
         warnings.append(f"{origin}: url {url[:80]!r} dropped: only http(s) links are kept")
         url = None
-    return Document(source_id=source_id, title=title, text=text, url=url, metadata=fields,
-                    origin=origin, warnings=warnings)
+    return Document(
+        source_id=source_id,
+        title=title,
+        text=text,
+        url=url,
+        metadata=fields,
+        origin=origin,
+        warnings=warnings,
+    )
 
 
 def _read_text(path: Path) -> str:
@@ -144,8 +150,7 @@ def _read_markdown(path: Path, source_id: str) -> Document:
         raise DocumentError(f"{path}: front matter must be a mapping")
     meta = _validated(dict(post.metadata), str(path))
     body = post.content
-    return _make_document(body, meta, source_id, _title_from_markdown(body, path.stem),
-                          str(path))
+    return _make_document(body, meta, source_id, _title_from_markdown(body, path.stem), str(path))
 
 
 def _read_plain(path: Path, source_id: str) -> Document:
@@ -183,8 +188,7 @@ def _read_pdf(path: Path, source_id: str) -> Document:
         info_title = (reader.metadata.title if reader.metadata else None) or path.stem
     except (PdfReadError, OSError, ValueError) as exc:
         raise DocumentError(f"{path}: unreadable PDF ({exc})") from None
-    return _make_document("\n\n".join(pages), FrontMatter(), source_id, str(info_title),
-                          str(path))
+    return _make_document("\n\n".join(pages), FrontMatter(), source_id, str(info_title), str(path))
 
 
 def read_beir_corpus(path: Path) -> Iterator[Document]:
@@ -203,8 +207,7 @@ def read_beir_corpus(path: Path) -> Iterator[Document]:
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise DocumentError(f"{path}:{number}: not a BEIR corpus row ({exc})") from None
             title = str(row.get("title") or "")
-            yield Document(source_id=doc_id, title=title, text=text or title,
-                           origin=f"{path}#{doc_id}")
+            yield Document(source_id=doc_id, title=title, text=text or title, origin=f"{path}#{doc_id}")
 
 
 _READERS = {

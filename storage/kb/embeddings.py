@@ -126,7 +126,8 @@ class Bm25Encoder:
     def document_terms(self, texts: Sequence[str]) -> list[frozenset[int]]:
         """The BM25 terms of each text; the passages and sentences the turns read are kept."""
         return self._terms.get_many(
-            texts, lambda missing: [frozenset(v.indices) for v in self.encode_documents(missing)])
+            texts, lambda missing: [frozenset(v.indices) for v in self.encode_documents(missing)]
+        )
 
     def encode_query(self, text: str) -> SparseVec:
         return _sparse(next(iter(self._model.query_embed(text))))

@@ -24,8 +24,27 @@ from storage.kb.model_files import BM25_ASSETS
 _BACKTICK = re.compile(r"`([^`\n]{2,40})`")
 _BOLD = re.compile(r"\*\*([^*\n]{2,40})\*\*")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}\b(?!-\d)")
-_NOT_ENTITIES = frozenset({"id", "ok", "pdf", "url", "ui", "us", "eu", "utc", "cet", "faq",
-                           "http", "https", "json", "xml", "zip", "a", "i"})
+_NOT_ENTITIES = frozenset(
+    {
+        "id",
+        "ok",
+        "pdf",
+        "url",
+        "ui",
+        "us",
+        "eu",
+        "utc",
+        "cet",
+        "faq",
+        "http",
+        "https",
+        "json",
+        "xml",
+        "zip",
+        "a",
+        "i",
+    }
+)
 # an acronym that is also an everyday word ("IT" team vs "it") is no entity in a question
 _WORDS = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
 

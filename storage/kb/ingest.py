@@ -42,9 +42,7 @@ class IngestReport:
     )
 
 
-def _documents(
-    files: list[tuple[Path, Path]], report: IngestReport
-) -> Iterator[Document]:
+def _documents(files: list[tuple[Path, Path]], report: IngestReport) -> Iterator[Document]:
     for path, root in files:
         report.files += 1
         try:

@@ -40,8 +40,18 @@ from storage.qdrant.store import (
     all_of,
 )
 
-KEYWORD_FIELDS = ("source_id", "tiers", "access", "product", "language", "customer_id", "tenant",
-                  "content_hash", "origin", "entities")
+KEYWORD_FIELDS = (
+    "source_id",
+    "tiers",
+    "access",
+    "product",
+    "language",
+    "customer_id",
+    "tenant",
+    "content_hash",
+    "origin",
+    "entities",
+)
 INTEGER_FIELDS = ("split_id",)
 _NAMESPACE = uuid.UUID("5b0c6f3e-4a8e-4d8f-9a51-2f1f3c1e7a10")
 
@@ -130,8 +140,9 @@ class KnowledgeBase:
     def require_documents(self) -> None:
         """Raise a ValueError that says what to run when nothing has been ingested."""
         if not self.exists():
-            raise ValueError(f"collection {self.collection!r} is empty; run `python main.py "
-                             "ingest examples/kb` first")
+            raise ValueError(
+                f"collection {self.collection!r} is empty; run `python main.py ingest examples/kb` first"
+            )
 
     def ensure_collection(self, recreate: bool = False) -> None:
         if recreate and self.exists():
@@ -206,20 +217,19 @@ class KnowledgeBase:
             return Stage(Rrf(r.rrf_k, weights), limit, (dense, bm25, late))
         raise ValueError(f"unknown pipeline {pipeline!r}")
 
-    def query_chunks(
-        self, query: str, pipeline: str, where: Condition | None, limit: int
-    ) -> list[Hit]:
+    def query_chunks(self, query: str, pipeline: str, where: Condition | None, limit: int) -> list[Hit]:
         return self.store.query(self.collection, self.plan(query, pipeline, limit), where)
 
-    def readable_sources(self, source_ids: Sequence[str], where: Condition | None
-                         ) -> frozenset[str]:
+    def readable_sources(self, source_ids: Sequence[str], where: Condition | None) -> frozenset[str]:
         """The ``source_ids`` that have a chunk matching ``where`` (a caller's enforced
         filter): what that caller may read of a list of citations."""
         if not source_ids or not self.exists():
             return frozenset()
         wanted = all_of(Match("source_id", tuple(source_ids)), where)
-        return frozenset(r.payload["source_id"]
-                         for r in self.store.scroll(self.collection, wanted, fields=("source_id",)))
+        return frozenset(
+            r.payload["source_id"]
+            for r in self.store.scroll(self.collection, wanted, fields=("source_id",))
+        )
 
     def vocabulary(self) -> frozenset[str]:
         """Every entity any chunk mentions (cached until the next write)."""
@@ -232,8 +242,9 @@ class KnowledgeBase:
             if self.exists():
                 for record in self.store.scroll(self.collection, fields=(field_name,)):
                     found = record.payload.get(field_name)
-                    values.update(found if isinstance(found, list) else
-                                  [] if found is None else [str(found)])
+                    values.update(
+                        found if isinstance(found, list) else [] if found is None else [str(found)]
+                    )
             self._field_values[field_name] = frozenset(values)
         return self._field_values[field_name]
 
@@ -249,32 +260,33 @@ class KnowledgeBase:
             frequency: Counter[int] = Counter()
             chunks = 0
             if self.exists():
-                records = self.store.scroll(self.collection,
-                                            fields=("text", *PRIVATE_FIELDS))
-                texts = [str(r.payload.get("text") or "") for r in records
-                         if not any(r.payload.get(f) for f in PRIVATE_FIELDS)]
+                records = self.store.scroll(self.collection, fields=("text", *PRIVATE_FIELDS))
+                texts = [
+                    str(r.payload.get("text") or "")
+                    for r in records
+                    if not any(r.payload.get(f) for f in PRIVATE_FIELDS)
+                ]
                 chunks = len(texts)
                 for vector in self.encoders.bm25.encode_documents(texts):
                     frequency.update(set(vector.indices))
             self._term_stats = TermStats(chunks, dict(frequency))
         return self._term_stats
 
-    def entity_chunks(self, entities: Sequence[str], where: Condition | None, limit: int
-                      ) -> list[Hit]:
+    def entity_chunks(self, entities: Sequence[str], where: Condition | None, limit: int) -> list[Hit]:
         """Chunks mentioning the entities (under the same filter), most entities first."""
         if not entities:
             return []
         selector: Condition = Match("entities", tuple(entities))
         condition = AllOf((selector, where)) if where is not None else selector
         wanted = set(entities)
-        hits = [Hit(r.id, float(len(wanted & set(r.payload.get("entities") or []))), r.payload)
-                for r in self.store.scroll(self.collection, condition)]
+        hits = [
+            Hit(r.id, float(len(wanted & set(r.payload.get("entities") or []))), r.payload)
+            for r in self.store.scroll(self.collection, condition)
+        ]
         hits.sort(key=lambda h: (-h.score, len(h.payload.get("entities") or [])))
         return hits[:limit]
 
-    def neighbours(
-        self, wanted: dict[str, set[int]], where: Condition | None
-    ) -> list[Record]:
+    def neighbours(self, wanted: dict[str, set[int]], where: Condition | None) -> list[Record]:
         """Chunks by (source_id, split_ids), under the same enforced condition as the search."""
         if not wanted:
             return []

@@ -106,6 +106,8 @@ def answerability_dir(override: Path | None = None) -> Path:
     directory = override or ANSWERABILITY_ASSETS
     for name in _ANSWERABILITY_FILES:
         if not (directory / name).is_file():
-            raise ModelFilesError(f"answerability model file missing: {directory / name} "
-                                  "(bench/train_answerability.py writes it)")
+            raise ModelFilesError(
+                f"answerability model file missing: {directory / name} "
+                "(bench/train_answerability.py writes it)"
+            )
     return directory

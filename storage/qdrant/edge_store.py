@@ -104,8 +104,10 @@ class EdgeStore:
         except OSError:
             on_disk = None
         if self._lock_file.closed or on_disk != self._lock_inode:
-            raise StoreError(f"the embedded Qdrant store at {self.path} was removed or replaced "
-                             "while open; restart the process")
+            raise StoreError(
+                f"the embedded Qdrant store at {self.path} was removed or replaced "
+                "while open; restart the process"
+            )
 
     # -- collections ---------------------------------------------------------------------
     def _dir(self, name: str) -> Path:
@@ -140,22 +142,16 @@ class EdgeStore:
                 # rescoring only: no HNSW graph over a million token vectors
                 hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10),
             )
-        sparse = (
-            {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
-        )
+        sparse = {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
         self.check()
         with self._guard:
             shard = qe.EdgeShard.create(
                 str(self._dir(name)), qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
             )
             for key in spec.keyword_indexes:
-                shard.update(
-                    qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword)
-                )
+                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
             for key in spec.integer_indexes:
-                shard.update(
-                    qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer)
-                )
+                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
             self._shards[name] = shard
 
     def delete_collection(self, name: str) -> None:
@@ -175,8 +171,7 @@ class EdgeStore:
     def update_if(self, name: str, point: PointData, where: Condition) -> None:
         self._write(name, [point], qe.UpdateMode.UpdateOnly, to_edge_filter(where))
 
-    def _write(self, name: str, points: Sequence[PointData], mode: Any,
-               condition: Any = None) -> None:
+    def _write(self, name: str, points: Sequence[PointData], mode: Any, condition: Any = None) -> None:
         if not points:
             return
         edge_points = []
@@ -188,8 +183,9 @@ class EdgeStore:
             if p.tokens is not None:
                 vector["tokens"] = np.asarray(p.tokens, dtype=np.float32)
             edge_points.append(qe.Point(p.id, vector, p.payload))
-        self._shard(name).update(qe.UpdateOperation.upsert_points(
-            edge_points, condition=condition, update_mode=mode))
+        self._shard(name).update(
+            qe.UpdateOperation.upsert_points(edge_points, condition=condition, update_mode=mode)
+        )
 
     def delete(self, name: str, where: Condition) -> None:
         edge_filter = to_edge_filter(where)
@@ -197,7 +193,10 @@ class EdgeStore:
         self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
 
     def scroll(
-        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None,
+        self,
+        name: str,
+        where: Condition | None = None,
+        fields: Sequence[str] | None = None,
         dense: bool = False,
     ) -> Iterator[Record]:
         shard = self._shard(name)

@@ -136,8 +136,7 @@ class ServerStore:
     def update_if(self, name: str, point: PointData, where: Condition) -> None:
         self._write(name, [point], models.UpdateMode.UPDATE_ONLY, to_client_filter(where))
 
-    def _write(self, name: str, points: Sequence[PointData], mode: Any,
-               condition: Any = None) -> None:
+    def _write(self, name: str, points: Sequence[PointData], mode: Any, condition: Any = None) -> None:
         if not points:
             return
         structs = []
@@ -150,8 +149,7 @@ class ServerStore:
             if p.tokens is not None:
                 vector["tokens"] = _plain(p.tokens)
             structs.append(models.PointStruct(id=p.id, vector=vector, payload=p.payload))
-        self._client.upsert(name, points=structs, wait=True, update_mode=mode,
-                            update_filter=condition)
+        self._client.upsert(name, points=structs, wait=True, update_mode=mode, update_filter=condition)
 
     def delete(self, name: str, where: Condition) -> None:
         self._client.delete(
@@ -159,7 +157,10 @@ class ServerStore:
         )
 
     def scroll(
-        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None,
+        self,
+        name: str,
+        where: Condition | None = None,
+        fields: Sequence[str] | None = None,
         dense: bool = False,
     ) -> Iterator[Record]:
         offset = None

@@ -148,18 +148,24 @@ class Store(Protocol):
         """Insert the points whose id is new; a point whose id exists stays as it is (one
         atomic step per point in Qdrant: how workers claim a slot without a lock)."""
         ...
+
     def update_if(self, name: str, point: PointData, where: Condition) -> None:
         """Replace the stored point only if it exists and matches ``where``, checked and
         written in one atomic step in Qdrant (how workers compare-and-set a record)."""
         ...
+
     def delete(self, name: str, where: Condition) -> None: ...
     def scroll(
-        self, name: str, where: Condition | None = None, fields: Sequence[str] | None = None,
+        self,
+        name: str,
+        where: Condition | None = None,
+        fields: Sequence[str] | None = None,
         dense: bool = False,
     ) -> Iterator[Record]:
         """Every point matching ``where``: its payload (only ``fields`` when given) and, with
         ``dense``, its stored dense vector (read back, never recomputed)."""
         ...
+
     def count(self, name: str, where: Condition | None = None) -> int: ...
     def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]: ...
     def check(self) -> None: ...

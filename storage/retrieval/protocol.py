@@ -20,13 +20,20 @@ from storage.retrieval.results import SearchResultList
 class Retriever(Protocol):
     def connect(self, config: Any = None) -> None: ...
 
-    async def search(self, query: str, tracker_state: Any = None, threshold: float = 0.0
-                     ) -> SearchResultList: ...
+    async def search(
+        self, query: str, tracker_state: Any = None, threshold: float = 0.0
+    ) -> SearchResultList: ...
 
-    def search_queries(self, queries: Sequence[str], slots: Mapping[str, Any] | None = None,
-                       advisory: Mapping[str, Any] | None = None,
-                       threshold: float | None = None, top_k: int | None = None,
-                       pipeline: str | None = None, strict: bool = True,
-                       entities: Sequence[str] = ()) -> SearchResultList: ...
+    def search_queries(
+        self,
+        queries: Sequence[str],
+        slots: Mapping[str, Any] | None = None,
+        advisory: Mapping[str, Any] | None = None,
+        threshold: float | None = None,
+        top_k: int | None = None,
+        pipeline: str | None = None,
+        strict: bool = True,
+        entities: Sequence[str] = (),
+    ) -> SearchResultList: ...
 
     def close(self) -> None: ...

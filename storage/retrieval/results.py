@@ -44,8 +44,9 @@ def tracker_slots(tracker_state: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(tracker_state, Mapping):
         slots, sender = tracker_state.get("slots") or {}, tracker_state.get("sender_id")
     else:
-        slots, sender = getattr(tracker_state, "slots", {}) or {}, getattr(
-            tracker_state, "sender_id", None
+        slots, sender = (
+            getattr(tracker_state, "slots", {}) or {},
+            getattr(tracker_state, "sender_id", None),
         )
     if not isinstance(slots, Mapping):
         slots = {}

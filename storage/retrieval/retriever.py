@@ -33,8 +33,18 @@ from storage.retrieval.fusion import fuse_rankings, within_budget
 from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
 from storage.retrieval.window import merge_chunks, window_ranges
 
-PASSAGE_FIELDS = ("source_id", "title", "url", "product", "access", "tiers", "language",
-                  "section", "customer_id", "tenant")
+PASSAGE_FIELDS = (
+    "source_id",
+    "title",
+    "url",
+    "product",
+    "access",
+    "tiers",
+    "language",
+    "section",
+    "customer_id",
+    "tenant",
+)
 
 
 class QdrantRetriever:
@@ -89,8 +99,12 @@ class QdrantRetriever:
         dropped: list[str] = []
         for name, value in advisory.items():
             rule = kb.settings.slots.get(name)
-            if rule is not None and rule.mode == "advisory" and isinstance(value, str) \
-                    and value not in kb.field_values(rule.field):
+            if (
+                rule is not None
+                and rule.mode == "advisory"
+                and isinstance(value, str)
+                and value not in kb.field_values(rule.field)
+            ):
                 dropped.append(f"{name}={value[:40]!r}: no document has this {rule.field}")
             else:
                 kept[name] = value
@@ -127,8 +141,12 @@ class QdrantRetriever:
         linked: list[str] = []
         if settings.retrieval.entity_context:
             vocabulary = kb.vocabulary()
-            linked = sorted({*query_entities(" ".join(texts), vocabulary),
-                             *(e.lower() for e in entities if e.lower() in vocabulary)})
+            linked = sorted(
+                {
+                    *query_entities(" ".join(texts), vocabulary),
+                    *(e.lower() for e in entities if e.lower() in vocabulary),
+                }
+            )
             entity_hits = kb.entity_chunks(linked, plan.condition, top_k)
             # only entities of chunks this caller may see: the vocabulary spans every chunk,
             # and an entity named only in a hidden document must not be confirmed
@@ -138,8 +156,7 @@ class QdrantRetriever:
                 searched = {h.id for h in hits}
                 hits = fuse_rankings([hits, entity_hits], settings.retrieval.rrf_k)
                 via = {h.id: "entity" for h in entity_hits if h.id not in searched}
-                hits = [Hit(h.id, h.score, {**h.payload, "_via": via.get(h.id, "search")})
-                        for h in hits]
+                hits = [Hit(h.id, h.score, {**h.payload, "_via": via.get(h.id, "search")}) for h in hits]
         results = self._expand(hits[:top_k], plan.condition, settings.retrieval.window)
         results = within_budget(results, settings.retrieval.context_budget)
         return SearchResultList(
@@ -180,8 +197,9 @@ class QdrantRetriever:
             if (source_id, first, last) in done:
                 continue
             done.add((source_id, first, last))
-            members = [chunks[(source_id, s)] for s in range(first, last + 1)
-                       if (source_id, s) in chunks]
+            members = [
+                chunks[(source_id, s)] for s in range(first, last + 1) if (source_id, s) in chunks
+            ]
             text = merge_chunks((m["split_idx_start"], m["text"]) for m in members)
             metadata = {k: hit.payload.get(k) for k in PASSAGE_FIELDS if hit.payload.get(k)}
             metadata.update(

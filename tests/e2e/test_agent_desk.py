@@ -10,8 +10,15 @@ from tests.e2e.test_web_page import CHROMIUM
 from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -25,7 +32,8 @@ def server(settings, example_kb, tmp_path):
         settings,
         ApiKey(name="web", sha256=hash_key("web-key"), slots={"access_level": "customer"}),
         ApiKey(name="ana", sha256=hash_key("ana-key"), role="agent"),
-        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"))
+        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"),
+    )
     memory_store = EdgeStore(tmp_path / "memory")
     runtime = scripted_runtime(configured, example_kb, answering_llm(), memory_store)
     with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):

@@ -20,18 +20,36 @@ from tests.helpers import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 TIMEOUT_S = 12
-TURNS = [("How long does a refund take?", "answered", "billing/refunds.md"),
-         ("Do you offer a student discount?", "idk", None)]
+TURNS = [
+    ("How long does a refund take?", "answered", "billing/refunds.md"),
+    ("Do you offer a student discount?", "idk", None),
+]
 
 
 @pytest.fixture(scope="module")
 def server():
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(local_gguf()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
-         "--chat_format", "chatml-function-calling"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(local_gguf()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+            "--n_threads",
+            "2",
+            "--chat_format",
+            "chatml-function-calling",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -48,32 +66,73 @@ def server():
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("server-data")
-    done = subprocess.run([sys.executable, "main.py", "--data-dir", str(path), "ingest",
-                           str(EXAMPLE_KB)], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "main.py", "--data-dir", str(path), "ingest", str(EXAMPLE_KB)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return path
 
 
-@pytest.mark.parametrize(("engine", "process"), [("crewai", "sequential"),
-                                                  ("autogen", "sequential"),
-                                                  ("crewai", "hierarchical")])
-def test_turns_against_a_real_model_server_hold_their_deadline(server, data_dir, tmp_path,
-                                                                 engine, process):
+@pytest.mark.parametrize(
+    ("engine", "process"),
+    [("crewai", "sequential"), ("autogen", "sequential"), ("crewai", "hierarchical")],
+)
+def test_turns_against_a_real_model_server_hold_their_deadline(
+    server, data_dir, tmp_path, engine, process
+):
     script = tmp_path / "script.yaml"
-    script.write_text(json.dumps({"conversations": [
-        {"id": f"c{n}", "customer_id": "c-1", "slots": {"tier": "pro", "access_level": "customer"},
-         "turns": [{"user": question}]} for n, (question, _, _) in enumerate(TURNS)]}))
+    script.write_text(
+        json.dumps(
+            {
+                "conversations": [
+                    {
+                        "id": f"c{n}",
+                        "customer_id": "c-1",
+                        "slots": {"tier": "pro", "access_level": "customer"},
+                        "turns": [{"user": question}],
+                    }
+                    for n, (question, _, _) in enumerate(TURNS)
+                ]
+            }
+        )
+    )
     output = tmp_path / "out.jsonl"
-    env = {**os.environ, "SUPPORTCREW_LLM__PROVIDER": "openai/smollm2",
-           "SUPPORTCREW_LLM__BASE_URL": server, "SUPPORTCREW_TURN_TIMEOUT_S": str(TIMEOUT_S),
-           **{f"SUPPORTCREW_ROLES__{role}": "model"
-              for role in ("REFORMULATE", "RETRIEVE", "JUDGE", "RESPOND")}}
+    env = {
+        **os.environ,
+        "SUPPORTCREW_LLM__PROVIDER": "openai/smollm2",
+        "SUPPORTCREW_LLM__BASE_URL": server,
+        "SUPPORTCREW_TURN_TIMEOUT_S": str(TIMEOUT_S),
+        **{
+            f"SUPPORTCREW_ROLES__{role}": "model"
+            for role in ("REFORMULATE", "RETRIEVE", "JUDGE", "RESPOND")
+        },
+    }
     env.pop("OPENAI_API_KEY", None)  # the local server needs no key
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "main.py", "--data-dir", str(data_dir), "kickoff",
-                           str(script), "--engine", engine, "--process", process,
-                           "--output", str(output)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=len(TURNS) * (TIMEOUT_S + 1) + 90)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "main.py",
+            "--data-dir",
+            str(data_dir),
+            "kickoff",
+            str(script),
+            "--engine",
+            engine,
+            "--process",
+            process,
+            "--output",
+            str(output),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=len(TURNS) * (TIMEOUT_S + 1) + 90,
+    )
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [json.loads(line) for line in output.read_text().splitlines()]

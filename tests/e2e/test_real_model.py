@@ -27,20 +27,27 @@ def data_dir(tmp_path_factory):
     return path
 
 
-MANAGER_REASONS = (r"the retriever coworker never searched|the evidence gate routes to|"
-                   r"the responder coworker never drafted|no usable draft|\d+ unsupported|"
-                   r"failed \(")
+MANAGER_REASONS = (
+    r"the retriever coworker never searched|the evidence gate routes to|"
+    r"the responder coworker never drafted|no usable draft|\d+ unsupported|"
+    r"failed \("
+)
 # every role on the model path, with room for SmolLM2 on 2 cores: the deadline itself is
 # tested in tests/integration/test_deadline.py, here it would decide most turns
-MODEL_ROLES = {**{f"SUPPORTCREW_ROLES__{role.upper()}": "model"
-                  for role in ("reformulate", "retrieve", "judge", "respond")},
-               "SUPPORTCREW_TURN_TIMEOUT_S": "60"}
+MODEL_ROLES = {
+    **{
+        f"SUPPORTCREW_ROLES__{role.upper()}": "model"
+        for role in ("reformulate", "retrieve", "judge", "respond")
+    },
+    "SUPPORTCREW_TURN_TIMEOUT_S": "60",
+}
 
 
 def kickoff(data_dir, tmp_path, *extra: str, env: dict | None = None) -> tuple[int, list[dict]]:
     out = tmp_path / "run.jsonl"
-    result = runner.invoke(app, ["--data-dir", str(data_dir), "kickoff", str(SCRIPT),
-                                 "--output", str(out), *extra], env=env)
+    result = runner.invoke(
+        app, ["--data-dir", str(data_dir), "kickoff", str(SCRIPT), "--output", str(out), *extra], env=env
+    )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     return result.exit_code, lines
 
@@ -53,18 +60,25 @@ def calls(line: dict, role: str) -> int:
     return sum(c["role"] == role for c in line["trace"]["calls"])
 
 
-@pytest.mark.parametrize(("engine", "process"), [
-    ("crewai", "sequential"), ("crewai", "hierarchical"),
-    ("autogen", "sequential"), ("autogen", "hierarchical")])
-def test_demo_script_passes_with_the_local_model_in_every_role(data_dir, tmp_path, engine,
-                                                                process):
+@pytest.mark.parametrize(
+    ("engine", "process"),
+    [
+        ("crewai", "sequential"),
+        ("crewai", "hierarchical"),
+        ("autogen", "sequential"),
+        ("autogen", "hierarchical"),
+    ],
+)
+def test_demo_script_passes_with_the_local_model_in_every_role(data_dir, tmp_path, engine, process):
     """Every role on the model path (not the shipped default for the local model): the real
     SmolLM2 drafts, judges and searches through each framework, under the turn deadline."""
-    code, lines = kickoff(data_dir, tmp_path, "--engine", engine, "--process", process,
-                          env=MODEL_ROLES)
+    code, lines = kickoff(data_dir, tmp_path, "--engine", engine, "--process", process, env=MODEL_ROLES)
     assert len(lines) == 6
-    failures = {(line["conversation_id"], line["turn_index"]): line["expect_failures"]
-                for line in lines if line["expect_failures"]}
+    failures = {
+        (line["conversation_id"], line["turn_index"]): line["expect_failures"]
+        for line in lines
+        if line["expect_failures"]
+    }
     assert code == 0 and not failures, failures
     for line in lines:
         steps = [s["name"] for s in line["trace"]["steps"]]
@@ -80,24 +94,25 @@ def test_demo_script_passes_with_the_local_model_in_every_role(data_dir, tmp_pat
         assert calls(line, "judge") <= undecided and calls(line, "selector") <= undecided
         # a turn that met its deadline: notes say so, or a cut-off call's error in a step
         out_of_time = any(n.startswith("deadline:") for n in line["trace"]["notes"]) or (
-            "turn deadline" in json.dumps(line["trace"]["steps"]))
+            "turn deadline" in json.dumps(line["trace"]["steps"])
+        )
         if line["verdict"] == "answered":
             assert line["citations"] and all(c["snippet"] for c in line["citations"])
             if process == "sequential" and not out_of_time:
                 assert calls(line, "responder") in (1, 2)
         if engine == "crewai" and process == "hierarchical":
-            [check, *_] = [s["detail"] for s in line["trace"]["steps"]
-                           if s["name"] == "manager_check"]
+            [check, *_] = [s["detail"] for s in line["trace"]["steps"] if s["name"] == "manager_check"]
             assert "manage" in steps and calls(line, "manager") >= 1
             if check["accepted"]:  # the manager's own work passed every gate
                 assert line["verdict"] == "answered" and line["citations"]
             else:  # a reason the gates give, and the sequential path finished the turn
                 assert re.match(MANAGER_REASONS, check["why"]), check["why"]
-                assert "retrieve" in steps[steps.index("manager_check"):]
+                assert "retrieve" in steps[steps.index("manager_check") :]
         else:
             assert "manage" not in steps
-            searched = [s["detail"]["searched_by"] for s in line["trace"]["steps"]
-                        if s["name"] == "retrieve"]
+            searched = [
+                s["detail"]["searched_by"] for s in line["trace"]["steps"] if s["name"] == "retrieve"
+            ]
             assert searched and len(searched) == len(routes(line, "evidence_gate"))
             if not out_of_time:
                 assert calls(line, "retriever") == len(searched)
@@ -106,8 +121,9 @@ def test_demo_script_passes_with_the_local_model_in_every_role(data_dir, tmp_pat
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 def test_the_shipped_defaults_answer_the_demo_without_a_model_call(data_dir, tmp_path, engine):
     code, lines = kickoff(data_dir, tmp_path, "--engine", engine)
-    failures = [(line["conversation_id"], line["expect_failures"]) for line in lines
-                if line["expect_failures"]]
+    failures = [
+        (line["conversation_id"], line["expect_failures"]) for line in lines if line["expect_failures"]
+    ]
     assert code == 0 and not failures, failures
     assert all(line["trace"]["llm_calls"] == 0 for line in lines)
 
@@ -120,8 +136,7 @@ class Verdict(BaseModel):
 def test_local_model_output_is_schema_constrained_and_counted():
     llm = LocalLlamaLLM(model="local/smollm2")
     with UsageLedger.activate() as ledger:
-        raw = llm.call("Is the sky blue? Answer with a verdict and a reason.",
-                       response_model=Verdict)
+        raw = llm.call("Is the sky blue? Answer with a verdict and a reason.", response_model=Verdict)
     parsed = Verdict.model_validate_json(raw)
     assert len(parsed.reason) <= 400
     assert len(ledger.calls) == 1 and ledger.prompt_tokens > 0
@@ -135,12 +150,20 @@ def test_local_model_is_forced_to_call_a_rendered_tool():
         return "found"
 
     # the schema the product's search tool sends (one to three queries)
-    tool = {"type": "function", "function": {
-        "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
-        "parameters": SearchArgs.model_json_schema()}}
+    tool = {
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": TOOL_DESCRIPTION,
+            "parameters": SearchArgs.model_json_schema(),
+        },
+    }
     llm = LocalLlamaLLM(model="local/smollm2")
-    answer = llm.call("How long does a refund take?", tools=[tool],
-                      available_functions={TOOL_NAME: search_knowledge_base})
+    answer = llm.call(
+        "How long does a refund take?",
+        tools=[tool],
+        available_functions={TOOL_NAME: search_knowledge_base},
+    )
     assert answer == "found" and len(calls) == 1 and 1 <= len(calls[0]) <= 3
     assert all(query.strip() for query in calls[0])
 
@@ -148,18 +171,20 @@ def test_local_model_is_forced_to_call_a_rendered_tool():
 def test_returning_customer_then_forget_leaves_nothing(data_dir, tmp_path):
     script = REPO / "examples" / "kickoff" / "returning-customer.yaml"
     out = tmp_path / "returning.jsonl"
-    result = runner.invoke(app, ["--data-dir", str(data_dir), "kickoff", str(script),
-                                 "--output", str(out)])
+    result = runner.invoke(
+        app, ["--data-dir", str(data_dir), "kickoff", str(script), "--output", str(out)]
+    )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert result.exit_code == 0, [line["expect_failures"] for line in lines]
-    shown = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "export",
-                                "--customer", "c-100"])
+    shown = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "export", "--customer", "c-100"])
     exported = json.loads(shown.stdout)
     assert {e["value"] for e in exported["entities"]} >= {"ORD-55812"}
     assert any(m["session_id"].startswith("kickoff-first-visit-") for m in exported["memories"])
-    forgot = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "forget",
-                                 "--customer", "c-100"])
+    forgot = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "forget", "--customer", "c-100"])
     assert forgot.exit_code == 0 and "forgot" in forgot.output
-    after = json.loads(runner.invoke(app, ["--data-dir", str(data_dir), "memory", "export",
-                                           "--customer", "c-100"]).stdout)
+    after = json.loads(
+        runner.invoke(
+            app, ["--data-dir", str(data_dir), "memory", "export", "--customer", "c-100"]
+        ).stdout
+    )
     assert after["sessions"] == after["entities"] == after["memories"] == []

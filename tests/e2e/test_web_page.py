@@ -11,9 +11,13 @@ import pytest
 from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(
-    not os.path.exists(CHROMIUM) and os.environ.get("CI") != "true",
-    reason="Debian chromium is not installed (CI installs it)")]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM) and os.environ.get("CI") != "true",
+        reason="Debian chromium is not installed (CI installs it)",
+    ),
+]
 
 
 @pytest.fixture
@@ -23,9 +27,12 @@ def server(settings, example_kb, tmp_path):
     from service.auth import hash_key
     from storage.qdrant.edge_store import EdgeStore
 
-    configured = with_api_keys(settings, ApiKey(
-        name="web", sha256=hash_key("web-key"), slots={"access_level": "customer",
-                                                      "tier": "basic"}))
+    configured = with_api_keys(
+        settings,
+        ApiKey(
+            name="web", sha256=hash_key("web-key"), slots={"access_level": "customer", "tier": "basic"}
+        ),
+    )
     memory_store = EdgeStore(tmp_path / "memory")
     runtime = scripted_runtime(configured, example_kb, answering_llm(), memory_store)
     with running_server(create_app(configured, tmp_path, runtime)) as (url, server):
@@ -38,9 +45,18 @@ def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
 
     url, running, runtime = server
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         page = browser.new_page()
         page.goto(url)
         page.get_by_label("Access key").fill("web-key")
@@ -67,8 +83,8 @@ def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
         page.get_by_text("Thanks for your feedback.").wait_for(timeout=10_000)
         session_id = page.evaluate("state.session")
         stored = runtime.memory.session_turns(
-            __import__("storage.memory", fromlist=["Scope"]).Scope(f"anon-{session_id}"),
-            session_id)
+            __import__("storage.memory", fromlist=["Scope"]).Scope(f"anon-{session_id}"), session_id
+        )
         assert stored and stored[0]["status"] == "done"
         from service.pilot_store import PilotStore
 
@@ -96,24 +112,55 @@ def test_a_javascript_link_in_a_citation_is_never_clickable(server):
     from playwright.sync_api import sync_playwright
 
     url, _running, _runtime = server
-    hostile = {"session_id": "s", "turn_index": 0, "answer": "See the article.",
-               "verdict": "answered", "handoff": False, "trace": {},
-               "citations": [
-                   {"source_id": "a", "chunk_id": "a#0", "title": "Hostile",
-                    "url": "javascript:window.pwned=1", "snippet": "", "score": 1},
-                   {"source_id": "b", "chunk_id": "b#0", "title": "Also hostile",
-                    "url": " JaVaScRiPt:window.pwned=2", "snippet": "", "score": 1},
-                   {"source_id": "c", "chunk_id": "c#0", "title": "Fine",
-                    "url": "https://help.example.com/c", "snippet": "", "score": 1}]}
+    hostile = {
+        "session_id": "s",
+        "turn_index": 0,
+        "answer": "See the article.",
+        "verdict": "answered",
+        "handoff": False,
+        "trace": {},
+        "citations": [
+            {
+                "source_id": "a",
+                "chunk_id": "a#0",
+                "title": "Hostile",
+                "url": "javascript:window.pwned=1",
+                "snippet": "",
+                "score": 1,
+            },
+            {
+                "source_id": "b",
+                "chunk_id": "b#0",
+                "title": "Also hostile",
+                "url": " JaVaScRiPt:window.pwned=2",
+                "snippet": "",
+                "score": 1,
+            },
+            {
+                "source_id": "c",
+                "chunk_id": "c#0",
+                "title": "Fine",
+                "url": "https://help.example.com/c",
+                "snippet": "",
+                "score": 1,
+            },
+        ],
+    }
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
+        )
         page = browser.new_page()
         response = page.goto(url)
         policy = response.headers["content-security-policy"]
         assert "script-src 'self'" in policy and "default-src 'none'" in policy
-        page.route("**/v1/sessions/*/messages", lambda route: route.fulfill(
-            status=200, content_type="application/json", body=json.dumps(hostile)))
+        page.route(
+            "**/v1/sessions/*/messages",
+            lambda route: route.fulfill(
+                status=200, content_type="application/json", body=json.dumps(hostile)
+            ),
+        )
         page.get_by_label("Access key").fill("web-key")
         page.get_by_role("button", name="Start").click()
         page.get_by_label("Your question").fill("Where is the guide?")

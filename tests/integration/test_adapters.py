@@ -40,10 +40,18 @@ class HelpDeskRetriever:
         from storage.retrieval.results import SearchResult, SearchResultList
 
         HelpDeskRetriever.seen_slots.append(dict(tracker_state["slots"]))
-        text = ("Parcels ship within 2 business days. You get a tracking link by email "
-                "once a parcel ships.")
-        return SearchResultList([SearchResult(text=text, score=0.9, metadata={
-            "source_id": "helpdesk/shipping", "title": "Shipping", "url": None})])
+        text = (
+            "Parcels ship within 2 business days. You get a tracking link by email once a parcel ships."
+        )
+        return SearchResultList(
+            [
+                SearchResult(
+                    text=text,
+                    score=0.9,
+                    metadata={"source_id": "helpdesk/shipping", "title": "Shipping", "url": None},
+                )
+            ]
+        )
 
 
 @pytest.mark.parametrize(
@@ -65,16 +73,18 @@ USER_CLASS = "tests.integration.test_adapters.HelpDeskRetriever"
 
 
 def with_user_retriever(settings):
-    return settings.model_copy(update={"vector_store": settings.vector_store.model_copy(
-        update={"type": USER_CLASS})})
+    return settings.model_copy(
+        update={"vector_store": settings.vector_store.model_copy(update={"type": USER_CLASS})}
+    )
 
 
 def test_a_users_retriever_is_connected_and_searched_with_the_slots(settings, tmp_path):
     retriever = load_retriever(with_user_retriever(settings), tmp_path)
     assert isinstance(retriever.inner, HelpDeskRetriever)
     assert retriever.inner.connected_with.type == USER_CLASS
-    found = retriever.search_queries(["when does my parcel ship?", "shipping time"],
-                                     {"tier": "pro"}, {"product": "cloud"})
+    found = retriever.search_queries(
+        ["when does my parcel ship?", "shipping time"], {"tier": "pro"}, {"product": "cloud"}
+    )
     assert [r.metadata["source_id"] for r in found.results] == ["helpdesk/shipping"]
     assert HelpDeskRetriever.seen_slots[-1] == {"tier": "pro", "product": "cloud"}
 
@@ -87,8 +97,12 @@ def test_the_crew_answers_from_a_users_retriever(settings, tmp_path, engine):
 
     runtime = build_runtime(with_user_retriever(settings), tmp_path, engine=engine)
     try:
-        result = run_turn(TurnRequest(session_id="u", message="How long until my parcel ships?",
-                                      slots={"tier": "pro"}), runtime)
+        result = run_turn(
+            TurnRequest(
+                session_id="u", message="How long until my parcel ships?", slots={"tier": "pro"}
+            ),
+            runtime,
+        )
     finally:
         runtime.close()
     assert result.verdict == "answered", result.trace.notes
@@ -103,8 +117,10 @@ def test_cli_search_uses_the_configured_retriever(settings, tmp_path):
 
     config = tmp_path / "assistant.yaml"
     config.write_text(f"vector_store: {{type: {USER_CLASS}}}\n")
-    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "--config", str(config),
-                                      "search", "parcel shipping", "--json"])
+    result = CliRunner().invoke(
+        app,
+        ["--data-dir", str(tmp_path), "--config", str(config), "search", "parcel shipping", "--json"],
+    )
     assert result.exit_code == 0, result.output
     assert "helpdesk/shipping" in result.output
 
@@ -120,8 +136,9 @@ async def test_rasa_adapter_searches_under_the_trackers_slots(monkeypatch, kb_di
     retriever.connect(endpoint)
     retriever.connect(endpoint)  # Rasa calls connect on every prediction
     tracker = {"sender_id": "c-1", "slots": {"tier": "basic", "access_level": "customer"}}
-    found = await retriever.search(query="How long does a refund take?", tracker_state=tracker,
-                                   threshold=0.0)
+    found = await retriever.search(
+        query="How long does a refund take?", tracker_state=tracker, threshold=0.0
+    )
     assert found.results[0].metadata["source_id"] == "billing/refunds.md"
     assert "5 to 7 business days" in found.results[0].metadata["answer"]
     sso = await retriever.search(query="SAML single sign-on setup", tracker_state=tracker)

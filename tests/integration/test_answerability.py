@@ -30,7 +30,8 @@ def evidence_runtime(settings, example_kb, engine):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_near_miss_is_refused_and_its_neighbour_answered_without_a_model_call(
-        settings, example_kb, engine):
+    settings, example_kb, engine
+):
     runtime, llm = evidence_runtime(settings, example_kb, engine)
     near_miss = ask(runtime, "What does error PAY-309 mean?", slots=ENTERPRISE)
     assert near_miss.verdict == "idk" and not near_miss.citations
@@ -46,7 +47,8 @@ def test_a_near_miss_is_refused_and_its_neighbour_answered_without_a_model_call(
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_problem_statement_is_answered_with_the_sentences_about_that_code(
-        settings, example_kb, engine):
+    settings, example_kb, engine
+):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
     result = ask(runtime, "my card payment failed with PAY-101", slots=ENTERPRISE)
     assert result.verdict == "answered"
@@ -58,8 +60,7 @@ def test_a_problem_statement_is_answered_with_the_sentences_about_that_code(
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_extractive_answer_reads_like_an_answer(settings, example_kb, engine):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
-    result = ask(runtime, "Which identity providers can I use for single sign-on?",
-                 slots=ENTERPRISE)
+    result = ask(runtime, "Which identity providers can I use for single sign-on?", slots=ENTERPRISE)
     assert [c.source_id for c in result.citations] == ["sso/saml-setup.md"]
     assert "Okta, Microsoft Entra ID, Google Workspace" in result.answer
     assert "**" not in result.answer and "#" not in result.answer
@@ -67,12 +68,10 @@ def test_an_extractive_answer_reads_like_an_answer(settings, example_kb, engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_page_about_the_subject_answers_not_a_page_that_mentions_it(settings, example_kb,
-                                                                         engine):
+def test_the_page_about_the_subject_answers_not_a_page_that_mentions_it(settings, example_kb, engine):
     # the SCIM page says "needs SAML SSO to be set up first": every word of the question
     runtime, _ = evidence_runtime(settings, example_kb, engine)
-    result = ask(runtime, "We are on the enterprise plan. How do I set up SAML SSO?",
-                 slots=ENTERPRISE)
+    result = ask(runtime, "We are on the enterprise plan. How do I set up SAML SSO?", slots=ENTERPRISE)
     assert [c.source_id for c in result.citations] == ["sso/saml-setup.md"]
     assert "SCIM" not in result.answer
 
@@ -86,11 +85,11 @@ def test_how_much_asks_for_an_amount_the_answer_need_not_say_much(settings, exam
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_judges_sufficient_never_answers_undecided_evidence_alone(settings, example_kb,
-                                                                      engine):
+def test_the_judges_sufficient_never_answers_undecided_evidence_alone(settings, example_kb, engine):
     changed = {"answer": "SAML SSO works with Okta and PingFederate.", "passage_ids": [1]}
     llm = ScriptedLLM(model="scripted").script(
-        Judgement=[{"verdict": "sufficient", "reason": "looks fine"}], DraftAnswer=[changed])
+        Judgement=[{"verdict": "sufficient", "reason": "looks fine"}], DraftAnswer=[changed]
+    )
     runtime = scripted_runtime(undecided(settings), example_kb, llm, engine=engine)
     result = ask(runtime, "Which identity providers work with SAML SSO?", slots=ENTERPRISE)
     assert result.verdict == "idk" and not result.citations
@@ -99,10 +98,21 @@ def test_the_judges_sufficient_never_answers_undecided_evidence_alone(settings, 
 
 def test_eval_answers_scores_the_near_miss_set(tmp_path):
     report, plot = tmp_path / "report.json", tmp_path / "curve.png"
-    result = CliRunner().invoke(app, [
-        "--data-dir", str(tmp_path), "eval", "answers", "--dataset",
-        str(REPO / "examples" / "answer-sets" / "near-miss"), "--output", str(report),
-        "--plot", str(plot)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--data-dir",
+            str(tmp_path),
+            "eval",
+            "answers",
+            "--dataset",
+            str(REPO / "examples" / "answer-sets" / "near-miss"),
+            "--output",
+            str(report),
+            "--plot",
+            str(plot),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"risk-coverage curve written to {plot}" in result.output.splitlines()
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -122,10 +132,22 @@ def test_eval_answers_reports_the_operating_point_of_the_gate_in_use(tmp_path):
     for gate in ("logistic", "learned"):
         config = tmp_path / f"{gate}.yaml"
         config.write_text(shipped.replace("  gate: logistic ", f"  gate: {gate} "))
-        result = CliRunner().invoke(app, [
-            "--data-dir", str(tmp_path / gate), "--config", str(config), "eval", "answers",
-            "--dataset", str(REPO / "examples" / "answer-sets" / "near-miss"), "--limit", "1",
-            "--json"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "--data-dir",
+                str(tmp_path / gate),
+                "--config",
+                str(config),
+                "eval",
+                "answers",
+                "--dataset",
+                str(REPO / "examples" / "answer-sets" / "near-miss"),
+                "--limit",
+                "1",
+                "--json",
+            ],
+        )
         assert result.exit_code == 0, result.output
         written = json.loads(result.stdout)
         assert written["gate"] == gate
@@ -135,32 +157,42 @@ def test_eval_answers_reports_the_operating_point_of_the_gate_in_use(tmp_path):
 
 
 def test_eval_answers_names_a_bad_dataset(tmp_path):
-    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "eval", "answers",
-                                      "--dataset", str(tmp_path / "nowhere")])
+    result = CliRunner().invoke(
+        app, ["--data-dir", str(tmp_path), "eval", "answers", "--dataset", str(tmp_path / "nowhere")]
+    )
     assert result.exit_code == 2
     assert f"error: {tmp_path / 'nowhere'}: not a folder" in result.output.splitlines()
 
 
 def test_eval_answers_refuses_a_plot_that_is_not_png_before_asking_anything(tmp_path):
-    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "eval", "answers", "--dataset",
-                                      str(REPO / "examples" / "answer-sets" / "near-miss"),
-                                      "--plot", str(tmp_path / "curve.svg")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--data-dir",
+            str(tmp_path),
+            "eval",
+            "answers",
+            "--dataset",
+            str(REPO / "examples" / "answer-sets" / "near-miss"),
+            "--plot",
+            str(tmp_path / "curve.svg"),
+        ],
+    )
     assert result.exit_code == 2
-    assert f"error: --plot {tmp_path / 'curve.svg'}: the plot is written as PNG; name a .png " \
+    assert (
+        f"error: --plot {tmp_path / 'curve.svg'}: the plot is written as PNG; name a .png "
         "file" in result.output.splitlines()
+    )
     assert not (tmp_path / "eval").exists()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_follow_up_without_a_pronoun_is_read_with_the_conversations_page(settings, example_kb,
-                                                                           engine):
+def test_a_follow_up_without_a_pronoun_is_read_with_the_conversations_page(settings, example_kb, engine):
     from tasks.schemas import HistoryTurn
 
     runtime, llm = evidence_runtime(settings, example_kb, engine)
-    history = [HistoryTurn(user="How do I export our data?", answer="...",
-                           sources=["data/export.md"])]
-    result = ask(runtime, "how long is the download link valid", slots=ENTERPRISE,
-                 history=history)
+    history = [HistoryTurn(user="How do I export our data?", answer="...", sources=["data/export.md"])]
+    result = ask(runtime, "how long is the download link valid", slots=ENTERPRISE, history=history)
     assert result.verdict == "answered" and llm.seen == []
     assert [c.source_id for c in result.citations] == ["data/export.md"]
     assert "7 days" in result.answer
@@ -169,11 +201,13 @@ def test_a_follow_up_without_a_pronoun_is_read_with_the_conversations_page(setti
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_greeting_and_a_problem_statement_wrap_the_question_they_ask(settings, example_kb,
-                                                                       engine):
+def test_a_greeting_and_a_problem_statement_wrap_the_question_they_ask(settings, example_kb, engine):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
-    result = ask(runtime, "Hi, good morning. The nightly job on build-server-7 failed with "
-                          "error E-429 again.", slots=ENTERPRISE)
+    result = ask(
+        runtime,
+        "Hi, good morning. The nightly job on build-server-7 failed with error E-429 again.",
+        slots=ENTERPRISE,
+    )
     assert result.verdict == "answered"
     assert [c.source_id for c in result.citations] == ["api/rate-limits.md"]
     assert "Retry-After" in result.answer
@@ -181,10 +215,15 @@ def test_a_greeting_and_a_problem_statement_wrap_the_question_they_ask(settings,
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_question_wrapped_in_greetings_and_small_talk_is_answered_by_its_subject(
-        settings, example_kb, engine):
+    settings, example_kb, engine
+):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
-    result = ask(runtime, "Hi, good morning. Our sign-in through Okta stopped working today "
-                          "with error SSO-102. Can you help me with that?", slots=ENTERPRISE)
+    result = ask(
+        runtime,
+        "Hi, good morning. Our sign-in through Okta stopped working today "
+        "with error SSO-102. Can you help me with that?",
+        slots=ENTERPRISE,
+    )
     assert result.verdict == "answered"
     assert [c.source_id for c in result.citations] == ["sso/sso-troubleshooting.md"]
     [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
@@ -192,8 +231,7 @@ def test_a_question_wrapped_in_greetings_and_small_talk_is_answered_by_its_subje
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings, example_kb,
-                                                                       engine):
+def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings, example_kb, engine):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
     result = ask(runtime, "My payment failed with PAY-407 this morning.", slots=ENTERPRISE)
     assert result.verdict == "idk" and not result.citations
@@ -202,34 +240,39 @@ def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_customers_own_ids_email_or_dates_are_no_words_a_page_must_hold(settings, example_kb,
-                                                                        engine):
+def test_the_customers_own_ids_email_or_dates_are_no_words_a_page_must_hold(
+    settings, example_kb, engine
+):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
-    for message, page in (("How long does a refund take for order ORD-55812?",
-                           "billing/refunds.md"),
-                          ("How do I export all my files? (order ORD-01002)", "data/export.md"),
-                          ("Hi, my login is ana@example.com and I want to change the email "
-                           "address on my account. How do I do that?",
-                           "accounts/change-email.md"),
-                          ("Where can I find invoice INV-2026-000871 for our March charge?",
-                           "billing/invoices.md")):
+    for message, page in (
+        ("How long does a refund take for order ORD-55812?", "billing/refunds.md"),
+        ("How do I export all my files? (order ORD-01002)", "data/export.md"),
+        (
+            "Hi, my login is ana@example.com and I want to change the email "
+            "address on my account. How do I do that?",
+            "accounts/change-email.md",
+        ),
+        ("Where can I find invoice INV-2026-000871 for our March charge?", "billing/invoices.md"),
+    ):
         result = ask(runtime, message, slots=ENTERPRISE)
         assert result.verdict == "answered", message
         assert [c.source_id for c in result.citations] == [page], message
         [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
         if "ORD-" in message:  # the id and its label were what no page held
             assert gate.detail["features"]["missing_rare"] < 1.0, message
-    refused = ask(runtime, "Do you offer a student discount? My account is ana@example.com.",
-                  slots=ENTERPRISE)
+    refused = ask(
+        runtime, "Do you offer a student discount? My account is ana@example.com.", slots=ENTERPRISE
+    )
     assert refused.verdict == "idk" and not refused.citations
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_typo_is_read_as_the_page_spells_the_word(settings, example_kb, engine):
     runtime, _ = evidence_runtime(settings, example_kb, engine)
-    for message, page in (("how long does a refnd take to reach my card", "billing/refunds.md"),
-                          ("Hi, how do I chnage the email adress on my account?",
-                           "accounts/change-email.md")):
+    for message, page in (
+        ("how long does a refnd take to reach my card", "billing/refunds.md"),
+        ("Hi, how do I chnage the email adress on my account?", "accounts/change-email.md"),
+    ):
         result = ask(runtime, message, slots=ENTERPRISE)
         assert result.verdict == "answered", message
         assert [c.source_id for c in result.citations] == [page], message
@@ -244,10 +287,10 @@ def test_a_word_spelt_right_is_known_though_no_page_holds_it(settings, example_k
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings, example_kb,
-                                                                        engine):
-    learned = settings.model_copy(update={"evidence": settings.evidence.model_copy(
-        update={"gate": "learned"})})
+def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings, example_kb, engine):
+    learned = settings.model_copy(
+        update={"evidence": settings.evidence.model_copy(update={"gate": "learned"})}
+    )
     runtime, llm = evidence_runtime(learned, example_kb, engine)
     near_miss = ask(runtime, "What does error PAY-309 mean?", slots=ENTERPRISE)
     assert near_miss.verdict == "idk" and not near_miss.citations

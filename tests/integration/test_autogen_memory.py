@@ -24,9 +24,13 @@ def memory_store(tmp_path, example_kb):
 async def test_add_query_and_context_stay_with_the_customer(memory_store):
     mine = QdrantAutoGenMemory(memory_store, Scope("c-1"))
     theirs = QdrantAutoGenMemory(memory_store, Scope("c-2"))
-    await mine.add(MemoryContent(content="Refund for ORD-55812 approved",
-                                 mime_type=MemoryMimeType.TEXT,
-                                 metadata={"sources": ["billing/refunds.md"]}))
+    await mine.add(
+        MemoryContent(
+            content="Refund for ORD-55812 approved",
+            mime_type=MemoryMimeType.TEXT,
+            metadata={"sources": ["billing/refunds.md"]},
+        )
+    )
     await theirs.add(MemoryContent(content="Their SSO was set up", mime_type=MemoryMimeType.TEXT))
     found = await mine.query("where is my refund?")
     assert [r.content for r in found.results] == ["Refund for ORD-55812 approved"]

@@ -30,17 +30,27 @@ def test_help_lists_the_commands():
 
 
 def test_ingest_prints_a_summary_and_is_idempotent(data_dir):
-    result = runner.invoke(app, ["--data-dir", str(data_dir), "ingest", str(EXAMPLE_KB),
-                                 "--json"])
+    result = runner.invoke(app, ["--data-dir", str(data_dir), "ingest", str(EXAMPLE_KB), "--json"])
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert report["unchanged"] == 28 and report["replaced"] == 0 and not report["skipped"]
 
 
 def test_search_json_shows_hits_and_filters(data_dir):
-    result = runner.invoke(app, ["--data-dir", str(data_dir), "search", "refund time",
-                                 "--slot", "tier=basic", "--slot", "access_level=customer",
-                                 "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "--data-dir",
+            str(data_dir),
+            "search",
+            "refund time",
+            "--slot",
+            "tier=basic",
+            "--slot",
+            "access_level=customer",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["results"][0]["metadata"]["source_id"] == "billing/refunds.md"
@@ -68,14 +78,16 @@ def test_bad_arguments_give_one_clear_line(data_dir, args, message):
 def test_malformed_config_is_named(data_dir, tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("retrieval: {top_k: lots}\n")
-    result = runner.invoke(app, ["--data-dir", str(data_dir), "--config", str(config),
-                                 "search", "refund"])
+    result = runner.invoke(
+        app, ["--data-dir", str(data_dir), "--config", str(config), "search", "refund"]
+    )
     assert result.exit_code == 2
     assert "retrieval.top_k" in result.output
 
 
-@pytest.mark.parametrize("args", [["search", "refund"],
-                                  ["kickoff", "examples/kickoff/support-demo.yaml"]])
+@pytest.mark.parametrize(
+    "args", [["search", "refund"], ["kickoff", "examples/kickoff/support-demo.yaml"]]
+)
 def test_using_an_empty_knowledge_base_says_what_to_do(tmp_path, args):
     result = runner.invoke(app, ["--data-dir", str(tmp_path), *args])
     assert result.exit_code == 2
@@ -117,7 +129,6 @@ def test_memory_commands_show_export_and_forget(data_dir):
     assert len(exported["sessions"]) == 1 and exported["customer_id"] == "c-7"
     forgot = runner.invoke(app, [*base, "forget", "--customer", "c-7"])
     assert "forgot 3 record(s)" in forgot.output
-    assert json.loads(runner.invoke(app, [*base, "export", "--customer", "c-8"]).stdout
-                      )["sessions"]
+    assert json.loads(runner.invoke(app, [*base, "export", "--customer", "c-8"]).stdout)["sessions"]
     bad = runner.invoke(app, [*base, "show", "--customer", "  "])
     assert bad.exit_code == 2 and "customer_id is required" in bad.output

@@ -37,7 +37,8 @@ def test_backend_saves_searches_and_scopes_per_customer(store, example_kb):
     assert found[0][0].content == "prefers email contact"
     assert all("phone" not in r.content for r, _ in found)
     assert [r.content for r, _ in mine.search(query, scope_prefix="/support/orders")] == [
-        "order ORD-1 late"]
+        "order ORD-1 late"
+    ]
     assert mine.count() == 2 and theirs.count() == 1
     assert mine.list_scopes("/support") == ["/support/orders"]
     assert mine.list_categories() == {"support": 2}

@@ -28,12 +28,24 @@ class MinimalSearch(BaseHTTPRequestHandler):
             self.send_response(500)
             self.end_headers()
             return
-        payload = {"search_results": [
-            {"title": "Refunds", "body": "Refunds take 5 to 7 business days.",
-             "url": "https://kb.example/refunds", "highlight": {"body": ["5 to 7"]},
-             "result_metadata": {"score": 0.9}},
-            {"title": "Plans", "body": "Pro costs $15.", "url": "https://kb.example/plans",
-             "highlight": {"body": []}, "result_metadata": {"score": 0.4}}]}
+        payload = {
+            "search_results": [
+                {
+                    "title": "Refunds",
+                    "body": "Refunds take 5 to 7 business days.",
+                    "url": "https://kb.example/refunds",
+                    "highlight": {"body": ["5 to 7"]},
+                    "result_metadata": {"score": 0.9},
+                },
+                {
+                    "title": "Plans",
+                    "body": "Pro costs $15.",
+                    "url": "https://kb.example/plans",
+                    "highlight": {"body": []},
+                    "result_metadata": {"score": 0.4},
+                },
+            ]
+        }
         if MinimalSearch.mode == "wrong-schema":
             payload = {"hits": []}
         send_json(self, payload)
@@ -56,8 +68,7 @@ async def test_results_map_from_an_independent_service(minimal_server, monkeypat
     monkeypatch.setenv("SEARCH_KEY", "s3cret")
     retriever = CustomServiceRetriever()
     retriever.connect({"url": minimal_server, "api_key_env": "SEARCH_KEY"})
-    found = await retriever.search("refund time", {"slots": {"tier": "basic",
-                                                             "product": "cloud"}})
+    found = await retriever.search("refund time", {"slots": {"tier": "basic", "product": "cloud"}})
     assert [r.metadata["title"] for r in found.results] == ["Refunds", "Plans"]
     assert found.results[0].metadata["url"] == "https://kb.example/refunds"
     request = MinimalSearch.seen[-1]
@@ -75,9 +86,14 @@ def test_service_failures_are_clear(minimal_server, mode):
         retriever.search_queries(["refund"])
 
 
-@pytest.mark.parametrize(("config", "message"), [
-    ({"url": "ftp://x"}, "http"), ({}, "http"),
-    ({"url": "http://127.0.0.1:9/s", "api_key_env": "UNSET_KEY_XYZ"}, "UNSET_KEY_XYZ")])
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"url": "ftp://x"}, "http"),
+        ({}, "http"),
+        ({"url": "http://127.0.0.1:9/s", "api_key_env": "UNSET_KEY_XYZ"}, "UNSET_KEY_XYZ"),
+    ],
+)
 def test_bad_configuration_is_named(config, message):
     with pytest.raises(CustomServiceError, match=message):
         CustomServiceRetriever().connect(config)
@@ -96,9 +112,12 @@ def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatc
     from service.auth import hash_key
     from tests.scripted_llm import ScriptedLLM
 
-    configured = with_api_keys(settings, ApiKey(
-        name="svc", sha256=hash_key("svc-key"), slots={"access_level": "customer",
-                                                      "tier": "basic"}))
+    configured = with_api_keys(
+        settings,
+        ApiKey(
+            name="svc", sha256=hash_key("svc-key"), slots={"access_level": "customer", "tier": "basic"}
+        ),
+    )
     runtime = scripted_runtime(configured, example_kb, ScriptedLLM(model="s"))
     with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):
         monkeypatch.setenv("PILOT_KEY", "svc-key")
@@ -106,6 +125,7 @@ def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatc
         retriever.connect({"url": f"{url}/v1/search", "api_key_env": "PILOT_KEY"})
         found = retriever.search_queries(["How long does a refund take?"])
         assert found.results[0].metadata["url"].endswith("/billing/refunds")
-        sso = retriever.search_queries(["SAML single sign-on setup"],
-                                       advisory={"access_level": "internal"})
+        sso = retriever.search_queries(
+            ["SAML single sign-on setup"], advisory={"access_level": "internal"}
+        )
         assert not any("/sso/" in (r.metadata["url"] or "") for r in sso.results)

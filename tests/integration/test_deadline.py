@@ -22,6 +22,7 @@ def slow(seconds: float, reply: dict):
     def answer(_prompt: str) -> dict:
         time.sleep(seconds)
         return reply
+
     return answer
 
 
@@ -31,8 +32,9 @@ def search(prompt: str) -> dict:
 
 def warm_up(settings, example_kb, engine):
     """One turn first, so a cold start (imports, first encodings) does not eat the deadline."""
-    runtime = scripted_runtime(settings, example_kb, ScriptedLLM(model="scripted"),
-                               engine=engine, roles="evidence")
+    runtime = scripted_runtime(
+        settings, example_kb, ScriptedLLM(model="scripted"), engine=engine, roles="evidence"
+    )
     ask(runtime, "How long does a refund take?")
 
 
@@ -41,10 +43,10 @@ def with_timeout(settings, seconds: float):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_model_that_hangs_ends_the_turn_with_the_evidence_based_answer(settings, example_kb,
-                                                                          engine):
+def test_a_model_that_hangs_ends_the_turn_with_the_evidence_based_answer(settings, example_kb, engine):
     hanging = ScriptedLLM(model="scripted").script(
-        tools=[search], DraftAnswer=[slow(8.0, {"answer": REFUND, "passage_ids": [1]})])
+        tools=[search], DraftAnswer=[slow(8.0, {"answer": REFUND, "passage_ids": [1]})]
+    )
     warm_up(settings, example_kb, engine)
     runtime = scripted_runtime(with_timeout(settings, 3.0), example_kb, hanging, engine=engine)
     result = ask(runtime, "How long does a refund take?")
@@ -65,24 +67,26 @@ def test_roles_after_the_deadline_take_their_evidence_path(settings, example_kb,
         return search(prompt)
 
     sleepy_search = ScriptedLLM(model="scripted").script(
-        tools=[search_until_the_deadline], DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])
+        tools=[search_until_the_deadline], DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}]
+    )
     warm_up(settings, example_kb, engine)
-    runtime = scripted_runtime(with_timeout(settings, 1.0), example_kb, sleepy_search,
-                               engine=engine)
+    runtime = scripted_runtime(with_timeout(settings, 1.0), example_kb, sleepy_search, engine=engine)
     result = ask(runtime, "How long does a refund take?")
     assert result.verdict == "answered" and "5 to 7 business days" in result.answer
     # the responder is never asked after the deadline: either it took its evidence path, or
     # (on a loaded machine) the turn was already ended from the evidence at the hard stop
     notes = result.trace.notes
     assert "deadline: respond took the evidence path" in notes or any(
-        n.startswith("deadline: 1 s passed during") for n in notes), notes
+        n.startswith("deadline: 1 s passed during") for n in notes
+    ), notes
     assert not any(call.role == "responder" for call in result.trace.calls)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_an_unanswerable_question_past_the_deadline_is_refused(settings, example_kb, engine):
     hanging = ScriptedLLM(model="scripted").script(
-        tools=[lambda prompt: (time.sleep(3.0), search(prompt))[1]])
+        tools=[lambda prompt: (time.sleep(3.0), search(prompt))[1]]
+    )
     runtime = scripted_runtime(with_timeout(settings, 1.0), example_kb, hanging, engine=engine)
     result = ask(runtime, "Do you offer a student discount?")
     assert result.verdict == "idk" and not result.citations
@@ -93,12 +97,17 @@ def test_progress_is_told_each_step_as_it_starts(settings, example_kb):
     from agents.turn import run_turn
     from tasks.schemas import TurnRequest
 
-    runtime = scripted_runtime(settings, example_kb, ScriptedLLM(model="scripted"),
-                               roles="evidence")
+    runtime = scripted_runtime(settings, example_kb, ScriptedLLM(model="scripted"), roles="evidence")
     seen: list[str] = []
-    result = run_turn(TurnRequest(session_id="p", message="How long does a refund take?",
-                                  slots={"tier": "basic", "access_level": "customer"}),
-                      runtime, on_step=seen.append)
+    result = run_turn(
+        TurnRequest(
+            session_id="p",
+            message="How long does a refund take?",
+            slots={"tier": "basic", "access_level": "customer"},
+        ),
+        runtime,
+        on_step=seen.append,
+    )
     assert result.verdict == "answered"
     assert seen[:1] == ["context"] and "retrieve" in seen and "evidence_gate" in seen
     assert seen.index("retrieve") < seen.index("evidence_gate") < seen.index("respond")

@@ -24,12 +24,22 @@ ENGINE_SHAPED = {"respond", "revise"}
 
 def outcomes(engine: str, settings, example_kb) -> list[tuple]:
     runtime = scripted_runtime(settings, example_kb, prompt_driven_llm(), engine=engine)
-    return [(line["conversation_id"], line["turn_index"], line["verdict"], line["answer"],
-             tuple(c["source_id"] for c in line["citations"]),
-             tuple((s["name"], s["detail"].get("route", ""), s["detail"].get("unsupported"))
-                   for s in line["trace"]["steps"] if s["name"] not in ENGINE_SHAPED),
-             tuple(c["role"] for c in line["trace"]["calls"]))
-            for line in run_script(load_script(SCRIPT), runtime)]
+    return [
+        (
+            line["conversation_id"],
+            line["turn_index"],
+            line["verdict"],
+            line["answer"],
+            tuple(c["source_id"] for c in line["citations"]),
+            tuple(
+                (s["name"], s["detail"].get("route", ""), s["detail"].get("unsupported"))
+                for s in line["trace"]["steps"]
+                if s["name"] not in ENGINE_SHAPED
+            ),
+            tuple(c["role"] for c in line["trace"]["calls"]),
+        )
+        for line in run_script(load_script(SCRIPT), runtime)
+    ]
 
 
 @pytest.mark.parametrize("evidence", ["calibrated", "always undecided"])

@@ -25,8 +25,10 @@ from tests.integration.test_turn import BASIC, ask, roles, steps
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
-ORDERS = {("c-100", "ORD-55812"): "Order ORD-55812 shipped on 3 May with DHL; the tracking "
-                                  "number is DHL-7731 and delivery takes 2 business days."}
+ORDERS = {
+    ("c-100", "ORD-55812"): "Order ORD-55812 shipped on 3 May with DHL; the tracking "
+    "number is DHL-7731 and delivery takes 2 business days."
+}
 QUESTION = "Where is my order ORD-55812? Has it shipped?"
 
 
@@ -49,14 +51,26 @@ def config_dir(tmp_path: Path, monkeypatch) -> Path:
     for name in ("agents.yaml", "tasks.yaml"):
         shutil.copy(REPO / "config" / name, tmp_path / name)
     with (tmp_path / "agents.yaml").open("a") as out:
-        yaml.safe_dump({"order_desk": {"role": "Order desk clerk",
-                                       "goal": "Look up the orders the customer asks about.",
-                                       "backstory": "You answer from the order system only."}},
-                       out)
+        yaml.safe_dump(
+            {
+                "order_desk": {
+                    "role": "Order desk clerk",
+                    "goal": "Look up the orders the customer asks about.",
+                    "backstory": "You answer from the order system only.",
+                }
+            },
+            out,
+        )
     with (tmp_path / "tasks.yaml").open("a") as out:
-        yaml.safe_dump({"order_desk": {
-            "description": 'Look up any order the customer names in: "{message}"',
-            "expected_output": "The order's status."}}, out)
+        yaml.safe_dump(
+            {
+                "order_desk": {
+                    "description": 'Look up any order the customer names in: "{message}"',
+                    "expected_output": "The order's status.",
+                }
+            },
+            out,
+        )
     monkeypatch.setattr(agents.roles, "CONFIG_DIR", tmp_path)
     return tmp_path
 
@@ -67,8 +81,10 @@ def order_llm() -> ScriptedLLM:
             return {"name": "order_status", "arguments": {"order_id": "ORD-55812"}}
         return {"name": "search_knowledge_base", "arguments": {"queries": ["order status"]}}
 
-    return ScriptedLLM(model="scripted").script(tools=[tools], DraftAnswer=[
-        {"answer": "Order ORD-55812 shipped on 3 May with DHL.", "passage_ids": []}])
+    return ScriptedLLM(model="scripted").script(
+        tools=[tools],
+        DraftAnswer=[{"answer": "Order ORD-55812 shipped on 3 May with DHL.", "passage_ids": []}],
+    )
 
 
 def crewai_with_orders(config_dir: Path, llm, settings, example_kb) -> TurnRuntime:
@@ -92,21 +108,21 @@ def autogen_with_orders(config_dir: Path, llm, settings, example_kb) -> TurnRunt
 
     class OrdersEngine(AutoGenEngine):
         def evidence_agents(self, services):
-            return [ToolEvidenceAgent(services, "order_desk",
-                                      OrderStatusTool(turn=services.state))]
+            return [ToolEvidenceAgent(services, "order_desk", OrderStatusTool(turn=services.state))]
 
-    return TurnRuntime(model_roles(settings), QdrantRetriever(kb=example_kb),
-                       OrdersEngine(BaseLLMChatClient(llm), load_role_specs()),
-                       EvidenceScorer(example_kb.encoders, settings.evidence,
-                                      example_kb.term_statistics))
+    return TurnRuntime(
+        model_roles(settings),
+        QdrantRetriever(kb=example_kb),
+        OrdersEngine(BaseLLMChatClient(llm), load_role_specs()),
+        EvidenceScorer(example_kb.encoders, settings.evidence, example_kb.term_statistics),
+    )
 
 
 BUILDERS = {"crewai": crewai_with_orders, "autogen": autogen_with_orders}
 
 
 @pytest.mark.parametrize("engine", BUILDERS)
-def test_a_fifth_agent_adds_evidence_that_the_gates_check(config_dir, settings, example_kb,
-                                                         engine):
+def test_a_fifth_agent_adds_evidence_that_the_gates_check(config_dir, settings, example_kb, engine):
     llm = order_llm()
     runtime = BUILDERS[engine](config_dir, llm, settings, example_kb)
     result = ask(runtime, QUESTION, customer="c-100")
@@ -119,10 +135,10 @@ def test_a_fifth_agent_adds_evidence_that_the_gates_check(config_dir, settings, 
 
 
 @pytest.mark.parametrize("engine", BUILDERS)
-def test_the_fifth_agents_evidence_is_scoped_and_checked(config_dir, settings, example_kb,
-                                                        engine):
-    llm = order_llm().script(DraftAnswer=[{"answer": "Order ORD-55812 shipped on 9 June.",
-                                           "passage_ids": [1]}])
+def test_the_fifth_agents_evidence_is_scoped_and_checked(config_dir, settings, example_kb, engine):
+    llm = order_llm().script(
+        DraftAnswer=[{"answer": "Order ORD-55812 shipped on 9 June.", "passage_ids": [1]}]
+    )
     runtime = BUILDERS[engine](config_dir, llm, settings, example_kb)
     other = ask(runtime, QUESTION, customer="c-200")  # not this customer's order
     assert "orders/ORD-55812" not in [c.source_id for c in other.citations]
@@ -135,4 +151,3 @@ def test_the_fifth_agents_evidence_is_scoped_and_checked(config_dir, settings, e
 def test_the_default_crews_have_no_extra_agents():
     assert RetrieveCrew.evidence_agents() == []
     assert BASIC["access_level"] == "customer"
-

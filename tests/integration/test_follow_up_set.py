@@ -20,24 +20,28 @@ FLOOR = 0.85
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
-def test_follow_ups_are_answered_from_history_and_entity_memory(settings, example_kb, engine,
-                                                                tmp_path):
+def test_follow_ups_are_answered_from_history_and_entity_memory(settings, example_kb, engine, tmp_path):
     llm = ScriptedLLM(model="scripted")
     runtime = scripted_runtime(settings, example_kb, llm, engine=engine, roles="evidence")
     runtime.memory = MemoryStore(EdgeStore(tmp_path / "memory"), example_kb.encoders)
     runtime.memory.ensure()
-    lines = list(run_script(load_script(REPO / "examples" / "kickoff" / "follow-ups.yaml"),
-                            runtime))
-    follow_ups = [line for line in lines if line["turn_index"] == 1
-                  or line["conversation_id"].endswith("-returning")]
+    lines = list(run_script(load_script(REPO / "examples" / "kickoff" / "follow-ups.yaml"), runtime))
+    follow_ups = [
+        line
+        for line in lines
+        if line["turn_index"] == 1 or line["conversation_id"].endswith("-returning")
+    ]
     assert len(follow_ups) >= 20
     right = [line for line in follow_ups if not line["expect_failures"]]
     assert len(right) / len(follow_ups) >= FLOOR, [
-        (line["conversation_id"], line["expect_failures"]) for line in follow_ups
-        if line["expect_failures"]]
+        (line["conversation_id"], line["expect_failures"])
+        for line in follow_ups
+        if line["expect_failures"]
+    ]
     resolved = next(line for line in lines if line["conversation_id"] == "r1-returning")
-    assert "PAY-205" in " ".join(q for step in resolved["trace"]["steps"]
-                                 for q in step["detail"].get("queries", []))
+    assert "PAY-205" in " ".join(
+        q for step in resolved["trace"]["steps"] for q in step["detail"].get("queries", [])
+    )
     assert llm.seen == []
     answers = {(line["conversation_id"], line["turn_index"]): line["answer"] for line in lines}
     # the resolution finds the passage, the customer's own words pick its sentences

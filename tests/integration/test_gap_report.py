@@ -45,8 +45,12 @@ def seeded(settings, example_kb, tmp_path):
     ingest_paths(kb, [EXAMPLE_KB])
     memory, pilot = MemoryStore(store, kb.encoders), PilotStore(store, kb.encoders)
     for number, (tenant, customer, message, verdict) in enumerate(SEEDED):
-        memory.add_turn(Scope(customer, tenant), f"s{number}", 0,
-                        {"user": message, "status": "done", "verdict": verdict})
+        memory.add_turn(
+            Scope(customer, tenant),
+            f"s{number}",
+            0,
+            {"user": message, "status": "done", "verdict": verdict},
+        )
     pilot.add_feedback("acme", "s6", 0, "down", "did not help")  # the password answer
     yield kb, memory, pilot
     store.close()
@@ -54,8 +58,9 @@ def seeded(settings, example_kb, tmp_path):
 
 def test_unanswered_questions_are_grouped_by_meaning_with_the_nearest_article(seeded):
     kb, memory, pilot = seeded
-    report = tenant_gap_report(memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0,
-                               {"access_level": "internal"})
+    report = tenant_gap_report(
+        memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}
+    )
     assert report.questions == 6  # 5 unanswered + 1 rated down; globex and answers left out
     sizes = [c.size for c in report.clusters]
     assert sizes[0] == 3 and sorted(sizes) == [1, 2, 3]
@@ -78,17 +83,26 @@ def test_the_report_only_counts_turns_since(seeded):
 
 def test_the_service_serves_the_report_to_admin_keys_only(seeded, settings, tmp_path):
     kb = seeded[0]
-    keys = [ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin",
-                   slots={"access_level": "internal"}),
-            ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent")]
+    keys = [
+        ApiKey(
+            name="lead",
+            sha256=hash_key("lead-key"),
+            tenant="acme",
+            role="admin",
+            slots={"access_level": "internal"},
+        ),
+        ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
+    ]
     configured = with_api_keys(settings, *keys)
     runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=kb.store)
     with TestClient(create_app(configured, tmp_path, runtime)) as client:
         lead = {"Authorization": "Bearer lead-key"}
         report = client.get("/v1/reports/gaps", headers=lead).json()
         assert report["questions"] == 6 and report["clusters"][0]["size"] == 3
-        assert client.get("/v1/reports/gaps",
-                          headers={"Authorization": "Bearer ana-key"}).status_code == 403
+        assert (
+            client.get("/v1/reports/gaps", headers={"Authorization": "Bearer ana-key"}).status_code
+            == 403
+        )
         bad = client.get("/v1/reports/gaps?since=last-week", headers=lead)
         assert bad.status_code == 422 and "since 'last-week'" in bad.json()["error"]["message"]
 
@@ -123,13 +137,22 @@ def test_customer_text_reaches_the_leads_terminal_as_text(tmp_path, example_kb):
     runner, data, store = ingested_cli_store(tmp_path)
     try:
         memory = MemoryStore(store, example_kb.encoders)
-        memory.add_turn(Scope("c-1", "acme"), "s-hostile", 0, {
-            "user": "Why [/bold] is my [link=http://x.example]bill[/link] \x1b[2Jwrong\u202e?",
-            "status": "done", "verdict": "idk"})
+        memory.add_turn(
+            Scope("c-1", "acme"),
+            "s-hostile",
+            0,
+            {
+                "user": "Why [/bold] is my [link=http://x.example]bill[/link] \x1b[2Jwrong\u202e?",
+                "status": "done",
+                "verdict": "idk",
+            },
+        )
     finally:
         store.close()
-    for command in (["report", "gaps", "--tenant", "acme"],
-                    ["memory", "show", "--customer", "c-1", "--tenant", "acme"]):
+    for command in (
+        ["report", "gaps", "--tenant", "acme"],
+        ["memory", "show", "--customer", "c-1", "--tenant", "acme"],
+    ):
         result = runner.invoke(cli, ["--data-dir", str(data), *command])
         assert result.exit_code == 0, (command, result.output)
         assert "\x1b" not in result.output and "\u202e" not in result.output
@@ -137,21 +160,22 @@ def test_customer_text_reaches_the_leads_terminal_as_text(tmp_path, example_kb):
     assert "[/bold]" in report.output and "\\x1b[2J" in report.output
 
 
-def test_without_a_tenant_the_cli_names_the_tenants_instead_of_a_silent_zero(tmp_path,
-                                                                           example_kb):
+def test_without_a_tenant_the_cli_names_the_tenants_instead_of_a_silent_zero(tmp_path, example_kb):
     runner, data, store = ingested_cli_store(tmp_path)
     try:
         pilot = PilotStore(store, example_kb.encoders)
         for tenant in ("acme", "globex"):
             pilot.create_session(tenant, f"s-{tenant}", "c-1", "owner", {})
             MemoryStore(store, example_kb.encoders).add_turn(
-                Scope("c-1", tenant), f"s-{tenant}", 0,
-                {"user": "Can I pay in Japanese yen?", "status": "done", "verdict": "idk"})
+                Scope("c-1", tenant),
+                f"s-{tenant}",
+                0,
+                {"user": "Can I pay in Japanese yen?", "status": "done", "verdict": "idk"},
+            )
     finally:
         store.close()
     silent = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps"])
     assert silent.exit_code == 2
     assert "give --tenant" in silent.output and "acme, globex" in silent.output
-    named = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--tenant", "acme",
-                                "--json"])
+    named = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--tenant", "acme", "--json"])
     assert named.exit_code == 0 and json.loads(named.stdout)["questions"] == 1

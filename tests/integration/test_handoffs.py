@@ -20,17 +20,30 @@ pytestmark = pytest.mark.integration
 PUBLIC = {"access_level": "public", "tier": "basic"}
 KEYS = [
     ApiKey(name="widget", sha256=hash_key("widget-key"), tenant="acme", slots=PUBLIC),
-    ApiKey(name="backend", sha256=hash_key("backend-key"), tenant="acme", slots=PUBLIC,
-           trust_customer_id=True),
-    ApiKey(name="portal", sha256=hash_key("portal-key"), tenant="acme",
-           slots={"access_level": "customer", "tier": "enterprise"}),
+    ApiKey(
+        name="backend",
+        sha256=hash_key("backend-key"),
+        tenant="acme",
+        slots=PUBLIC,
+        trust_customer_id=True,
+    ),
+    ApiKey(
+        name="portal",
+        sha256=hash_key("portal-key"),
+        tenant="acme",
+        slots={"access_level": "customer", "tier": "enterprise"},
+    ),
     ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
     ApiKey(name="ben", sha256=hash_key("ben-key"), tenant="acme", role="agent"),
-    ApiKey(name="senior", sha256=hash_key("senior-key"), tenant="acme", role="agent",
-           slots={"access_level": "internal", "tier": "enterprise"}),
+    ApiKey(
+        name="senior",
+        sha256=hash_key("senior-key"),
+        tenant="acme",
+        role="agent",
+        slots={"access_level": "internal", "tier": "enterprise"},
+    ),
     ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
-    ApiKey(name="globex-agent", sha256=hash_key("globex-agent-key"), tenant="globex",
-           role="agent"),
+    ApiKey(name="globex-agent", sha256=hash_key("globex-agent-key"), tenant="globex", role="agent"),
 ]
 
 
@@ -40,8 +53,10 @@ def auth(name: str) -> dict[str, str]:
 
 @pytest.fixture
 def pilot(settings, example_kb, tmp_path):
-    with pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS) as (app, _), \
-            TestClient(app) as client:
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS) as (app, _),
+        TestClient(app) as client,
+    ):
         yield client, app.state.pilot
 
 
@@ -52,8 +67,9 @@ def post(client, path, key, **body):
 def answered_session(client, customer: str) -> str:
     """A new session of ``customer`` (the backend key) whose first question was answered."""
     session = post(client, "/v1/sessions", "backend", customer_id=customer).json()["session_id"]
-    first = post(client, f"/v1/sessions/{session}/messages", "backend",
-                 message="How long does a refund take?")
+    first = post(
+        client, f"/v1/sessions/{session}/messages", "backend", message="How long does a refund take?"
+    )
     assert first.json()["verdict"] == "answered"
     return session
 
@@ -61,10 +77,18 @@ def answered_session(client, customer: str) -> str:
 def test_a_hand_off_round_trip_through_the_service(pilot):
     client, _ = pilot
     session = answered_session(client, "c-77")
-    assert post(client, f"/v1/sessions/{session}/handoff", "backend",
-                reason="refund still missing").status_code == 200
-    later = post(client, f"/v1/sessions/{session}/messages", "backend",
-                 message="Order ORD-55812 has had no refund for three weeks.").json()
+    assert (
+        post(
+            client, f"/v1/sessions/{session}/handoff", "backend", reason="refund still missing"
+        ).status_code
+        == 200
+    )
+    later = post(
+        client,
+        f"/v1/sessions/{session}/messages",
+        "backend",
+        message="Order ORD-55812 has had no refund for three weeks.",
+    ).json()
     assert later["verdict"] == "handoff" and later["turn_index"] == 1
 
     page = client.get("/v1/handoffs", headers=auth("ana")).json()
@@ -79,12 +103,18 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
     assert {"type": "order", "value": "ORD-55812"}.items() <= whole["entities"][0].items()
 
     assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
-    reply = post(client, f"/v1/sessions/{session}/agent-messages", "ana",
-                 message="I have re-sent the refund; it arrives in 2 days.")
+    reply = post(
+        client,
+        f"/v1/sessions/{session}/agent-messages",
+        "ana",
+        message="I have re-sent the refund; it arrives in 2 days.",
+    )
     assert reply.status_code == 201 and reply.json()["turn_index"] == 2
     seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()["turns"]
     assert (seen[-1]["from"], seen[-1]["answer"]) == (
-        "agent", "I have re-sent the refund; it arrives in 2 days.")
+        "agent",
+        "I have re-sent the refund; it arrives in 2 days.",
+    )
 
     resolved = post(client, f"/v1/sessions/{session}/resolve", "ana", note="refund re-sent")
     assert resolved.json()["remembered"] is True
@@ -104,29 +134,37 @@ def test_staff_routes_need_a_staff_key_of_the_same_tenant(pilot):
     post(client, f"/v1/sessions/{session}/handoff", "widget")
     refused = client.get("/v1/handoffs", headers=auth("widget"))
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "wrong_role"
-    assert post(client, f"/v1/sessions/{session}/agent-messages", "widget",
-                message="hi").status_code == 403
+    assert (
+        post(client, f"/v1/sessions/{session}/agent-messages", "widget", message="hi").status_code == 403
+    )
     assert post(client, "/v1/sessions", "ana").status_code == 403  # staff do not chat
     assert client.get("/v1/handoffs", headers=auth("globex-agent")).json()["handoffs"] == []
-    assert post(client, f"/v1/sessions/{session}/agent-messages", "globex-agent",
-                message="hi").status_code == 404
-    assert post(client, f"/v1/sessions/{session}/resolve", "globex-agent",
-                note="x").status_code == 404
+    assert (
+        post(client, f"/v1/sessions/{session}/agent-messages", "globex-agent", message="hi").status_code
+        == 404
+    )
+    assert post(client, f"/v1/sessions/{session}/resolve", "globex-agent", note="x").status_code == 404
     assert post(client, f"/v1/handoffs/{session}/take", "globex-agent").status_code == 404
     assert client.get(f"/v1/handoffs/{session}", headers=auth("globex-agent")).status_code == 404
     assert len(client.get("/v1/handoffs", headers=auth("lead")).json()["handoffs"]) == 1
 
 
-@pytest.mark.parametrize(("path", "body"), [
-    ("agent-messages", {"message": "   "}), ("agent-messages", {}),
-    ("resolve", {"note": ""}), ("resolve", {"note": "x", "extra": 1}),
-    ("agent-messages", {"message": "refund sent\x00"}),
-    ("agent-messages", {"message": "\x1b[2J\x1b[31mrefund sent"}),
-    ("agent-messages", {"message": "refund \x9b sent"}),
-    ("agent-messages", {"message": "refund \u202esent"}),
-    ("agent-messages", {"message": "\u200b\u200b \ufeff"}),
-    ("resolve", {"note": "done\x07"}), ("resolve", {"note": "\u200b"}),
-])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("agent-messages", {"message": "   "}),
+        ("agent-messages", {}),
+        ("resolve", {"note": ""}),
+        ("resolve", {"note": "x", "extra": 1}),
+        ("agent-messages", {"message": "refund sent\x00"}),
+        ("agent-messages", {"message": "\x1b[2J\x1b[31mrefund sent"}),
+        ("agent-messages", {"message": "refund \x9b sent"}),
+        ("agent-messages", {"message": "refund \u202esent"}),
+        ("agent-messages", {"message": "\u200b\u200b \ufeff"}),
+        ("resolve", {"note": "done\x07"}),
+        ("resolve", {"note": "\u200b"}),
+    ],
+)
 def test_bad_staff_requests_are_named_and_store_nothing(pilot, path, body):
     client, _ = pilot
     session = post(client, "/v1/sessions", "widget").json()["session_id"]
@@ -144,16 +182,16 @@ def test_a_person_taking_the_conversation_stops_the_assistant(pilot):
     assert refused.status_code == 409  # not taken: nobody replies over the assistant
     assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
     post(client, f"/v1/sessions/{session}/agent-messages", "ana", message="Hello, I am Ana.")
-    later = post(client, f"/v1/sessions/{session}/messages", "widget",
-                 message="How long does a refund take?").json()
+    later = post(
+        client, f"/v1/sessions/{session}/messages", "widget", message="How long does a refund take?"
+    ).json()
     assert later["verdict"] == "handoff"  # the assistant no longer answers over a person
 
 
 def test_idle_sessions_are_remembered_once(pilot):
     client, pilot_context = pilot
     session = post(client, "/v1/sessions", "backend", customer_id="c-9").json()["session_id"]
-    post(client, f"/v1/sessions/{session}/messages", "backend",
-         message="How long does a refund take?")
+    post(client, f"/v1/sessions/{session}/messages", "backend", message="How long does a refund take?")
     memory = pilot_context.runtime.memory
     last = max(t["ts"] for t in memory.session_turns(Scope("c-9", "acme"), session))
     minutes = pilot_context.settings.pilot.idle_close_minutes
@@ -169,29 +207,34 @@ def sessions_read(memory, monkeypatch) -> list[str]:
     """The ids of the sessions whose turns are read from now on."""
     read: list[str] = []
     session_turns = memory.session_turns
-    monkeypatch.setattr(memory, "session_turns",
-                        lambda scope, session_id: read.append(session_id) or
-                        session_turns(scope, session_id))
+    monkeypatch.setattr(
+        memory,
+        "session_turns",
+        lambda scope, session_id: read.append(session_id) or session_turns(scope, session_id),
+    )
     return read
 
 
-def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_written(pilot,
-                                                                                 monkeypatch):
+def test_the_idle_sweep_reads_only_sessions_active_since_their_memory_was_written(pilot, monkeypatch):
     client, pilot_context = pilot
     memory = pilot_context.runtime.memory
-    sessions = [post(client, "/v1/sessions", "backend", customer_id=f"c-{n}").json()["session_id"]
-                for n in range(3)]
+    sessions = [
+        post(client, "/v1/sessions", "backend", customer_id=f"c-{n}").json()["session_id"]
+        for n in range(3)
+    ]
     for session in sessions:
-        post(client, f"/v1/sessions/{session}/messages", "backend",
-             message="How long does a refund take?")
+        post(
+            client, f"/v1/sessions/{session}/messages", "backend", message="How long does a refund take?"
+        )
     minutes = pilot_context.settings.pilot.idle_close_minutes
     quiet = time.time() + minutes * 60 + 1
     assert sorted(close_idle_sessions(pilot_context, now=quiet)) == sorted(sessions)
     read = sessions_read(memory, monkeypatch)
     assert close_idle_sessions(pilot_context, now=quiet + 60) == []
     assert read == []  # remembered and quiet: no session's turns are read again
-    post(client, f"/v1/sessions/{sessions[1]}/messages", "backend",
-         message="And to PayPal?")  # a new spell for this session only
+    post(
+        client, f"/v1/sessions/{sessions[1]}/messages", "backend", message="And to PayPal?"
+    )  # a new spell for this session only
     again = time.time() + minutes * 60 + 1
     assert close_idle_sessions(pilot_context, now=again) == [sessions[1]]
     assert set(read) == {sessions[1]}
@@ -202,10 +245,12 @@ def test_a_resolved_session_cannot_be_reopened_or_rated_by_the_customer(pilot):
     message and feedback afterwards all get 409 and the session stays resolved."""
     client, app_pilot = pilot
     session = answered_session(client, "c-78")
-    assert post(client, f"/v1/sessions/{session}/resolve", "ana",
-                note="answered").status_code == 200
-    for path, body in (("handoff", {"reason": "again"}), ("messages", {"message": "hi"}),
-                       ("feedback", {"turn_index": 0, "rating": "down"})):
+    assert post(client, f"/v1/sessions/{session}/resolve", "ana", note="answered").status_code == 200
+    for path, body in (
+        ("handoff", {"reason": "again"}),
+        ("messages", {"message": "hi"}),
+        ("feedback", {"turn_index": 0, "rating": "down"}),
+    ):
         refused = post(client, f"/v1/sessions/{session}/{path}", "backend", **body)
         assert refused.status_code == 409, (path, refused.json())
         assert refused.json()["error"]["code"] == "session_resolved"
@@ -219,8 +264,12 @@ def test_the_customers_view_of_a_session_holds_no_staff_internal_fields(pilot):
     session = post(client, "/v1/sessions", "backend", customer_id="c-79").json()["session_id"]
     post(client, f"/v1/sessions/{session}/handoff", "backend", reason="please call")
     post(client, f"/v1/handoffs/{session}/take", "ana")
-    assert post(client, f"/v1/sessions/{session}/agent-messages", "ana",
-                message="Calling you now.").status_code == 201
+    assert (
+        post(
+            client, f"/v1/sessions/{session}/agent-messages", "ana", message="Calling you now."
+        ).status_code
+        == 201
+    )
     post(client, f"/v1/sessions/{session}/resolve", "ana", note="internal: VIP, refunded")
     seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()
     assert seen["session"]["status"] == "resolved"
@@ -259,9 +308,11 @@ def test_one_person_has_a_conversation_and_an_admin_can_reassign_it(pilot):
     assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
     [row] = client.get("/v1/handoffs", headers=auth("ben")).json()["handoffs"]
     assert row["session"]["taken_by"] == "ana"  # others see who has it
-    for path, body in (("handoffs/{s}/take", {}), ("sessions/{s}/agent-messages",
-                                                   {"message": "Ben here"}),
-                       ("sessions/{s}/resolve", {"note": "done"})):
+    for path, body in (
+        ("handoffs/{s}/take", {}),
+        ("sessions/{s}/agent-messages", {"message": "Ben here"}),
+        ("sessions/{s}/resolve", {"note": "done"}),
+    ):
         refused = post(client, "/v1/" + path.format(s=session), "ben", **body)
         assert refused.status_code == 409 and refused.json()["error"]["code"] == "taken", path
     assert client.get(f"/v1/handoffs/{session}", headers=auth("ben")).status_code == 403
@@ -269,10 +320,14 @@ def test_one_person_has_a_conversation_and_an_admin_can_reassign_it(pilot):
     unknown = post(client, f"/v1/handoffs/{session}/assign", "lead", agent="nobody")
     assert unknown.status_code == 422 and "nobody" in unknown.json()["error"]["message"]
     assert post(client, f"/v1/handoffs/{session}/assign", "lead", agent="ben").status_code == 200
-    assert post(client, f"/v1/sessions/{session}/agent-messages", "ben",
-                message="Ben here").status_code == 201
-    assert post(client, f"/v1/sessions/{session}/agent-messages", "ana",
-                message="Ana here").status_code == 409
+    assert (
+        post(client, f"/v1/sessions/{session}/agent-messages", "ben", message="Ben here").status_code
+        == 201
+    )
+    assert (
+        post(client, f"/v1/sessions/{session}/agent-messages", "ana", message="Ana here").status_code
+        == 409
+    )
 
 
 def test_the_queue_comes_a_page_at_a_time_oldest_first_and_polls_cheaply(pilot):
@@ -282,8 +337,9 @@ def test_the_queue_comes_a_page_at_a_time_oldest_first_and_polls_cheaply(pilot):
     page = first.json()
     assert (page["total"], len(page["handoffs"])) == (5, 2)
     later = client.get("/v1/handoffs?limit=2&offset=4", headers=auth("ana")).json()
-    assert [r["session"]["session_id"] for r in page["handoffs"] + later["handoffs"]] == \
-        sessions[:2] + sessions[4:]
+    assert [r["session"]["session_id"] for r in page["handoffs"] + later["handoffs"]] == sessions[
+        :2
+    ] + sessions[4:]
     etag = first.headers["etag"]
     same = client.get("/v1/handoffs?limit=2", headers={**auth("ana"), "If-None-Match": etag})
     assert same.status_code == 304 and same.content == b""
@@ -300,8 +356,12 @@ def test_an_agent_reads_only_what_their_keys_slots_allow(pilot):
     articles sees the conversation with that answer withheld, a senior agent sees it."""
     client, _ = pilot
     session = post(client, "/v1/sessions", "portal").json()["session_id"]
-    answer = post(client, f"/v1/sessions/{session}/messages", "portal",
-                  message="How do I change the email address of my account?").json()
+    answer = post(
+        client,
+        f"/v1/sessions/{session}/messages",
+        "portal",
+        message="How do I change the email address of my account?",
+    ).json()
     assert answer["verdict"] == "answered", answer
     assert answer["citations"][0]["source_id"] == "accounts/change-email.md"
     post(client, f"/v1/sessions/{session}/handoff", "portal")
@@ -326,8 +386,12 @@ def test_concurrent_resolves_apply_once(pilot):
     client, app_pilot = pilot
     session = handed_off(client)
     with ThreadPoolExecutor(6) as pool:
-        answers = list(pool.map(lambda n: post(client, f"/v1/sessions/{session}/resolve",
-                                               "lead", note=f"note {n}"), range(6)))
+        answers = list(
+            pool.map(
+                lambda n: post(client, f"/v1/sessions/{session}/resolve", "lead", note=f"note {n}"),
+                range(6),
+            )
+        )
     won = [a for a in answers if a.status_code == 200]
     assert len(won) == 1, [a.status_code for a in answers]
     assert {a.status_code for a in answers} == {200, 409}
@@ -342,12 +406,13 @@ def test_a_hand_off_turn_finishing_after_a_resolve_leaves_it_resolved(pilot):
 
     client, app_pilot = pilot
     session = answered_session(client, "c-81")
-    request = TurnRequest(session_id=session, customer_id="c-81", message="a person please",
-                          slots={"tenant": "acme"})
-    assert post(client, f"/v1/sessions/{session}/resolve", "lead", note="called").status_code \
-        == 200
-    hand_off_after_turn(app_pilot, request, TurnResult(session_id=session, answer="",
-                                                       verdict="handoff", handoff=True))
+    request = TurnRequest(
+        session_id=session, customer_id="c-81", message="a person please", slots={"tenant": "acme"}
+    )
+    assert post(client, f"/v1/sessions/{session}/resolve", "lead", note="called").status_code == 200
+    hand_off_after_turn(
+        app_pilot, request, TurnResult(session_id=session, answer="", verdict="handoff", handoff=True)
+    )
     header = app_pilot.store.session("acme", session)
     assert (header["status"], header["resolution"]) == ("resolved", "called")
     assert client.get("/v1/handoffs", headers=auth("ana")).json()["total"] == 0
@@ -369,12 +434,11 @@ def test_a_stale_writer_never_writes_an_old_header_back(pilot):
 
     racing = handed_off(client)
     post(client, f"/v1/handoffs/{racing}/take", "ana")
-    calls = [("agent-messages", {"message": f"reply {n}"}) for n in range(8)] + \
-        [("resolve", {"note": "racing"})]
+    calls = [("agent-messages", {"message": f"reply {n}"}) for n in range(8)] + [
+        ("resolve", {"note": "racing"})
+    ]
     with ThreadPoolExecutor(4) as pool:
-        list(pool.map(lambda c: post(client, f"/v1/sessions/{racing}/{c[0]}", "ana", **c[1]),
-                      calls))
+        list(pool.map(lambda c: post(client, f"/v1/sessions/{racing}/{c[0]}", "ana", **c[1]), calls))
     header = app_pilot.store.session("acme", racing)
     assert (header["status"], header["resolution"]) == ("resolved", "racing")
-    assert post(client, f"/v1/sessions/{racing}/messages", "widget",
-                message="hello?").status_code == 409
+    assert post(client, f"/v1/sessions/{racing}/messages", "widget", message="hello?").status_code == 409

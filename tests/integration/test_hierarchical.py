@@ -31,8 +31,7 @@ def test_crewai_manager_that_delegates_right_owns_the_turn(settings, example_kb)
     assert {"reformulator", "retriever", "judge", "responder"} <= set(calls)
 
 
-def test_crewai_manager_that_gives_the_search_to_the_wrong_coworker_falls_back(settings,
-                                                                                example_kb):
+def test_crewai_manager_that_gives_the_search_to_the_wrong_coworker_falls_back(settings, example_kb):
     llm = managed_crew_llm(delegate={"Knowledge base retriever": "Evidence judge"})
     result = ask(crewai_manager(settings, example_kb, llm), QUESTION)
     [manage] = steps(result, "manage")
@@ -45,8 +44,7 @@ def test_crewai_manager_that_gives_the_search_to_the_wrong_coworker_falls_back(s
     assert {"manager", "retriever", "responder"} <= set(roles(result))
 
 
-def test_crewai_manager_whose_draft_the_evidence_does_not_support_falls_back(settings,
-                                                                             example_kb):
+def test_crewai_manager_whose_draft_the_evidence_does_not_support_falls_back(settings, example_kb):
     llm = managed_crew_llm(draft="Refunds take 90 days and cost a $50 fee.")
     result = ask(crewai_manager(settings, example_kb, llm), QUESTION)
     check = steps(result, "manager_check")[0].detail
@@ -55,8 +53,9 @@ def test_crewai_manager_whose_draft_the_evidence_does_not_support_falls_back(set
 
 
 def test_crewai_manager_exception_falls_back_with_the_reason(settings, example_kb):
-    llm = ScriptedLLM(model="scripted").script(tools=["{{{ not a call"], DraftAnswer=[
-        {"answer": REFUND}])
+    llm = ScriptedLLM(model="scripted").script(
+        tools=["{{{ not a call"], DraftAnswer=[{"answer": REFUND}]
+    )
     result = ask(crewai_manager(settings, example_kb, llm), QUESTION)
     check = steps(result, "manager_check")[0].detail
     assert check["accepted"] is False
@@ -66,11 +65,15 @@ def test_crewai_manager_exception_falls_back_with_the_reason(settings, example_k
 
 def selector(settings, example_kb, choice, turn_settings=None):
     llm = ScriptedLLM(model="scripted").script(
-        text=[choice], tools=[SEARCH], Reformulation=[{"standalone_query": "refund time"}],
+        text=[choice],
+        tools=[SEARCH],
+        Reformulation=[{"standalone_query": "refund time"}],
         Judgement=[{"verdict": "sufficient", "reason": "ok"}],
-        DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}])
-    return scripted_runtime(turn_settings or settings, example_kb, llm, engine="autogen",
-                            process="hierarchical")
+        DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}],
+    )
+    return scripted_runtime(
+        turn_settings or settings, example_kb, llm, engine="autogen", process="hierarchical"
+    )
 
 
 def test_selector_follows_evidence_without_asking_the_model_when_it_can(settings, example_kb):
@@ -82,8 +85,7 @@ def test_selector_follows_evidence_without_asking_the_model_when_it_can(settings
 def test_selector_lets_the_model_choose_only_when_evidence_is_undecided(settings, example_kb):
     result = ask(selector(settings, example_kb, "judge", undecided(settings)), QUESTION)
     assert roles(result) == ["retriever", "selector", "judge", "responder"]
-    assert "selector: the model picked judge among ['judge', 'reformulator']" in \
-        result.trace.notes
+    assert "selector: the model picked judge among ['judge', 'reformulator']" in result.trace.notes
     assert steps(result, "judge_gate")[0].detail["route"] == "answer"
 
 
@@ -98,19 +100,22 @@ def test_selector_model_choosing_a_new_query_runs_another_round(settings, exampl
 
 def test_selector_model_picking_out_of_turn_is_traced_and_corrected(settings, example_kb):
     result = ask(selector(settings, example_kb, "responder", undecided(settings)), QUESTION)
-    assert "responder was picked out of turn (route 'ask_judge'); it did nothing" in \
-        result.trace.notes
-    assert any(n.startswith("selector: responder spoke") and n.endswith("corrected to judge")
-               for n in result.trace.notes)
+    assert "responder was picked out of turn (route 'ask_judge'); it did nothing" in result.trace.notes
+    assert any(
+        n.startswith("selector: responder spoke") and n.endswith("corrected to judge")
+        for n in result.trace.notes
+    )
     assert roles(result) == ["retriever", "selector", "judge", "responder"]
     assert result.verdict == "answered"
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 def test_hierarchical_unanswerable_question_is_still_refused(settings, example_kb, engine):
-    llm = managed_crew_llm() if engine == "crewai" else ScriptedLLM(model="scripted").script(
-        tools=[SEARCH], text=["judge"])
-    runtime = scripted_runtime(settings, example_kb, llm, engine=engine,
-                               process="hierarchical")
+    llm = (
+        managed_crew_llm()
+        if engine == "crewai"
+        else ScriptedLLM(model="scripted").script(tools=[SEARCH], text=["judge"])
+    )
+    runtime = scripted_runtime(settings, example_kb, llm, engine=engine, process="hierarchical")
     result = ask(runtime, "Do you offer a student discount?", slots=BASIC)
     assert result.verdict == "idk" and not result.citations

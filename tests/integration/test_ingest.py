@@ -61,15 +61,24 @@ def test_a_changed_file_replaces_its_old_chunks(workspace):
     kb, files = workspace
     ingest_paths(kb, [files])
     path = files / "billing" / "refunds.md"
-    path.write_text(path.read_text().split("## Who can get a refund?")[0]
-                    + "Refunds now take 3 business days.\n", encoding="utf-8")
+    path.write_text(
+        path.read_text().split("## Who can get a refund?")[0] + "Refunds now take 3 business days.\n",
+        encoding="utf-8",
+    )
     report = ingest_paths(kb, [files])
     assert (report.replaced, report.unchanged) == (1, 2)
     texts = chunk_texts(kb, "billing/refunds.md")
     joined = " ".join(texts)
     assert "3 business days" in joined and "Partial refunds" not in joined
-    assert len({r.payload["content_hash"] for r in kb.store.scroll(
-        kb.collection, Match("source_id", ("billing/refunds.md",)))}) == 1
+    assert (
+        len(
+            {
+                r.payload["content_hash"]
+                for r in kb.store.scroll(kb.collection, Match("source_id", ("billing/refunds.md",)))
+            }
+        )
+        == 1
+    )
 
 
 def test_prune_removes_documents_whose_file_is_gone(workspace):
@@ -136,15 +145,19 @@ def test_both_backends_rank_the_example_kb_alike(settings, tmp_path, example_kb)
     from storage.qdrant.server_store import ServerStore
     from storage.retrieval.retriever import QdrantRetriever
 
-    server_kb = KnowledgeBase(settings, ServerStore(client=QdrantClient(path=str(tmp_path / "q"))),
-                              encoders=example_kb.encoders)
+    server_kb = KnowledgeBase(
+        settings,
+        ServerStore(client=QdrantClient(path=str(tmp_path / "q"))),
+        encoders=example_kb.encoders,
+    )
     ingest_paths(server_kb, [EXAMPLE_KB])
     slots = {"tier": "enterprise", "access_level": "customer"}
     for query in ("How long does a refund take?", "SAML setup", "API rate limits"):
         edge = QdrantRetriever(kb=example_kb).search_queries([query], slots, top_k=3)
         server = QdrantRetriever(kb=server_kb).search_queries([query], slots, top_k=3)
         assert [r.metadata["chunk_id"] for r in edge.results] == [
-            r.metadata["chunk_id"] for r in server.results]
+            r.metadata["chunk_id"] for r in server.results
+        ]
     server_kb.close()
 
 
@@ -163,8 +176,10 @@ def test_one_tenants_documents_never_move_the_shared_term_statistics(workspace):
     shared = kb.term_statistics()
     private = kb_files / "globex" / "runbook.md"
     private.parent.mkdir()
-    private.write_text("---\ntitle: Zorblax override\ntenant: globex\naccess: internal\n---\n"
-                       "The zorblax override refunds a quokka invoice at once.\n")
+    private.write_text(
+        "---\ntitle: Zorblax override\ntenant: globex\naccess: internal\n---\n"
+        "The zorblax override refunds a quokka invoice at once.\n"
+    )
     report = ingest_paths(kb, [kb_files])
     assert not report.skipped
     assert kb.term_statistics() == shared  # the gate of another tenant does not move

@@ -21,8 +21,9 @@ def test_the_shipped_model_is_re_encoded_once_and_loads(tmp_path):
     assert list(target.parent.iterdir()) == [target]  # no partial file left
     assert requantize_q8(source, target) == target and target.stat().st_mtime_ns == written
     llama = Llama(model_path=str(target), n_ctx=256, verbose=False)
-    reply = llama.create_chat_completion([{"role": "user", "content": "Say hello."}],
-                                         temperature=0, max_tokens=8)
+    reply = llama.create_chat_completion(
+        [{"role": "user", "content": "Say hello."}], temperature=0, max_tokens=8
+    )
     assert reply["choices"][0]["message"]["content"].strip()
 
 

@@ -71,8 +71,11 @@ def test_concurrent_writers_lose_no_records(memory):
         try:
             for turn in range(10):
                 memory.add_turn(scope, f"s{worker}", turn, {"user": f"{worker}/{turn}"})
-                memory.upsert_entities(scope, [Entity("order", f"ORD-{worker}{turn:02d}"),
-                                               Entity("plan", "pro")], f"s{worker}#{turn}")
+                memory.upsert_entities(
+                    scope,
+                    [Entity("order", f"ORD-{worker}{turn:02d}"), Entity("plan", "pro")],
+                    f"s{worker}#{turn}",
+                )
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -94,8 +97,7 @@ def test_memory_survives_a_restart(tmp_path, example_kb):
     MemoryStore(store, example_kb.encoders).remember(Scope("c-1"), "s", "sum", "res", ["a.md"])
     store.close()
     store = EdgeStore(tmp_path / "m")
-    assert MemoryStore(store, example_kb.encoders).recall(Scope("c-1"), "sum")[0].summary == (
-        "sum")
+    assert MemoryStore(store, example_kb.encoders).recall(Scope("c-1"), "sum")[0].summary == ("sum")
     store.close()
 
 
@@ -115,9 +117,11 @@ for turn in range(10):
 """
 
 
-@pytest.mark.skipif(not __import__("os").environ.get("QDRANT_URL"),
-                    reason="several processes share memory only through a Qdrant server "
-                           "(set QDRANT_URL); embedded stores are single-process by design")
+@pytest.mark.skipif(
+    not __import__("os").environ.get("QDRANT_URL"),
+    reason="several processes share memory only through a Qdrant server "
+    "(set QDRANT_URL); embedded stores are single-process by design",
+)
 def test_several_processes_write_through_a_server_without_loss(example_kb):
     import os
     import subprocess
@@ -128,9 +132,13 @@ def test_several_processes_write_through_a_server_without_loss(example_kb):
     store = ServerStore(url=os.environ["QDRANT_URL"], api_key=os.environ.get("QDRANT_API_KEY"))
     memory = MemoryStore(store, example_kb.encoders)
     memory.forget(Scope("c-multi"))
-    workers = [subprocess.Popen([sys.executable, "-c", WRITER, str(w)],
-                                cwd=str(__import__("pathlib").Path(__file__).parents[2]))
-               for w in range(4)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(w)],
+            cwd=str(__import__("pathlib").Path(__file__).parents[2]),
+        )
+        for w in range(4)
+    ]
     assert all(w.wait(timeout=300) == 0 for w in workers)
     assert len(memory.export(Scope("c-multi"))["sessions"]) == 40
     memory.forget(Scope("c-multi"))

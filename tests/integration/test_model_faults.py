@@ -60,8 +60,13 @@ class Faulty(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                 "choices": [{"index": 0, "delta": {"content": "and "}, "finish_reason": None}]}
+        chunk = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "and "}, "finish_reason": None}],
+        }
         try:
             for _ in range(600):
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -88,18 +93,27 @@ def server():
 
 def runtime_for(settings, example_kb, engine: str, base_url: str) -> TurnRuntime:
     remote = LlmSettings(provider="openai/m", base_url=base_url)
-    return remote_runtime(settings.model_copy(update={"turn_timeout_s": TIMEOUT_S}), example_kb,
-                          remote, build_llm(remote, check=False), engine)
+    return remote_runtime(
+        settings.model_copy(update={"turn_timeout_s": TIMEOUT_S}),
+        example_kb,
+        remote,
+        build_llm(remote, check=False),
+        engine,
+    )
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 @pytest.mark.parametrize("mode", ["down", "hang", "500", "garbage"])
-def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(server, settings, example_kb,
-                                                                  engine, mode, monkeypatch):
+def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(
+    server, settings, example_kb, engine, mode, monkeypatch
+):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server needs none
     Faulty.mode = mode
-    url = (f"http://127.0.0.1:{free_port()}/v1" if mode == "down"
-           else f"http://127.0.0.1:{server.server_address[1]}/v1")
+    url = (
+        f"http://127.0.0.1:{free_port()}/v1"
+        if mode == "down"
+        else f"http://127.0.0.1:{server.server_address[1]}/v1"
+    )
     result = ask_refund(runtime_for(settings, example_kb, engine, url))
     assert result.verdict == "answered", result.trace.notes
     assert REFUND in result.answer
@@ -115,7 +129,8 @@ def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(server, settin
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 def test_a_reply_still_streaming_at_the_deadline_is_cut_and_its_stream_closed(
-        server, settings, example_kb, engine, monkeypatch):
+    server, settings, example_kb, engine, monkeypatch
+):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     Faulty.mode = "endless_stream"
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -14,20 +14,20 @@ from storage.memory import Scope
 from tests.helpers import pilot_over_own_store
 
 pytestmark = pytest.mark.integration
-TIGHT = PilotLimits(sessions="3/minute", handoffs="1/hour", message_bytes="120/day",
-                    waiting_messages=2)
-KEYS = [ApiKey(name="flood", sha256=hash_key("flood-key"), tenant="acme",
-               trust_customer_id=True),
-        ApiKey(name="calm", sha256=hash_key("calm-key"), tenant="acme",
-               trust_customer_id=True)]
+TIGHT = PilotLimits(sessions="3/minute", handoffs="1/hour", message_bytes="120/day", waiting_messages=2)
+KEYS = [
+    ApiKey(name="flood", sha256=hash_key("flood-key"), tenant="acme", trust_customer_id=True),
+    ApiKey(name="calm", sha256=hash_key("calm-key"), tenant="acme", trust_customer_id=True),
+]
 
 
 @pytest.fixture
 def pilot(settings, example_kb, tmp_path):
-    tight = settings.model_copy(update={"pilot": settings.pilot.model_copy(
-        update={"limits": TIGHT})})
-    with pilot_over_own_store(tight, example_kb, tmp_path / "data", *KEYS) as (app, _), \
-            TestClient(app) as client:
+    tight = settings.model_copy(update={"pilot": settings.pilot.model_copy(update={"limits": TIGHT})})
+    with (
+        pilot_over_own_store(tight, example_kb, tmp_path / "data", *KEYS) as (app, _),
+        TestClient(app) as client,
+    ):
         yield client, app.state.pilot
 
 
@@ -52,17 +52,19 @@ def test_new_sessions_per_key_are_limited_and_other_keys_go_on(pilot):
 
 def test_hand_offs_and_message_bytes_are_limited_and_refused_messages_not_stored(pilot):
     client, app_pilot = pilot
-    first, second = (post(client, "/v1/sessions", "flood", customer_id=f"c-{n}").json()
-                     ["session_id"] for n in range(2))
+    first, second = (
+        post(client, "/v1/sessions", "flood", customer_id=f"c-{n}").json()["session_id"]
+        for n in range(2)
+    )
     assert post(client, f"/v1/sessions/{first}/handoff", "flood").status_code == 200
     assert post(client, f"/v1/sessions/{first}/handoff", "flood").status_code == 200  # again
     assert_limited(post(client, f"/v1/sessions/{second}/handoff", "flood"), "handoffs")
     assert app_pilot.store.session("acme", second)["status"] == "open"
 
-    assert post(client, f"/v1/sessions/{second}/messages", "flood",
-                message="x" * 100).status_code == 200
-    assert_limited(post(client, f"/v1/sessions/{second}/messages", "flood",
-                        message="y" * 40), "message_bytes")
+    assert post(client, f"/v1/sessions/{second}/messages", "flood", message="x" * 100).status_code == 200
+    assert_limited(
+        post(client, f"/v1/sessions/{second}/messages", "flood", message="y" * 40), "message_bytes"
+    )
     turns = app_pilot.runtime.memory.session_turns(Scope("c-1", "acme"), second)
     assert [t["user"][0] for t in turns] == ["x"]
 
@@ -72,8 +74,10 @@ def test_messages_waiting_for_a_person_are_capped_per_session(pilot):
     session = post(client, "/v1/sessions", "calm", customer_id="c-w").json()["session_id"]
     post(client, f"/v1/sessions/{session}/handoff", "calm")
     for text in ("one", "two"):
-        assert post(client, f"/v1/sessions/{session}/messages", "calm",
-                    message=text).json()["verdict"] == "handoff"
+        assert (
+            post(client, f"/v1/sessions/{session}/messages", "calm", message=text).json()["verdict"]
+            == "handoff"
+        )
     refused = post(client, f"/v1/sessions/{session}/messages", "calm", message="three")
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_waiting"
     turns = app_pilot.runtime.memory.session_turns(Scope("c-w", "acme"), session)
@@ -89,9 +93,15 @@ def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
     assert counters.get_expiry("probe") > 0
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("sessions", "lots"), ("handoffs", "10/fortnight"), ("message_bytes", "0/day"),
-    ("waiting_messages", 0)])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sessions", "lots"),
+        ("handoffs", "10/fortnight"),
+        ("message_bytes", "0/day"),
+        ("waiting_messages", 0),
+    ],
+)
 def test_a_malformed_limit_is_named(field, value):
     from pydantic import ValidationError
 

@@ -16,11 +16,19 @@ from tests.conftest import EXAMPLE_KB, REPO
 
 pytestmark = pytest.mark.integration
 
-ENV = {"TERM": "xterm", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
-       "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true",
-       "PROMPT_TOOLKIT_NO_CPR": "1", "NO_COLOR": "1"}
-REFUND_ANSWER = ("Once a refund is approved, the money is returned to the original payment "
-                 "method within 5 to 7 business days.")
+ENV = {
+    "TERM": "xterm",
+    "PATH": "/usr/bin:/bin",
+    "HF_HUB_OFFLINE": "1",
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "PROMPT_TOOLKIT_NO_CPR": "1",
+    "NO_COLOR": "1",
+}
+REFUND_ANSWER = (
+    "Once a refund is approved, the money is returned to the original payment "
+    "method within 5 to 7 business days."
+)
 PAYPAL = "Refunds to PayPal usually arrive within 2 business days."
 _FRAME = re.compile(r"[│╭╮╰╯─┃━]+")
 _ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
@@ -29,18 +37,35 @@ _ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("chat-data")
-    subprocess.run([sys.executable, "main.py", "--data-dir", str(folder), "ingest",
-                    str(EXAMPLE_KB)], cwd=REPO, check=True, capture_output=True,
-                   env={**ENV, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, "main.py", "--data-dir", str(folder), "ingest", str(EXAMPLE_KB)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        env={**ENV, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
+    )
     return folder
 
 
 def start_chat(data_dir: Path, columns: int) -> pexpect.spawn:
-    child = pexpect.spawn(sys.executable, ["main.py", "--data-dir", str(data_dir), "chat",
-                                           "--slot", "tier=basic",
-                                           "--slot", "access_level=customer"],
-                          cwd=str(REPO), encoding="utf-8", timeout=120,
-                          dimensions=(50, columns), env=ENV)
+    child = pexpect.spawn(
+        sys.executable,
+        [
+            "main.py",
+            "--data-dir",
+            str(data_dir),
+            "chat",
+            "--slot",
+            "tier=basic",
+            "--slot",
+            "access_level=customer",
+        ],
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=120,
+        dimensions=(50, columns),
+        env=ENV,
+    )
     child.expect("anonymous customer anon-")
     child.expect("you>")
     return child

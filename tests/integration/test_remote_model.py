@@ -30,9 +30,14 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
     text = " ".join(str(m.get("content") or "") for m in messages)
     tools = [t["function"]["name"] for t in body.get("tools") or []]
     if "search_knowledge_base" in tools and messages[-1].get("role") != "tool":
-        call = {"id": "call_1", "type": "function", "function": {
-            "name": "search_knowledge_base",
-            "arguments": json.dumps({"queries": ["refund processing time"]})}}
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {
+                "name": "search_knowledge_base",
+                "arguments": json.dumps({"queries": ["refund processing time"]}),
+            },
+        }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if "Do these passages answer" in text:
         content = {"verdict": "sufficient", "reason": "it says", "rewrite_hint": ""}
@@ -59,8 +64,12 @@ class OpenAICompatible(BaseHTTPRequestHandler):
         if OpenAICompatible.refuse_json_schema and kind == "json_schema":
             send_json(self, {"error": {"message": "json_schema not supported"}}, status=500)
             return
-        send_completion(self, body, reply_for(body),
-                        {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+        send_completion(
+            self,
+            body,
+            reply_for(body),
+            {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        )
 
     def log_message(self, *args: object) -> None:
         return
@@ -78,20 +87,26 @@ def endpoint(monkeypatch):
     server.shutdown()
 
 
-def remote_runtime(settings, example_kb, remote: LlmSettings, llm: Any, engine: str
-                   ) -> TurnRuntime:
+def remote_runtime(settings, example_kb, remote: LlmSettings, llm: Any, engine: str) -> TurnRuntime:
     """A turn runtime over the example KB with ``llm`` (built from ``remote``) in the roles."""
-    return TurnRuntime(settings.model_copy(update={"llm": remote}),
-                       QdrantRetriever(kb=example_kb),
-                       build_engine(engine, llm, "sequential"),
-                       EvidenceScorer(example_kb.encoders, settings.evidence,
-                                      example_kb.term_statistics))
+    return TurnRuntime(
+        settings.model_copy(update={"llm": remote}),
+        QdrantRetriever(kb=example_kb),
+        build_engine(engine, llm, "sequential"),
+        EvidenceScorer(example_kb.encoders, settings.evidence, example_kb.term_statistics),
+    )
 
 
 def ask_refund(runtime: TurnRuntime) -> Any:
-    return run_turn(TurnRequest(session_id="r", customer_id="c-1",
-                                message="How long does a refund take?",
-                                slots={"tier": "basic", "access_level": "customer"}), runtime)
+    return run_turn(
+        TurnRequest(
+            session_id="r",
+            customer_id="c-1",
+            message="How long does a refund take?",
+            slots={"tier": "basic", "access_level": "customer"},
+        ),
+        runtime,
+    )
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
@@ -110,15 +125,15 @@ def test_a_remote_model_calls_the_search_tool_natively(endpoint, settings, examp
     assert offered and offered[0]["tools"][0]["function"]["name"] == "search_knowledge_base"
     assert result.trace.llm_calls == len(OpenAICompatible.seen) == 2  # retriever, responder
     # streamed (llm.stream), the usage read from the stream's last chunk
-    assert all(b["stream"] and b["stream_options"] == {"include_usage": True}
-               for b in OpenAICompatible.seen)
+    assert all(
+        b["stream"] and b["stream_options"] == {"include_usage": True} for b in OpenAICompatible.seen
+    )
     assert result.trace.prompt_tokens == 200 and result.trace.completion_tokens == 20
     assert [c.role for c in result.trace.calls] == ["retriever", "responder"]
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
-def test_a_server_refusing_json_schema_is_asked_for_json_objects(endpoint, settings, example_kb,
-                                                                 engine):
+def test_a_server_refusing_json_schema_is_asked_for_json_objects(endpoint, settings, example_kb, engine):
     OpenAICompatible.refuse_json_schema = True
     remote = LlmSettings(provider="openai/test-model", base_url=endpoint)
     llm = build_llm(remote)  # structured_output: auto probes the server once

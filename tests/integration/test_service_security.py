@@ -29,10 +29,20 @@ from tests.helpers import (
 pytestmark = pytest.mark.integration
 ACME_CUSTOMER = {"access_level": "customer", "tier": "enterprise"}
 KEYS = [
-    ApiKey(name="backend", sha256=hash_key("backend-key"), tenant="acme",
-           slots={"access_level": "internal", "tier": "enterprise"}, trust_customer_id=True),
-    ApiKey(name="backend-2", sha256=hash_key("backend-2-key"), tenant="acme",
-           slots={"access_level": "internal", "tier": "enterprise"}, trust_customer_id=True),
+    ApiKey(
+        name="backend",
+        sha256=hash_key("backend-key"),
+        tenant="acme",
+        slots={"access_level": "internal", "tier": "enterprise"},
+        trust_customer_id=True,
+    ),
+    ApiKey(
+        name="backend-2",
+        sha256=hash_key("backend-2-key"),
+        tenant="acme",
+        slots={"access_level": "internal", "tier": "enterprise"},
+        trust_customer_id=True,
+    ),
     ApiKey(name="starter", sha256=hash_key("starter-key"), tenant="acme", slots=ACME_CUSTOMER),
 ]
 
@@ -62,14 +72,18 @@ def backend_session(client, customer: str = "c-9") -> str:
 
 def test_a_session_belongs_to_its_keys_not_to_the_tenant(client):
     session = backend_session(client)
-    said = client.post(f"/v1/sessions/{session}/messages", headers=auth("backend"),
-                       json={"message": "How long does a refund take?"})
+    said = client.post(
+        f"/v1/sessions/{session}/messages",
+        headers=auth("backend"),
+        json={"message": "How long does a refund take?"},
+    )
     assert said.status_code == 200
     for method, path, body in [
-            ("get", f"/v1/sessions/{session}", None),
-            ("post", f"/v1/sessions/{session}/messages", {"message": "What did I ask?"}),
-            ("post", f"/v1/sessions/{session}/feedback", {"turn_index": 0, "rating": "down"}),
-            ("post", f"/v1/sessions/{session}/handoff", {"reason": "x"})]:
+        ("get", f"/v1/sessions/{session}", None),
+        ("post", f"/v1/sessions/{session}/messages", {"message": "What did I ask?"}),
+        ("post", f"/v1/sessions/{session}/feedback", {"turn_index": 0, "rating": "down"}),
+        ("post", f"/v1/sessions/{session}/handoff", {"reason": "x"}),
+    ]:
         response = client.request(method, path, json=body, headers=auth("starter"))
         assert response.status_code == 404, (path, response.text)
         assert response.json()["error"]["code"] == "unknown_session"
@@ -81,30 +95,42 @@ def test_a_session_belongs_to_its_keys_not_to_the_tenant(client):
 
 @pytest.mark.parametrize("customer", ["c\x01x", "   ", " c-9", "c-9\n", "x" * 201, "c\x7f"])
 def test_customer_ids_are_checked_when_the_session_is_made(client, customer):
-    response = client.post("/v1/sessions", json={"customer_id": customer},
-                           headers=auth("backend"))
+    response = client.post("/v1/sessions", json={"customer_id": customer}, headers=auth("backend"))
     assert response.status_code == 422
     assert response.json()["error"]["details"][0]["field"] == "customer_id"
 
 
 def test_malformed_json_is_reported_as_the_body(client):
-    response = client.post("/v1/sessions", content=b'{"customer_id": ', headers={
-        **auth("backend"), "Content-Type": "application/json"})
+    response = client.post(
+        "/v1/sessions",
+        content=b'{"customer_id": ',
+        headers={**auth("backend"), "Content-Type": "application/json"},
+    )
     assert response.status_code == 422
     assert [d["field"] for d in response.json()["error"]["details"]] == ["body"]
 
 
 def test_a_customer_key_sees_costs_not_internals_and_a_backend_sees_all(client):
     widget = client.post("/v1/sessions", json={}, headers=auth("starter")).json()["session_id"]
-    seen = client.post(f"/v1/sessions/{widget}/messages", headers=auth("starter"),
-                       json={"message": "How long does a refund take?"}).json()
-    assert set(seen["trace"]) == {"steps", "llm_calls", "prompt_tokens", "completion_tokens",
-                                  "duration_ms"}
+    seen = client.post(
+        f"/v1/sessions/{widget}/messages",
+        headers=auth("starter"),
+        json={"message": "How long does a refund take?"},
+    ).json()
+    assert set(seen["trace"]) == {
+        "steps",
+        "llm_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "duration_ms",
+    }
     assert all(set(step) == {"name", "ms"} for step in seen["trace"]["steps"])
     assert seen["citations"] and seen["trace"]["llm_calls"] >= 1
-    full = client.post(f"/v1/sessions/{backend_session(client)}/messages",
-                       headers=auth("backend"),
-                       json={"message": "How long does a refund take?"}).json()
+    full = client.post(
+        f"/v1/sessions/{backend_session(client)}/messages",
+        headers=auth("backend"),
+        json={"message": "How long does a refund take?"},
+    ).json()
     assert full["trace"]["steps"][0]["detail"] is not None and "notes" in full["trace"]
 
 
@@ -113,8 +139,7 @@ def test_an_entity_only_a_hidden_document_names_is_never_confirmed(example_kb):
     customer = retriever.search_queries(["what is OVR-7?"], ACME_CUSTOMER, strict=False)
     assert customer.metadata["entities"] == []
     assert not any("internal/" in r.metadata["source_id"] for r in customer.results)
-    internal = retriever.search_queries(["what is OVR-7?"], {"access_level": "internal"},
-                                        strict=False)
+    internal = retriever.search_queries(["what is OVR-7?"], {"access_level": "internal"}, strict=False)
     assert "ovr-7" in internal.metadata["entities"]
 
 
@@ -124,13 +149,19 @@ def test_the_page_is_served_with_a_content_security_policy(client):
     assert page.headers["x-content-type-options"] == "nosniff"
 
 
-def raw_post(port: int, path: str, headers: dict[str, str], chunks: int, chunk: bytes
-             ) -> tuple[int, int]:
+def raw_post(
+    port: int, path: str, headers: dict[str, str], chunks: int, chunk: bytes
+) -> tuple[int, int]:
     """POST a chunked body (no Content-Length); returns (status, bytes sent before the
     server answered or closed)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Transfer-Encoding: chunked",
-            "Content-Type: application/json", *(f"{k}: {v}" for k, v in headers.items())]
+    head = [
+        f"POST {path} HTTP/1.1",
+        "Host: 127.0.0.1",
+        "Transfer-Encoding: chunked",
+        "Content-Type: application/json",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
     sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
     sent = 0
     sock.setblocking(False)
@@ -180,11 +211,12 @@ def test_a_removed_data_directory_gives_json_503s_and_nothing_is_recreated(pilot
         ready = client.get("/readyz")
         assert ready.status_code == 503 and "removed" in ready.json()["checks"]["qdrant"]
         for method, path, body in [
-                ("post", "/v1/sessions", {"customer_id": "c-10"}),
-                ("get", f"/v1/sessions/{session}", None),
-                ("post", f"/v1/sessions/{session}/handoff", {"reason": "x"}),
-                ("post", f"/v1/sessions/{session}/messages", {"message": "Refund time?"}),
-                ("post", "/v1/search", {"query": "refund"})]:
+            ("post", "/v1/sessions", {"customer_id": "c-10"}),
+            ("get", f"/v1/sessions/{session}", None),
+            ("post", f"/v1/sessions/{session}/handoff", {"reason": "x"}),
+            ("post", f"/v1/sessions/{session}/messages", {"message": "Refund time?"}),
+            ("post", "/v1/search", {"query": "refund"}),
+        ]:
             response = client.request(method, path, json=body, headers=auth("backend"))
             assert response.status_code == 503, (path, response.text)
             assert response.headers["content-type"].startswith("application/json")
@@ -196,26 +228,30 @@ def test_a_bug_is_a_json_500_with_nothing_of_it_shown(pilot, monkeypatch):
     app, _ = pilot
     with TestClient(app, raise_server_exceptions=False) as client:
         session = backend_session(client)
-        monkeypatch.setattr("service.pilot_store.PilotStore.feedback",
-                            lambda *_a, **_k: 1 / 0)
+        monkeypatch.setattr("service.pilot_store.PilotStore.feedback", lambda *_a, **_k: 1 / 0)
         response = client.get(f"/v1/sessions/{session}", headers=auth("backend"))
     assert response.status_code == 500
-    assert response.json() == {"error": {"code": "internal",
-                                         "message": "something went wrong on our side"}}
+    assert response.json() == {
+        "error": {"code": "internal", "message": "something went wrong on our side"}
+    }
 
 
 LONE_SURROGATE = '"\\ud800"'  # valid JSON, not valid Unicode text
 
 
-@pytest.mark.parametrize(("path", "body"), [
-    ("/v1/sessions", '{"slots": {"product": ' + LONE_SURROGATE + '}}'),
-    ("/v1/sessions", '{"customer_id": ' + LONE_SURROGATE + '}'),
-    ("/v1/search", '{"query": "refund", "filter": {"product": ' + LONE_SURROGATE + '}}'),
-    ("/v1/search", '{"query": ' + LONE_SURROGATE + '}'),
-])
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/sessions", '{"slots": {"product": ' + LONE_SURROGATE + "}}"),
+        ("/v1/sessions", '{"customer_id": ' + LONE_SURROGATE + "}"),
+        ("/v1/search", '{"query": "refund", "filter": {"product": ' + LONE_SURROGATE + "}}"),
+        ("/v1/search", '{"query": ' + LONE_SURROGATE + "}"),
+    ],
+)
 def test_a_lone_surrogate_is_a_named_422_not_a_500(client, path, body):
-    response = client.post(path, content=body, headers={**auth("backend"),
-                                                         "Content-Type": "application/json"})
+    response = client.post(
+        path, content=body, headers={**auth("backend"), "Content-Type": "application/json"}
+    )
     assert response.status_code == 422, response.text
     details = response.json()["error"]["details"]
     assert any("unicode" in d["problem"].lower() for d in details), details
@@ -223,9 +259,11 @@ def test_a_lone_surrogate_is_a_named_422_not_a_500(client, path, body):
 
 def test_a_lone_surrogate_in_a_message_is_refused_and_nothing_is_stored(client):
     session = client.post("/v1/sessions", json={}, headers=auth("starter")).json()["session_id"]
-    response = client.post(f"/v1/sessions/{session}/messages",
-                           content='{"message": "refund ' + LONE_SURROGATE[1:-1] + '"}',
-                           headers={**auth("starter"), "Content-Type": "application/json"})
+    response = client.post(
+        f"/v1/sessions/{session}/messages",
+        content='{"message": "refund ' + LONE_SURROGATE[1:-1] + '"}',
+        headers={**auth("starter"), "Content-Type": "application/json"},
+    )
     assert response.status_code == 422
     assert client.get(f"/v1/sessions/{session}", headers=auth("starter")).json()["turns"] == []
 
@@ -233,16 +271,20 @@ def test_a_lone_surrogate_in_a_message_is_refused_and_nothing_is_stored(client):
 def test_no_key_can_name_an_anonymous_visitor(client):
     visitor = client.post("/v1/sessions", json={}, headers=auth("starter")).json()
     assert visitor["customer_id"].startswith("anon-")
-    response = client.post("/v1/sessions", json={"customer_id": visitor["customer_id"]},
-                           headers=auth("backend"))
+    response = client.post(
+        "/v1/sessions", json={"customer_id": visitor["customer_id"]}, headers=auth("backend")
+    )
     assert response.status_code == 422
     assert "anonymous" in response.json()["error"]["details"][0]["problem"]
 
 
 def test_every_response_carries_the_pages_security_headers_and_no_cdn_docs_page(client):
     assert client.get("/docs").status_code == 404
-    for response in (client.get("/openapi.json"), client.get("/healthz"),
-                     client.post("/v1/sessions", json={}, headers=auth("starter"))):
+    for response in (
+        client.get("/openapi.json"),
+        client.get("/healthz"),
+        client.post("/v1/sessions", json={}, headers=auth("starter")),
+    ):
         assert "default-src 'none'" in response.headers["content-security-policy"], response.url
         assert response.headers["x-content-type-options"] == "nosniff"
 
@@ -257,14 +299,17 @@ def read_until_closed(sock: socket.socket, limit_s: float) -> bytes:
         reply += part
 
 
-def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(settings,
-                                                                            example_kb, tmp_path):
+def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(
+    settings, example_kb, tmp_path
+):
     configured = with_api_keys(settings, *KEYS)
     store = EdgeStore(tmp_path / "slowloris")
     kb = KnowledgeBase(configured, store, example_kb.encoders)
     runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
     with running_server(create_app(configured, tmp_path, runtime), header_timeout_s=1.0) as (
-            url, _server):
+        url,
+        _server,
+    ):
         port = int(url.rsplit(":", 1)[1])
         trickling = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
         silent = socket.create_connection(("127.0.0.1", port), timeout=10)
@@ -290,28 +335,31 @@ def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(sett
             second = sock.recv(65536)
         for sock in (*trickling, silent):
             sock.close()
-    assert all(r.startswith(b"HTTP/1.1 408") and b"header_timeout" in r for r in replies), \
-        replies[:2]
+    assert all(r.startswith(b"HTTP/1.1 408") and b"header_timeout" in r for r in replies), replies[:2]
     assert silent_reply.startswith(b"HTTP/1.1 408"), silent_reply[:200]
     assert held_for < 4, held_for  # closed 1 s after the first byte
-    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200"), (first,
-                                                                                        second)
+    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200"), (first, second)
     store.close()
 
 
-def test_a_body_that_stops_arriving_gets_408_and_the_connection_is_freed(settings, example_kb,
-                                                                         tmp_path):
+def test_a_body_that_stops_arriving_gets_408_and_the_connection_is_freed(settings, example_kb, tmp_path):
     configured = with_api_keys(settings, *KEYS)
-    configured = configured.model_copy(update={"pilot": configured.pilot.model_copy(
-        update={"body_timeout_s": 1.0})})
+    configured = configured.model_copy(
+        update={"pilot": configured.pilot.model_copy(update={"body_timeout_s": 1.0})}
+    )
     store = EdgeStore(tmp_path / "slow")
     kb = KnowledgeBase(configured, store, example_kb.encoders)
     runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
     with running_server(create_app(configured, tmp_path, runtime)) as (url, _server):
         port = int(url.rsplit(":", 1)[1])
         sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        head = ["POST /v1/search HTTP/1.1", "Host: 127.0.0.1", "Content-Length: 50",
-                "Content-Type: application/json", "Authorization: Bearer starter-key"]
+        head = [
+            "POST /v1/search HTTP/1.1",
+            "Host: 127.0.0.1",
+            "Content-Length: 50",
+            "Content-Type: application/json",
+            "Authorization: Bearer starter-key",
+        ]
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"query": ')
         reply = b""
         while b"body_timeout" not in reply:  # the status line, then the JSON error

@@ -30,8 +30,9 @@ from storage.qdrant.store import (
 )
 
 pytestmark = pytest.mark.integration
-SPEC = CollectionSpec(dense_dim=4, keyword_indexes=("tiers", "access", "source_id"),
-                      integer_indexes=("split_id",))
+SPEC = CollectionSpec(
+    dense_dim=4, keyword_indexes=("tiers", "access", "source_id"), integer_indexes=("split_id",)
+)
 BACKENDS = ["edge", "client-local"] + (["server"] if os.environ.get("QDRANT_URL") else [])
 
 
@@ -55,20 +56,35 @@ def unit(*values: float) -> list[float]:
 
 
 def point(n: int, dense, payload: dict, sparse=None, tokens=None) -> PointData:
-    return PointData(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"p{n}")), dense=dense,
-                     payload={"n": n, **payload}, sparse=sparse or SparseVec([n], [1.0]),
-                     tokens=tokens or [dense])
+    return PointData(
+        id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"p{n}")),
+        dense=dense,
+        payload={"n": n, **payload},
+        sparse=sparse or SparseVec([n], [1.0]),
+        tokens=tokens or [dense],
+    )
 
 
 POINTS = [
-    point(1, unit(1, 0, 0, 0), {"access": "public", "tiers": ["pro"], "source_id": "a",
-                                "split_id": 0}, SparseVec([1, 7], [1.0, 1.0])),
-    point(2, unit(0.9, 0.1, 0, 0), {"access": "internal", "source_id": "b", "split_id": 0},
-          SparseVec([7], [2.0])),
-    point(3, unit(0, 1, 0, 0), {"access": "customer", "tiers": [], "source_id": "c",
-                                "split_id": 0}),
-    point(4, unit(0, 0, 1, 0), {"access": "public", "source_id": "c", "split_id": 1},
-          tokens=[unit(0, 0, 1, 0), unit(1, 0, 0, 0)]),
+    point(
+        1,
+        unit(1, 0, 0, 0),
+        {"access": "public", "tiers": ["pro"], "source_id": "a", "split_id": 0},
+        SparseVec([1, 7], [1.0, 1.0]),
+    ),
+    point(
+        2,
+        unit(0.9, 0.1, 0, 0),
+        {"access": "internal", "source_id": "b", "split_id": 0},
+        SparseVec([7], [2.0]),
+    ),
+    point(3, unit(0, 1, 0, 0), {"access": "customer", "tiers": [], "source_id": "c", "split_id": 0}),
+    point(
+        4,
+        unit(0, 0, 1, 0),
+        {"access": "public", "source_id": "c", "split_id": 1},
+        tokens=[unit(0, 0, 1, 0), unit(1, 0, 0, 0)],
+    ),
 ]
 
 
@@ -103,8 +119,10 @@ def test_count_and_scroll_with_filters(store):
 
 def test_scroll_pages_through_large_collections(store):
     name = store.test_collection
-    many = [point(100 + i, unit(1, 1, 0, 0), {"access": "public", "source_id": "bulk",
-                                             "split_id": i}) for i in range(1100)]
+    many = [
+        point(100 + i, unit(1, 1, 0, 0), {"access": "public", "source_id": "bulk", "split_id": i})
+        for i in range(1100)
+    ]
     store.upsert(name, many)
     assert store.count(name, Match("source_id", ("bulk",))) == 1100
     assert len(list(store.scroll(name, Match("source_id", ("bulk",)), fields=["n"]))) == 1100
@@ -130,20 +148,29 @@ def test_dense_sparse_and_maxsim_queries(store):
     assert [h.payload["n"] for h in dense] == [1, 2]
     sparse = store.query(name, Stage(Nearest("bm25", SparseVec([7], [1.0])), 3))
     assert {h.payload["n"] for h in sparse} == {1, 2}
-    late = store.query(name, Stage(Nearest("tokens", [unit(1, 0, 0, 0)]), 4,
-                                   (Stage(Nearest("dense", unit(0, 0, 1, 0)), 2),)))
+    late = store.query(
+        name,
+        Stage(Nearest("tokens", [unit(1, 0, 0, 0)]), 4, (Stage(Nearest("dense", unit(0, 0, 1, 0)), 2),)),
+    )
     # MaxSim rescoring of the dense shortlist: point 4 carries an exact token match
     assert late[0].payload["n"] in (1, 4) and 4 in [h.payload["n"] for h in late]
 
 
 def test_fusion_respects_filters_in_every_stage(store):
     name = store.test_collection
-    plan = Stage(Rrf(k=5), 10, (
-        Stage(Nearest("dense", unit(1, 0, 0, 0)), 10),
-        Stage(Nearest("bm25", SparseVec([7], [1.0])), 10),
-        Stage(Nearest("tokens", [unit(1, 0, 0, 0)]), 10,
-              (Stage(Nearest("dense", unit(1, 0, 0, 0)), 10),)),
-    ))
+    plan = Stage(
+        Rrf(k=5),
+        10,
+        (
+            Stage(Nearest("dense", unit(1, 0, 0, 0)), 10),
+            Stage(Nearest("bm25", SparseVec([7], [1.0])), 10),
+            Stage(
+                Nearest("tokens", [unit(1, 0, 0, 0)]),
+                10,
+                (Stage(Nearest("dense", unit(1, 0, 0, 0)), 10),),
+            ),
+        ),
+    )
     unfiltered = [h.payload["n"] for h in store.query(name, plan)]
     assert 2 in unfiltered
     filtered = store.query(name, plan, Match("access", ("public", "customer")))
@@ -182,9 +209,13 @@ def test_second_process_cannot_open_an_embedded_store(tmp_path):
             "try:\n    EdgeStore(Path(sys.argv[1]))\nexcept StoreError as e:\n"
             "    print(e); sys.exit(3)\n"
         )
-        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "shared")],
-                              capture_output=True, text=True, cwd=Path(__file__).parents[2],
-                              timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "shared")],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parents[2],
+            timeout=60,
+        )
         assert done.returncode == 3, done.stderr
         assert "open in another process" in done.stdout
         assert edge.count("kb") == 4
@@ -193,9 +224,13 @@ def test_second_process_cannot_open_an_embedded_store(tmp_path):
 def test_insert_new_leaves_an_existing_point_as_it_is(store):
     backend, name = store, store.test_collection
     taken = POINTS[0]
-    backend.insert_new(name, [PointData(id=taken.id, dense=taken.dense,
-                                        payload={"n": 99, "claim": "late"}),
-                              point(9, unit(0, 0, 0, 1), {"claim": "new"})])
+    backend.insert_new(
+        name,
+        [
+            PointData(id=taken.id, dense=taken.dense, payload={"n": 99, "claim": "late"}),
+            point(9, unit(0, 0, 0, 1), {"claim": "new"}),
+        ],
+    )
     by_n = {r.payload["n"]: r.payload for r in backend.scroll(name)}
     assert 99 not in by_n and by_n[1]["source_id"] == "a"
     assert by_n[9]["claim"] == "new"
@@ -206,12 +241,14 @@ def test_update_if_replaces_only_a_point_that_still_matches(store):
     first = POINTS[0]
 
     def attempt(rev: str, expected: str) -> None:
-        backend.update_if(name, PointData(id=first.id, dense=first.dense,
-                                          payload={"n": 1, "rev": rev}),
-                          Match("rev", (expected,)) if expected else Missing("rev"))
+        backend.update_if(
+            name,
+            PointData(id=first.id, dense=first.dense, payload={"n": 1, "rev": rev}),
+            Match("rev", (expected,)) if expected else Missing("rev"),
+        )
 
-    attempt("r1", "")          # the stored point has no revision yet: applied
-    attempt("r2", "stale")     # a writer that read another revision: left as it is
+    attempt("r1", "")  # the stored point has no revision yet: applied
+    attempt("r2", "stale")  # a writer that read another revision: left as it is
     by_n = {r.payload["n"]: r.payload for r in backend.scroll(name)}
     assert by_n[1]["rev"] == "r1"
     attempt("r2", "r1")

@@ -14,15 +14,27 @@ from tests.conftest import REPO
 pytestmark = pytest.mark.integration
 
 
-ENV = {"TERM": "xterm", "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1",
-       "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true",
-       "PROMPT_TOOLKIT_NO_CPR": "1", "NO_COLOR": "1"}
+ENV = {
+    "TERM": "xterm",
+    "PATH": "/usr/bin:/bin",
+    "HF_HUB_OFFLINE": "1",
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "PROMPT_TOOLKIT_NO_CPR": "1",
+    "NO_COLOR": "1",
+}
 
 
 def spawn(tmp_path, *extra: str, timeout: int = 120) -> pexpect.spawn:
-    return pexpect.spawn(sys.executable, ["-m", "tests.chat_harness", str(tmp_path), *extra],
-                         cwd=str(REPO), encoding="utf-8", timeout=timeout,
-                         dimensions=(40, 160), env=ENV)
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "tests.chat_harness", str(tmp_path), *extra],
+        cwd=str(REPO),
+        encoding="utf-8",
+        timeout=timeout,
+        dimensions=(40, 160),
+        env=ENV,
+    )
 
 
 def quit_chat(child: pexpect.spawn) -> None:

@@ -15,32 +15,45 @@ from tests.integration.test_turn import BASIC
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
-QUESTIONS = {"c-a": "How long does a refund take?",
-             "c-b": "How do I export all my files?",
-             "c-c": "Do you offer a student discount?"}
+QUESTIONS = {
+    "c-a": "How long does a refund take?",
+    "c-b": "How do I export all my files?",
+    "c-c": "Do you offer a student discount?",
+}
 
 
 def echo_llm() -> ScriptedLLM:
     """Searches the task's own words and drafts nothing usable: each trace shows its turn."""
+
     def search(prompt: str) -> dict:
         words = prompt.split("search tool for:", 1)[-1].strip().splitlines()[0]
         return {"name": "search_knowledge_base", "arguments": {"queries": [words[:120]]}}
 
-    return ScriptedLLM(model="scripted").script(tools=[search], DraftAnswer=["-"],
-                                                Reformulation=["-"])
+    return ScriptedLLM(model="scripted").script(tools=[search], DraftAnswer=["-"], Reformulation=["-"])
 
 
 def turn(runtime, customer: str):
-    return run_turn(TurnRequest(session_id=f"s-{customer}", customer_id=customer,
-                                message=QUESTIONS[customer], slots=BASIC), runtime)
+    return run_turn(
+        TurnRequest(
+            session_id=f"s-{customer}", customer_id=customer, message=QUESTIONS[customer], slots=BASIC
+        ),
+        runtime,
+    )
 
 
 def signature(result) -> tuple:
-    return (result.verdict, result.answer, [c.chunk_id for c in result.citations],
-            [(s.name, s.detail.get("route"), tuple(s.detail.get("queries", ())))
-             for s in result.trace.steps],
-            [(c.role, c.prompt_tokens, c.completion_tokens) for c in result.trace.calls],
-            result.trace.prompt_tokens, result.trace.notes)
+    return (
+        result.verdict,
+        result.answer,
+        [c.chunk_id for c in result.citations],
+        [
+            (s.name, s.detail.get("route"), tuple(s.detail.get("queries", ())))
+            for s in result.trace.steps
+        ],
+        [(c.role, c.prompt_tokens, c.completion_tokens) for c in result.trace.calls],
+        result.trace.prompt_tokens,
+        result.trace.notes,
+    )
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
@@ -48,8 +61,9 @@ def test_three_parallel_turns_keep_their_own_traces(settings, example_kb, engine
     runtime = scripted_runtime(settings, example_kb, echo_llm(), engine=engine)
     alone = {customer: signature(turn(runtime, customer)) for customer in QUESTIONS}
     with ThreadPoolExecutor(max_workers=3) as pool:
-        together = dict(zip(QUESTIONS, pool.map(lambda c: signature(turn(runtime, c)),
-                                                QUESTIONS), strict=True))
+        together = dict(
+            zip(QUESTIONS, pool.map(lambda c: signature(turn(runtime, c)), QUESTIONS), strict=True)
+        )
     for customer, question in QUESTIONS.items():
         assert together[customer] == alone[customer], customer
         searched = [q for step in together[customer][3] for q in step[2]]
@@ -82,15 +96,21 @@ def test_a_bad_placeholder_in_tasks_yaml_fails_at_start(tmp_path, monkeypatch):
     (tmp_path / "tasks.yaml").write_text(text)
     monkeypatch.setattr(agents.roles, "CONFIG_DIR", tmp_path)
     for engine in ("crewai", "autogen"):
-        with pytest.raises(ConfigError, match=r"judge\.description uses unknown placeholder"
-                                              r"\(s\) \['pasages'\]"):
+        with pytest.raises(
+            ConfigError,
+            match=r"judge\.description uses unknown placeholder"
+            r"\(s\) \['pasages'\]",
+        ):
             build_engine(engine, echo_llm(), "sequential")
 
 
-@pytest.mark.parametrize(("broken", "message"), [
-    ("reformulator:\n  role: x\n", "agents.yaml: reformulator needs text role, goal"),
-    ("{not yaml", "agents.yaml"),
-])
+@pytest.mark.parametrize(
+    ("broken", "message"),
+    [
+        ("reformulator:\n  role: x\n", "agents.yaml: reformulator needs text role, goal"),
+        ("{not yaml", "agents.yaml"),
+    ],
+)
 def test_a_broken_agents_yaml_fails_at_start(tmp_path, monkeypatch, broken, message):
     import shutil
 

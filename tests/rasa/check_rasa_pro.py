@@ -36,8 +36,10 @@ ADAPTER = "integrations.rasa_adapter.SupportcrewRasaRetriever"
 def tracker_state(tier: str, question: str) -> dict:
     slots = [AnySlot(name, mappings=[]) for name in ("tier", "access_level")]
     tracker = DialogueStateTracker.from_events(
-        "customer-1", [UserUttered(question), SlotSet("tier", tier),
-                       SlotSet("access_level", "customer")], slots=slots)
+        "customer-1",
+        [UserUttered(question), SlotSet("tier", tier), SlotSet("access_level", "customer")],
+        slots=slots,
+    )
     return tracker.current_state()
 
 
@@ -52,16 +54,18 @@ async def check(data_dir: Path) -> list[str]:
     policy._connect_vector_store_or_raise(type("Endpoints", (), {"vector_store": endpoint}))
     question = "How do I set up SAML single sign-on?"
     for tier, sso_visible in (("enterprise", True), ("basic", False)):
-        found = await store.search(query=question, tracker_state=tracker_state(tier, question),
-                                   threshold=0.0)
+        found = await store.search(
+            query=question, tracker_state=tracker_state(tier, question), threshold=0.0
+        )
         if not isinstance(found, SearchResultList):
             failures.append(f"search returned {type(found)}, not Rasa's SearchResultList")
             continue
         sources = [r.metadata.get("source_id") for r in found.results]
         shows_sso = any(str(s).startswith("sso/") for s in sources)
         if shows_sso != sso_visible:
-            failures.append(f"tier {tier}: SSO articles {'missing' if sso_visible else 'shown'}"
-                            f" ({sources})")
+            failures.append(
+                f"tier {tier}: SSO articles {'missing' if sso_visible else 'shown'} ({sources})"
+            )
         if found.results and not found.results[0].metadata.get("answer"):
             failures.append("metadata['answer'] is empty (Rasa's non-generative mode needs it)")
     try:

@@ -24,13 +24,15 @@ def test_windows_stay_inside_one_section_under_its_headings():
     units = split_units(PAGE)
     spans = windows(units, title="Failed payments")
     for span in spans:
-        inside = units[span.first:span.last]
+        inside = units[span.first : span.last]
         assert all(u.kind != "heading" for u in inside)
     texts = [s.text for s in spans]
     assert texts[0].startswith("Failed payments. When a payment fails")
     assert any(t.startswith("Failed payments > Error codes. PAY-101") for t in texts)
-    assert texts[-1] == ("Failed payments > What happens if all retries fail. "
-                         "If the last retry fails, the workspace becomes read-only.")
+    assert texts[-1] == (
+        "Failed payments > What happens if all retries fail. "
+        "If the last retry fails, the workspace becomes read-only."
+    )
 
 
 def test_a_passage_of_headings_only_has_no_window():
@@ -56,18 +58,22 @@ def test_the_shipped_file_is_the_one_its_card_describes():
 
 def test_the_model_tells_an_answer_from_a_page_on_the_same_topic():
     model = load_answerability_model()
-    answer, neighbour, other = model.probabilities("What does error PAY-102 mean?", [
-        "Failed payments > Error codes. PAY-102: the card has expired. Replace the card.",
-        "Failed payments > Error codes. PAY-101: the card was declined by the bank.",
-        "Export your data. Exports of up to 50 GB are ready within an hour.",
-    ])
+    answer, neighbour, other = model.probabilities(
+        "What does error PAY-102 mean?",
+        [
+            "Failed payments > Error codes. PAY-102: the card has expired. Replace the card.",
+            "Failed payments > Error codes. PAY-101: the card was declined by the bank.",
+            "Export your data. Exports of up to 50 GB are ready within an hour.",
+        ],
+    )
     # the window about the asked code answers; a page on another subject stays low. The
     # window about another code of the same list reads as well or better: codes are where
     # this model is weak (11 code pairs in training), which is why the gate keeps its code
     # rules (tasks/facts.py) and quotes only the units about the asked code
     assert answer > 0.5 > other and neighbour > other
-    wrapped = model.probabilities("Hi, good morning. My card payment failed with PAY-102 "
-                                  "yesterday. Can you help me with that?", [
-        "Failed payments > Error codes. PAY-102: the card has expired. Replace the card."])
+    wrapped = model.probabilities(
+        "Hi, good morning. My card payment failed with PAY-102 yesterday. Can you help me with that?",
+        ["Failed payments > Error codes. PAY-102: the card has expired. Replace the card."],
+    )
     assert wrapped[0] > 0.5
     assert model.probabilities("anything", []) == []

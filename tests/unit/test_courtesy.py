@@ -5,14 +5,24 @@ import pytest
 from tasks.courtesy import asks_something, subject, subject_words
 
 
-@pytest.mark.parametrize("sentence", ["Hi, good morning.", "Can you help me with that?",
-                                      "Thanks!", "Good afternoon!", "Is there a way to do that?"])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Hi, good morning.",
+        "Can you help me with that?",
+        "Thanks!",
+        "Good afternoon!",
+        "Is there a way to do that?",
+    ],
+)
 def test_sentences_of_small_talk_ask_nothing(sentence):
     assert not asks_something(sentence)
 
 
-@pytest.mark.parametrize("sentence", ["Is SSO on the Pro plan?", "It failed with E-429.",
-                                      "Can I undo that?", "I got 3 invoices."])
+@pytest.mark.parametrize(
+    "sentence",
+    ["Is SSO on the Pro plan?", "It failed with E-429.", "Can I undo that?", "I got 3 invoices."],
+)
 def test_sentences_with_a_subject_ask_something(sentence):
     assert asks_something(sentence)
 

@@ -22,9 +22,16 @@ class OwnBackend(RemoteLLM):
 
 
 def call_completed(source: object, prompt_tokens: int) -> None:
-    crewai_event_bus.emit(source, LLMCallCompletedEvent(
-        response="ok", call_type=LLMCallType.LLM_CALL, model="openai/test", call_id="c1",
-        usage={"prompt_tokens": prompt_tokens, "completion_tokens": 3}))
+    crewai_event_bus.emit(
+        source,
+        LLMCallCompletedEvent(
+            response="ok",
+            call_type=LLMCallType.LLM_CALL,
+            model="openai/test",
+            call_id="c1",
+            usage={"prompt_tokens": prompt_tokens, "completion_tokens": 3},
+        ),
+    )
 
 
 def turn(prompt_tokens: int) -> list[tuple[str, int, int]]:

@@ -16,11 +16,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "terminal")
-DOCTESTED = ("config.settings", "storage.lru", "tasks.facts", "tasks.passage_text",
-             "tasks.answerability_model", "tasks.phrasings", "tasks.gap_report", "tasks.courtesy",
-             "tasks.entities", "tasks.spelling",
-             "agents.progress", "evaluation.answers", "tasks.schemas",
-             "tasks.learned_answerability", "terminal.chat", "terminal.safe_text")
+DOCTESTED = (
+    "config.settings",
+    "storage.lru",
+    "tasks.facts",
+    "tasks.passage_text",
+    "tasks.answerability_model",
+    "tasks.phrasings",
+    "tasks.gap_report",
+    "tasks.courtesy",
+    "tasks.entities",
+    "tasks.spelling",
+    "agents.progress",
+    "evaluation.answers",
+    "tasks.schemas",
+    "tasks.learned_answerability",
+    "terminal.chat",
+    "terminal.safe_text",
+)
 
 
 def module_names() -> list[str]:
@@ -38,14 +51,13 @@ def usage_block(doc: str) -> str | None:
     if found is None:
         return None
     lines = []
-    for line in doc[found.end():].splitlines():
+    for line in doc[found.end() :].splitlines():
         if line.strip() and not line.startswith("    "):
             break
         lines.append(line)
     block = textwrap.dedent("\n".join(lines))
     if ">>>" in block:
-        block = "\n".join(line[4:] for line in block.splitlines()
-                          if line.startswith((">>> ", "... ")))
+        block = "\n".join(line[4:] for line in block.splitlines() if line.startswith((">>> ", "... ")))
     return block
 
 
@@ -75,7 +87,8 @@ def test_usage_examples_parse_and_match_the_signatures(name):
         except (TypeError, ValueError):
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or any(
-                k.arg is None for k in call.keywords):
+            k.arg is None for k in call.keywords
+        ):
             continue
         try:
             signature.bind(*[None] * len(call.args), **{k.arg: None for k in call.keywords})

@@ -19,9 +19,11 @@ def one(path: Path, root: Path):
 
 
 def test_markdown_front_matter_is_read(tmp_path):
-    path = write(tmp_path / "billing" / "refunds.md",
-                 "---\ntitle: Refunds\ntiers: enterprise\naccess: customer\nowner: finance\n---\n"
-                 "# Refunds\nMoney back in 5 days.\n")
+    path = write(
+        tmp_path / "billing" / "refunds.md",
+        "---\ntitle: Refunds\ntiers: enterprise\naccess: customer\nowner: finance\n---\n"
+        "# Refunds\nMoney back in 5 days.\n",
+    )
     doc = one(path, tmp_path)
     assert doc.source_id == "billing/refunds.md"
     assert doc.title == "Refunds"
@@ -60,9 +62,11 @@ def test_non_utf8_and_unsupported_files_are_refused(tmp_path):
 
 
 def test_html_text_is_extracted_without_scripts(tmp_path):
-    html = ("<html><head><title>Start</title><meta name='access' content='customer'>"
-            "<script>alert(1)</script></head><body><nav>menu</nav><h1>Start</h1>"
-            "<p>Install the <b>desktop</b> app.</p></body></html>")
+    html = (
+        "<html><head><title>Start</title><meta name='access' content='customer'>"
+        "<script>alert(1)</script></head><body><nav>menu</nav><h1>Start</h1>"
+        "<p>Install the <b>desktop</b> app.</p></body></html>"
+    )
     doc = one(write(tmp_path / "start.html", html), tmp_path)
     assert doc.title == "Start"
     assert "desktop" in doc.text and "alert" not in doc.text and "menu" not in doc.text
@@ -86,8 +90,7 @@ def _minimal_pdf(text: str) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return out
 
 
@@ -99,9 +102,11 @@ def test_pdf_text_is_extracted_and_broken_pdf_refused(tmp_path):
 
 
 def test_beir_corpus_rows_become_documents_and_bad_rows_are_named(tmp_path):
-    path = write(tmp_path / "corpus.jsonl",
-                 '{"_id": "d1", "title": "T1", "text": "Body one."}\n\n'
-                 '{"_id": "d2", "title": "", "text": "Body two."}\n')
+    path = write(
+        tmp_path / "corpus.jsonl",
+        '{"_id": "d1", "title": "T1", "text": "Body one."}\n\n'
+        '{"_id": "d2", "title": "", "text": "Body two."}\n',
+    )
     docs = list(read_beir_corpus(path))
     assert [(d.source_id, d.title) for d in docs] == [("d1", "T1"), ("d2", "")]
     write(path, '{"_id": "d1", "text": "x"}\n{"title": "no id"}\n')
@@ -124,9 +129,17 @@ def test_an_empty_tier_list_is_refused_naming_the_file(tmp_path):
         one(path, tmp_path)
 
 
-@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", " JavaScript:alert(1)",
-                                 "data:text/html,<script>x</script>", "vbscript:msgbox",
-                                 "/relative/link", "ftp://files.example.com/a"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(document.cookie)",
+        " JavaScript:alert(1)",
+        "data:text/html,<script>x</script>",
+        "vbscript:msgbox",
+        "/relative/link",
+        "ftp://files.example.com/a",
+    ],
+)
 def test_only_http_links_are_kept_and_the_rest_reported(tmp_path, url):
     path = write(tmp_path / "a.md", f"---\nurl: '{url}'\n---\nHello there.\n")
     doc = one(path, tmp_path)

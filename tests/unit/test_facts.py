@@ -12,30 +12,38 @@ from tasks.facts import (
     undocumented_codes,
 )
 
-PASSAGE = ("CloudDesk works with Okta, Microsoft Entra ID, Google Workspace and any SAML 2.0 "
-           "identity provider. In **Settings → Security → Single sign-on**, copy the ACS URL. "
-           "See https://status.clouddesk.example for incidents. Error SSO-104 means the user "
-           "is not assigned.")
+PASSAGE = (
+    "CloudDesk works with Okta, Microsoft Entra ID, Google Workspace and any SAML 2.0 "
+    "identity provider. In **Settings → Security → Single sign-on**, copy the ACS URL. "
+    "See https://status.clouddesk.example for incidents. Error SSO-104 means the user "
+    "is not assigned."
+)
 
 
-@pytest.mark.parametrize("sentence", [
-    "CloudDesk works with Okta and Microsoft Entra ID.",
-    "Open Settings > Security > Single sign-on and copy the ACS URL.",
-    "Check https://status.clouddesk.example for incidents.",
-    "Error SSO-104 means the user is not assigned.",
-    "It works with any SAML 2.0 identity provider.",
-])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "CloudDesk works with Okta and Microsoft Entra ID.",
+        "Open Settings > Security > Single sign-on and copy the ACS URL.",
+        "Check https://status.clouddesk.example for incidents.",
+        "Error SSO-104 means the user is not assigned.",
+        "It works with any SAML 2.0 identity provider.",
+    ],
+)
 def test_sentences_that_keep_the_facts_pass(sentence):
     assert missing_facts(sentence, PASSAGE) == []
 
 
-@pytest.mark.parametrize(("sentence", "changed"), [
-    ("CloudDesk works with Okta and PingFederate.", "PingFederate"),
-    ("Open Settings > Admin > Single sign-on.", "Settings > Admin > Single"),
-    ("Check https://status.example.com for incidents.", "https://status.example.com"),
-    ("Error SSO-105 means the user is not assigned.", "SSO-105"),
-    ("It works with any SAML 3.0 identity provider.", "3.0"),
-])
+@pytest.mark.parametrize(
+    ("sentence", "changed"),
+    [
+        ("CloudDesk works with Okta and PingFederate.", "PingFederate"),
+        ("Open Settings > Admin > Single sign-on.", "Settings > Admin > Single"),
+        ("Check https://status.example.com for incidents.", "https://status.example.com"),
+        ("Error SSO-105 means the user is not assigned.", "SSO-105"),
+        ("It works with any SAML 3.0 identity provider.", "3.0"),
+    ],
+)
 def test_a_changed_fact_is_named(sentence, changed):
     assert changed in missing_facts(sentence, PASSAGE)
 
@@ -61,8 +69,9 @@ def test_a_number_must_stand_beside_a_word_it_stands_beside_in_the_passage():
     assert missing_facts("60", "It takes 60 days.") == []  # a number alone: by itself
     castle = "the Royal Castle (1596–1626) and the Jesuit Church (1609–1626)"
     assert missing_facts(f"It names {castle}.", castle) == []
-    assert missing_facts("the Royal Castle (1609–1626) and the Jesuit Church (1609–1626)",
-                         castle) == ["1609"]
+    assert missing_facts("the Royal Castle (1609–1626) and the Jesuit Church (1609–1626)", castle) == [
+        "1609"
+    ]
 
 
 def test_a_made_up_name_at_a_sentences_start_is_a_name():
@@ -77,24 +86,32 @@ def test_a_made_up_name_at_a_sentences_start_is_a_name():
 def test_a_number_inside_a_token_is_part_of_the_token():
     page = "Each request carries an `HMAC-SHA256` of the body; files up to mp3 quality."
     assert missing_facts("It carries an HMAC-SHA256 of the body.", page) == []
-    assert missing_facts("It carries an HMAC-SHA512 of the body.", page) == [
-        "HMAC-SHA512", "SHA512"]
+    assert missing_facts("It carries an HMAC-SHA512 of the body.", page) == ["HMAC-SHA512", "SHA512"]
     assert missing_facts("Files up to mp4 quality.", page) == ["mp4"]
 
 
-@pytest.mark.parametrize(("sentence", "denies"), [
-    ("Guests do not count as paid users.", True), ("You can't reset it here.", True),
-    ("It is never refunded.", True), ("If the reactions don t go away", True),
-    ("No refund is paid.", True), ("Guests count as paid users.", False),
-    ("Notice the note on knots.", False), ("You can take it.", False)])
+@pytest.mark.parametrize(
+    ("sentence", "denies"),
+    [
+        ("Guests do not count as paid users.", True),
+        ("You can't reset it here.", True),
+        ("It is never refunded.", True),
+        ("If the reactions don t go away", True),
+        ("No refund is paid.", True),
+        ("Guests count as paid users.", False),
+        ("Notice the note on knots.", False),
+        ("You can take it.", False),
+    ],
+)
 def test_a_sentence_that_says_something_is_not_so(sentence, denies):
     assert negated(sentence) is denies
 
 
 def test_a_capitalised_word_after_a_spaced_dash_is_a_name():
-    assert missing_facts("Service - Zorblax Life Insurance covers members.",
-                         "Service - Disabled Veterans Life Insurance covers members.") == [
-        "Zorblax"]
+    assert missing_facts(
+        "Service - Zorblax Life Insurance covers members.",
+        "Service - Disabled Veterans Life Insurance covers members.",
+    ) == ["Zorblax"]
     assert missing_facts("- Contact us by mail.", "You can write to us.") == []  # a bullet
 
 
@@ -102,11 +119,14 @@ def test_a_machine_name_ending_in_a_number_is_not_a_code():
     assert codes("The sync on build-server-7 got E-429.") == {"E-429"}
 
 
-@pytest.mark.parametrize(("message", "asked"), [
-    ("My payment failed with PAY-102.", {"PAY-102"}),
-    ("srv-7 failed with error E-429.", {"E-429"}),
-    ("How do I reset my password?", set()),
-])
+@pytest.mark.parametrize(
+    ("message", "asked"),
+    [
+        ("My payment failed with PAY-102.", {"PAY-102"}),
+        ("srv-7 failed with error E-429.", {"E-429"}),
+        ("How do I reset my password?", set()),
+    ],
+)
 def test_the_code_a_message_asks_about(message, asked):
     assert asked_codes(message) == asked
 

@@ -23,11 +23,12 @@ def test_the_bundled_script_loads():
     [
         ("conversations: []\n", "conversations"),
         ("conversations:\n  - id: a\n    turns: []\n", "conversations.0.turns"),
-        ("conversations:\n  - id: a\n    turns: [{user: hi, expect: {verdict: maybe}}]\n",
-         "verdict"),
+        ("conversations:\n  - id: a\n    turns: [{user: hi, expect: {verdict: maybe}}]\n", "verdict"),
         ("conversations:\n  - id: a\n    turns: [{user: hi, wat: 1}]\n", "wat"),
-        ("conversations:\n  - {id: a, turns: [{user: x}]}\n  - {id: a, turns: [{user: y}]}\n",
-         "duplicate conversation ids"),
+        (
+            "conversations:\n  - {id: a, turns: [{user: x}]}\n  - {id: a, turns: [{user: y}]}\n",
+            "duplicate conversation ids",
+        ),
         ("conversations: [unclosed\n", "not valid YAML"),
     ],
 )
@@ -37,10 +38,20 @@ def test_bad_scripts_are_named(tmp_path, text, message):
 
 
 def test_expectations_report_every_failure():
-    result = TurnResult(session_id="s", answer="Refunds take 5 days.", verdict="answered",
-                        citations=[Citation(source_id="billing/refunds.md", chunk_id="x#0")])
-    assert check(Expectation(verdict="answered", cites=["billing/refunds.md"],
-                             contains=["5 days"]), result) == []
-    failures = check(Expectation(verdict="idk", cites=["a.md"], not_cites=["billing/refunds.md"],
-                                 contains=["7 days"]), result)
+    result = TurnResult(
+        session_id="s",
+        answer="Refunds take 5 days.",
+        verdict="answered",
+        citations=[Citation(source_id="billing/refunds.md", chunk_id="x#0")],
+    )
+    assert (
+        check(Expectation(verdict="answered", cites=["billing/refunds.md"], contains=["5 days"]), result)
+        == []
+    )
+    failures = check(
+        Expectation(
+            verdict="idk", cites=["a.md"], not_cites=["billing/refunds.md"], contains=["7 days"]
+        ),
+        result,
+    )
     assert len(failures) == 4

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "storage", "tasks", "integrations", "agents", "service", "terminal",
-            "evaluation")
+PACKAGES = ("config", "storage", "tasks", "integrations", "agents", "service", "terminal", "evaluation")
 # what each top-level package may import (interfaces -> agents -> tasks -> storage -> config)
 ALLOWED = {
     "config": {"config"},
@@ -27,8 +26,15 @@ ALLOWED = {
     "evaluation": {"config", "storage", "tasks", "agents", "evaluation"},
     "main": {*PACKAGES},
 }
-FRAMEWORKS = ("crewai", "autogen_core", "autogen_agentchat", "autogen_ext", "fastapi",
-              "starlette", "uvicorn")
+FRAMEWORKS = (
+    "crewai",
+    "autogen_core",
+    "autogen_agentchat",
+    "autogen_ext",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+)
 
 
 def modules() -> list[Path]:
@@ -63,8 +69,12 @@ def test_dependencies_run_one_way():
 
 
 def test_no_agent_framework_or_web_framework_under_storage():
-    wrong = [f"{path.relative_to(REPO)} imports {name}" for path in (REPO / "storage").rglob("*.py")
-             for name in imports(path) if name.split(".")[0] in FRAMEWORKS]
+    wrong = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in (REPO / "storage").rglob("*.py")
+        for name in imports(path)
+        if name.split(".")[0] in FRAMEWORKS
+    ]
     assert not wrong, wrong
 
 
@@ -72,8 +82,10 @@ def test_no_import_cycle_between_top_level_packages():
     graph: dict[str, set[str]] = {}
     for path in modules():
         graph.setdefault(owner(path), set()).update(
-            name.split(".")[0] for name in imports(path)
-            if name.split(".")[0] in PACKAGES and name.split(".")[0] != owner(path))
+            name.split(".")[0]
+            for name in imports(path)
+            if name.split(".")[0] in PACKAGES and name.split(".")[0] != owner(path)
+        )
     state: dict[str, str] = {}
 
     def visit(node: str, trail: list[str]) -> None:
@@ -92,33 +104,47 @@ def test_no_import_cycle_between_top_level_packages():
 
 def test_importing_storage_and_tasks_changes_no_environment_variable():
     """(CrewAI itself sets TOKENIZERS_PARALLELISM on import; that is not ours to change.)"""
-    probe = ("import os, json; before = dict(os.environ); "
-             "import storage.kb.embeddings, storage.kb.knowledge_base, storage.retrieval.retriever, "
-             "storage.memory, storage.qdrant.backends, tasks.gates, tasks.answerability; "
-             "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HF_HUB_OFFLINE", "CREWAI_DISABLE_TELEMETRY")}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True,
-                          text=True, check=True)
+    probe = (
+        "import os, json; before = dict(os.environ); "
+        "import storage.kb.embeddings, storage.kb.knowledge_base, storage.retrieval.retriever, "
+        "storage.memory, storage.qdrant.backends, tasks.gates, tasks.answerability; "
+        "print(json.dumps(sorted(set(os.environ.items()) ^ set(before.items()))))"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "CREWAI_DISABLE_TELEMETRY")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_the_readme_layout_section_matches_the_tree():
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
-    listed = {line.split()[0].rstrip("/") for line in section.split("```")[1].splitlines()
-              if line.strip() and not line.startswith(" ")}
-    packages = {str(p.parent.relative_to(REPO)) for p in REPO.glob("*/**/__init__.py")
-                if p.relative_to(REPO).parts[0] != "tests"
-                and not p.relative_to(REPO).parts[0].startswith(".")}
+    listed = {
+        line.split()[0].rstrip("/")
+        for line in section.split("```")[1].splitlines()
+        if line.strip() and not line.startswith(" ")
+    }
+    packages = {
+        str(p.parent.relative_to(REPO))
+        for p in REPO.glob("*/**/__init__.py")
+        if p.relative_to(REPO).parts[0] != "tests" and not p.relative_to(REPO).parts[0].startswith(".")
+    }
     assert packages <= listed, sorted(packages - listed)
     assert all((REPO / path).exists() for path in listed), sorted(
-        p for p in listed if not (REPO / p).exists())
+        p for p in listed if not (REPO / p).exists()
+    )
 
 
-AGENT_FRAMEWORKS = {"crewai": "agents/crewai/", "autogen": "agents/autogen/",
-                    "autogen_core": "agents/autogen/", "autogen_agentchat": "agents/autogen/",
-                    "autogen_ext": "agents/autogen/"}
+AGENT_FRAMEWORKS = {
+    "crewai": "agents/crewai/",
+    "autogen": "agents/autogen/",
+    "autogen_core": "agents/autogen/",
+    "autogen_agentchat": "agents/autogen/",
+    "autogen_ext": "agents/autogen/",
+}
 
 
 def test_each_agent_framework_is_imported_only_in_its_own_room():

@@ -56,8 +56,9 @@ def test_a_missing_local_model_is_one_line_only_where_a_role_needs_it(monkeypatc
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a)
+    )
     with pytest.raises(LlmConfigError, match="make setup-llm"):
         build_llm(LlmSettings())
     assert build_llm(LlmSettings(), needed=False).model  # the shipped defaults call no model

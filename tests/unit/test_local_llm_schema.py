@@ -13,8 +13,16 @@ def test_every_free_string_and_list_is_bounded():
 
 
 def test_tool_call_schema_names_each_tool():
-    tools = [{"type": "function", "function": {"name": n, "parameters": {
-        "type": "object", "properties": {"q": {"type": "string"}}}}} for n in ("a", "b")]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+            },
+        }
+        for n in ("a", "b")
+    ]
     schema = tool_call_schema(tools)
     assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == ["a", "b"]
     assert schema["anyOf"][0]["properties"]["arguments"]["properties"]["q"]["maxLength"] == 400

@@ -18,15 +18,16 @@ class SlowLlama:
 
     def create_chat_completion(self, messages, **_kwargs):
         time.sleep(0.05)
-        return {"choices": [{"message": {"content": "{}"}}],
-                "usage": {"prompt_tokens": 7, "completion_tokens": 2}}
+        return {
+            "choices": [{"message": {"content": "{}"}}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 2},
+        }
 
 
 def test_waiting_for_the_model_is_not_counted_as_its_time(monkeypatch):
     monkeypatch.setattr(local_llm, "load_llama", lambda *args, **kwargs: SlowLlama())
     llm = LocalLlamaLLM(model="local/test")
-    holder = threading.Thread(target=lambda: (llm._lock.acquire(), time.sleep(0.4),
-                                              llm._lock.release()))
+    holder = threading.Thread(target=lambda: (llm._lock.acquire(), time.sleep(0.4), llm._lock.release()))
     holder.start()
     time.sleep(0.05)  # another turn holds the model
     with UsageLedger.activate() as ledger:

@@ -47,8 +47,9 @@ def test_threads_sharing_a_small_cache_always_get_their_own_values():
         try:
             for round_ in range(300):
                 keys = [(offset + round_ + i) % 50 for i in range(6)]
-                for key, value in zip(keys, cache.get_many(keys, lambda ks: [k * 10 for k in ks]),
-                                      strict=True):
+                for key, value in zip(
+                    keys, cache.get_many(keys, lambda ks: [k * 10 for k in ks]), strict=True
+                ):
                     if value != key * 10:
                         wrong.append((key, value))
         except BaseException as error:

@@ -8,8 +8,10 @@ def kinds(text):
 
 
 def test_markdown_headings_emphasis_lists_and_tables_become_clean_units():
-    text = ("## Refunds\nRefunds take **5 to 7** business days. Card refunds are *faster*.\n"
-            "- By card: 5 days\n| Plan | Price |\n|---|---|\n| Pro | 12 USD |")
+    text = (
+        "## Refunds\nRefunds take **5 to 7** business days. Card refunds are *faster*.\n"
+        "- By card: 5 days\n| Plan | Price |\n|---|---|\n| Pro | 12 USD |"
+    )
     assert kinds(text) == [
         ("heading", "Refunds"),
         ("sentence", "Refunds take 5 to 7 business days."),
@@ -21,8 +23,10 @@ def test_markdown_headings_emphasis_lists_and_tables_become_clean_units():
 
 
 def test_an_faq_line_that_asks_is_never_quotable_but_its_answer_is():
-    units = split_units("My vehicle plates were lost. What can I do? \nYou must surrender "
-                        "the registration to the DMV [1] .")
+    units = split_units(
+        "My vehicle plates were lost. What can I do? \nYou must surrender "
+        "the registration to the DMV [1] ."
+    )
     assert [u.quotable for u in units] == [False, False, True]
     assert units[-1].text == "You must surrender the registration to the DMV."
 
@@ -30,10 +34,13 @@ def test_an_faq_line_that_asks_is_never_quotable_but_its_answer_is():
 def test_short_lines_without_an_end_mark_are_headings():
     assert kinds("Benefits Planner: Retirement\nYou can work while you receive benefits.") == [
         ("heading", "Benefits Planner: Retirement"),
-        ("sentence", "You can work while you receive benefits.")]
+        ("sentence", "You can work while you receive benefits."),
+    ]
 
 
 def test_clean_removes_markers_whole_and_keeps_link_text():
-    assert clean("Open **Settings → Billing** and see the [status page](https://x.y) [2 ] .") \
+    assert (
+        clean("Open **Settings → Billing** and see the [status page](https://x.y) [2 ] .")
         == "Open Settings → Billing and see the status page."
+    )
     assert "**" not in clean("a **bold label cut in half")

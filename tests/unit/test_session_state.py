@@ -11,40 +11,46 @@ WAITING = {"status": "handoff", "handoff": True}
 RESOLVED = {"status": "resolved", "handoff": True}
 
 
-@pytest.mark.parametrize(("header", "verb", "role", "changes"), [
-    (OPEN, "hand_off", "customer", {"status": "handoff", "handoff": True}),
-    (OPEN, "hand_off", "assistant", {"status": "handoff", "handoff": True}),
-    (WAITING, "hand_off", "customer", {}),  # again: nothing changes
-    (OPEN, "take", "agent", {"status": "handoff", "handoff": True, "taken_by": "ana"}),
-    (WAITING, "take", "agent", {"taken_by": "ana"}),
-    (OPEN, "resolve", "agent", {"status": "resolved"}),
-    (WAITING, "resolve", "admin", {"status": "resolved"}),
-    (WAITING, "message", "customer", {}),
-    ({**WAITING, "taken_by": "ana"}, "reply", "agent", {}),
-    ({**WAITING, "taken_by": "ben"}, "take", "admin", {"taken_by": "ana"}),  # reassign
-])
+@pytest.mark.parametrize(
+    ("header", "verb", "role", "changes"),
+    [
+        (OPEN, "hand_off", "customer", {"status": "handoff", "handoff": True}),
+        (OPEN, "hand_off", "assistant", {"status": "handoff", "handoff": True}),
+        (WAITING, "hand_off", "customer", {}),  # again: nothing changes
+        (OPEN, "take", "agent", {"status": "handoff", "handoff": True, "taken_by": "ana"}),
+        (WAITING, "take", "agent", {"taken_by": "ana"}),
+        (OPEN, "resolve", "agent", {"status": "resolved"}),
+        (WAITING, "resolve", "admin", {"status": "resolved"}),
+        (WAITING, "message", "customer", {}),
+        ({**WAITING, "taken_by": "ana"}, "reply", "agent", {}),
+        ({**WAITING, "taken_by": "ben"}, "take", "admin", {"taken_by": "ana"}),  # reassign
+    ],
+)
 def test_allowed_moves_change_what_they_say(header, verb, role, changes):
     assert move(header, verb, role, "ana") == changes
 
 
-@pytest.mark.parametrize(("header", "verb", "role", "code"), [
-    (RESOLVED, "hand_off", "customer", "session_resolved"),
-    (RESOLVED, "hand_off", "assistant", "session_resolved"),
-    (RESOLVED, "message", "customer", "session_resolved"),
-    (RESOLVED, "feedback", "customer", "session_resolved"),
-    (RESOLVED, "resolve", "agent", "session_resolved"),
-    (RESOLVED, "take", "admin", "session_resolved"),
-    (RESOLVED, "remember", "sweep", "session_resolved"),
-    (OPEN, "reply", "agent", "not_handed_off"),
-    (WAITING, "reply", "agent", "not_taken"),
-    ({**WAITING, "taken_by": "ben"}, "reply", "agent", "taken"),
-    ({**WAITING, "taken_by": "ben"}, "reply", "admin", "taken"),  # an admin reassigns first
-    ({**WAITING, "taken_by": "ben"}, "take", "agent", "taken"),
-    ({**WAITING, "taken_by": "ben"}, "resolve", "agent", "taken"),
-    (OPEN, "resolve", "customer", "wrong_role"),
-    (WAITING, "take", "customer", "wrong_role"),
-    (OPEN, "hand_off", "agent", "wrong_role"),
-])
+@pytest.mark.parametrize(
+    ("header", "verb", "role", "code"),
+    [
+        (RESOLVED, "hand_off", "customer", "session_resolved"),
+        (RESOLVED, "hand_off", "assistant", "session_resolved"),
+        (RESOLVED, "message", "customer", "session_resolved"),
+        (RESOLVED, "feedback", "customer", "session_resolved"),
+        (RESOLVED, "resolve", "agent", "session_resolved"),
+        (RESOLVED, "take", "admin", "session_resolved"),
+        (RESOLVED, "remember", "sweep", "session_resolved"),
+        (OPEN, "reply", "agent", "not_handed_off"),
+        (WAITING, "reply", "agent", "not_taken"),
+        ({**WAITING, "taken_by": "ben"}, "reply", "agent", "taken"),
+        ({**WAITING, "taken_by": "ben"}, "reply", "admin", "taken"),  # an admin reassigns first
+        ({**WAITING, "taken_by": "ben"}, "take", "agent", "taken"),
+        ({**WAITING, "taken_by": "ben"}, "resolve", "agent", "taken"),
+        (OPEN, "resolve", "customer", "wrong_role"),
+        (WAITING, "take", "customer", "wrong_role"),
+        (OPEN, "hand_off", "agent", "wrong_role"),
+    ],
+)
 def test_refused_moves_name_why(header, verb, role, code):
     with pytest.raises(SessionConflict) as refused:
         move(header, verb, role, "ana")

@@ -52,30 +52,40 @@ def test_bad_env_value_is_named(monkeypatch):
     [
         ("retrieval: [1, 2\n", "not valid YAML"),
         ("- just\n- a list\n", "expected a mapping"),
-        ("slots: {tier: {field: tiers, mode: sometimes, match: equals_or_absent}}\n",
-         "slots.tier.mode"),
-        ("slots: {access_level: {field: access, mode: enforced, match: at_most}}\n",
-         "needs a non-empty 'levels'"),
+        ("slots: {tier: {field: tiers, mode: sometimes, match: equals_or_absent}}\n", "slots.tier.mode"),
+        (
+            "slots: {access_level: {field: access, mode: enforced, match: at_most}}\n",
+            "needs a non-empty 'levels'",
+        ),
         ("qdrant: {collection: 'bad name!'}\n", "qdrant.collection"),
         ("roles: {judge: sometimes}\n", "roles.judge"),
         ("roles: {summarise: model}\n", "roles.summarise"),
-        ("evidence: {answerability: {features: [a, b], mean: [0], scale: [1], weights: [1], "
-         "bias: 0}}\n", "same length"),
-        ("evidence: {answerability: {features: [a], mean: [0], scale: [0], weights: [1], "
-         "bias: 0}}\n", "scale must be positive"),
-        ("evidence: {answerability: {features: [a], mean: [0], scale: [1], weights: [1], "
-         "bias: 0, answer_at: 0.3, refuse_below: 0.6}}\n", "refuse_below must not exceed"),
+        (
+            "evidence: {answerability: {features: [a, b], mean: [0], scale: [1], weights: [1], "
+            "bias: 0}}\n",
+            "same length",
+        ),
+        (
+            "evidence: {answerability: {features: [a], mean: [0], scale: [0], weights: [1], bias: 0}}\n",
+            "scale must be positive",
+        ),
+        (
+            "evidence: {answerability: {features: [a], mean: [0], scale: [1], weights: [1], "
+            "bias: 0, answer_at: 0.3, refuse_below: 0.6}}\n",
+            "refuse_below must not exceed",
+        ),
         ("evidence: {gate: neural}\n", "evidence.gate"),
         ("evidence: {learned: {page_margin: -0.1}}\n", "learned.page_margin"),
         ("evidence: {learned: {curve: []}}\n", "give answer_at or a curve"),
-        ("evidence: {learned: {curve: [{threshold: 0.5, precision: 1, coverage: 0.2}, "
-         "{threshold: 0.1, precision: 0.9, coverage: 0.8}]}}\n", "increasing order"),
-        ("evidence: {learned: {answer_at: 0.3, refuse_below: 0.6}}\n",
-         "refuse_below must not exceed"),
+        (
+            "evidence: {learned: {curve: [{threshold: 0.5, precision: 1, coverage: 0.2}, "
+            "{threshold: 0.1, precision: 0.9, coverage: 0.8}]}}\n",
+            "increasing order",
+        ),
+        ("evidence: {learned: {answer_at: 0.3, refuse_below: 0.6}}\n", "refuse_below must not exceed"),
         ("evidence: {learned: {answer_at: 1.5}}\n", "learned.answer_at"),
         ("evidence: {target_precision: 0}\n", "evidence.target_precision"),
-        ("evidence: {learned: {curve: [{threshold: 0.5, precision: 2, coverage: 0}]}}\n",
-         "precision"),
+        ("evidence: {learned: {curve: [{threshold: 0.5, precision: 2, coverage: 0}]}}\n", "precision"),
         ("pilot: {encoder_threads: 0}\n", "pilot.encoder_threads"),
         ("pilot: {header_timeout_s: -1}\n", "pilot.header_timeout_s"),
         ("llm: {stream: sometimes}\n", "llm.stream"),
@@ -116,10 +126,13 @@ def test_roles_take_the_evidence_path_with_the_local_model_only_on_auto():
 
 
 def test_the_target_precision_picks_the_threshold_from_the_curve(tmp_path):
-    curve = ("[{threshold: 0.1, precision: 0.80, coverage: 0.9}, "
-             "{threshold: 0.3, precision: 0.96, coverage: 0.8}, "
-             "{threshold: 0.5, precision: 0.94, coverage: 0.7}, "
-             "{threshold: 0.7, precision: 1.00, coverage: 0.5}]")
+    curve = (
+        "[{threshold: 0.1, precision: 0.80, coverage: 0.9}, "
+        "{threshold: 0.3, precision: 0.96, coverage: 0.8}, "
+        "{threshold: 0.5, precision: 0.94, coverage: 0.7}, "
+        "{threshold: 0.7, precision: 1.00, coverage: 0.5}]"
+    )
+
     def gate(text):
         return load_settings(write(tmp_path, text)).evidence.learned
 
@@ -129,10 +142,16 @@ def test_the_target_precision_picks_the_threshold_from_the_curve(tmp_path):
     lenient = gate(f"evidence: {{target_precision: 0.9, learned: {{curve: {curve}}}}}\n")
     assert lenient.answer_at == 0.3 and lenient.refuse_below == pytest.approx(0.2)
     # nothing reaches it: the strictest point
-    assert gate("evidence: {target_precision: 1.0, learned: {curve: "
-                "[{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n").answer_at == 0.2
-    explicit = gate(f"evidence: {{target_precision: 0.95, learned: {{curve: {curve}, "
-                    f"answer_at: 0.42}}}}\n")
+    assert (
+        gate(
+            "evidence: {target_precision: 1.0, learned: {curve: "
+            "[{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n"
+        ).answer_at
+        == 0.2
+    )
+    explicit = gate(
+        f"evidence: {{target_precision: 0.95, learned: {{curve: {curve}, answer_at: 0.42}}}}\n"
+    )
     assert explicit.answer_at == 0.42
 
 
@@ -143,7 +162,9 @@ def test_the_shipped_answerability_model_orders_its_probabilities():
     strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0}
     assert model.probability(strong) > model.answer_at > model.probability(weak)
     assert evidence.gate == "logistic" and evidence.operating_points() == (
-        model.answer_at, model.refuse_below)
+        model.answer_at,
+        model.refuse_below,
+    )
 
 
 def test_the_shipped_learned_gate_reaches_its_target_on_dev():

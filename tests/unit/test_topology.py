@@ -11,8 +11,13 @@ from tasks.schemas import GateDecision
 from tests.conftest import REPO
 
 # the Flow's method for each step of the table (the verifier is the respond task's guardrail)
-FLOW_METHOD = {"reformulator": "reformulate", "retriever": "retrieve", "judge": "judge",
-               "responder": "respond", "closer": "finish"}
+FLOW_METHOD = {
+    "reformulator": "reformulate",
+    "retriever": "retrieve",
+    "judge": "judge",
+    "responder": "respond",
+    "closer": "finish",
+}
 
 
 def test_every_edge_joins_two_steps_of_the_table_and_each_route_leads_one_way():
@@ -32,8 +37,9 @@ def test_the_crewai_flow_listens_on_the_routes_the_table_leads_into_each_step():
     for node, method in FLOW_METHOD.items():
         listen = methods[method].listen
         triggers = set(listen["or"]) if isinstance(listen, dict) else {listen}
-        unconditional = {FLOW_METHOD.get(e.source) for e in EDGES
-                         if e.target == node and e.route is None} - {None}
+        unconditional = {
+            FLOW_METHOD.get(e.source) for e in EDGES if e.target == node and e.route is None
+        } - {None}
         assert triggers == set(routes_into(node)) | unconditional, (node, triggers)
 
 
@@ -53,10 +59,12 @@ def graph():
 
 def test_the_autogen_graph_has_the_tables_edges_and_follows_their_routes(graph):
     def followed(source: str, route: str | None) -> set[str]:
-        message = (DecisionMessage(content=GateDecision(gate=source, route=route), source=source)
-                   if route else TextMessage(content="done", source=source))
-        return {e.target for e in graph.nodes[source].edges
-                if e.check_condition(message)}
+        message = (
+            DecisionMessage(content=GateDecision(gate=source, route=route), source=source)
+            if route
+            else TextMessage(content="done", source=source)
+        )
+        return {e.target for e in graph.nodes[source].edges if e.check_condition(message)}
 
     assert graph.get_start_nodes() == {"context"}
     for edge in EDGES:

@@ -25,9 +25,10 @@ def test_rows_give_each_unit_and_each_window_its_maxsim(seed):
     for index, unit in enumerate(units):
         assert closest[index].mean() == pytest.approx(EvidenceScorer.maxsim(query, unit), abs=1e-5)
     for start in range(len(units) - 1):
-        window = np.concatenate(units[start:start + 2])
-        assert closest[start:start + 2].max(axis=0).mean() == pytest.approx(
-            EvidenceScorer.maxsim(query, window), abs=1e-5)
+        window = np.concatenate(units[start : start + 2])
+        assert closest[start : start + 2].max(axis=0).mean() == pytest.approx(
+            EvidenceScorer.maxsim(query, window), abs=1e-5
+        )
 
 
 def test_an_empty_query_or_unit_scores_zero():
