@@ -12,14 +12,26 @@ Usage (first import of a bench script)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import socket
+import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
+# what the pilot's load benches ask (three answerable over examples/kb, one not)
+SERVICE_QUESTIONS = [
+    "How long does a refund take?",
+    "What are the API rate limits on the Pro plan?",
+    "How do I export all my files?",
+    "Do you offer a student discount?",
+]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -88,3 +100,48 @@ def comparison_parser(doc: str | None, data_dir: str) -> argparse.ArgumentParser
     parser.add_argument("--data-dir", type=Path, default=Path(data_dir))
     parser.add_argument("--baseline-repo", type=Path, help="an earlier checkout to compare")
     return parser
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(repo: Path, data_dir: Path, keys: list[dict]) -> Iterator[tuple[str, int]]:
+    """``repo``'s own ``main.py serve`` over ``data_dir`` (the example KB ingested) with
+    ``keys``, ready: (base URL, server pid). Stopped on exit."""
+    import httpx
+
+    subprocess.run(
+        [sys.executable, "main.py", "--data-dir", str(data_dir), "ingest", "examples/kb"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
+    server = subprocess.Popen(
+        [sys.executable, "main.py", "--data-dir", str(data_dir), "serve", "--port", str(port)],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            raise SystemExit("the service did not become ready within 180 s")
+        yield base, server.pid
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

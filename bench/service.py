@@ -19,31 +19,16 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
-from _common import ROOT, comparison_parser, table
+from _common import ROOT, SERVICE_QUESTIONS, comparison_parser, serving, table
 
 from evaluation.answers import percentile
 from service.auth import hash_key
 
-QUESTIONS = [
-    "How long does a refund take?",
-    "What are the API rate limits on the Pro plan?",
-    "How do I export all my files?",
-    "Do you offer a student discount?",
-]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+QUESTIONS = SERVICE_QUESTIONS
 
 
 def client_run(base: str, key: str, client: int, turns: int) -> dict:
@@ -87,13 +72,6 @@ def rss_mb(pid: int) -> float:
 
 def load(repo: Path, args: argparse.Namespace) -> dict:
     """Serve ``repo``'s own ``main.py`` and put the bounded load on it."""
-    data_dir = args.data_dir / repo.name
-    subprocess.run(
-        [sys.executable, "main.py", "--data-dir", str(data_dir), "ingest", "examples/kb"],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
     keys = [
         {
             "name": "acme",
@@ -108,29 +86,9 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
             "slots": {"access_level": "public"},
         },
     ]
-    port = free_port()
-    env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
-    server = subprocess.Popen(
-        [sys.executable, "main.py", "--data-dir", str(data_dir), "serve", "--port", str(port)],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            raise SystemExit("the service did not become ready within 180 s")
+    with serving(repo, args.data_dir / repo.name, keys) as (base, pid):
         client_run(base, "acme-key", 99, len(QUESTIONS))  # warm-up: every question once
-        rss_warm = rss_mb(server.pid)
+        rss_warm = rss_mb(pid)
 
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.clients) as pool:
@@ -143,7 +101,7 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
                 )
             )
         turn_seconds = time.perf_counter() - started
-        rss_after = rss_mb(server.pid)
+        rss_after = rss_mb(pid)
         latencies = [x for r in runs for x in r["latencies"]]
 
         cross = 0
@@ -167,9 +125,6 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
                 search_latencies.append(time.perf_counter() - t0)
                 search_errors += response.status_code != 200
         search_seconds = time.perf_counter() - started
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     return {
         "turns": len(latencies),
         "turns_answered": sum(r["answered"] for r in runs),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -51,7 +51,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if pilot.runtime is None:
-            from agents.runtime import build_runtime
+            from agents.build import build_runtime
 
             pilot.runtime = await run_in_threadpool(build_runtime, settings, data_dir)
         kb = pilot.runtime.knowledge_base()
@@ -114,10 +114,17 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         code = {413: "too_large", 408: "body_timeout"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 
+    def admit(headers: Mapping[str, str], path: str) -> None:
+        """Before a body is read: a valid key (401 otherwise), and no spent rate limit for
+        this route (429; the first request over a limit is counted in the route itself)."""
+        who = authenticate(headers, settings.pilot.api_keys)
+        if pilot.limits is not None:
+            pilot.limits.refuse_spent_route(path, who.key_name)
+
     app.add_middleware(
         RequestLimits,
         max_bytes=settings.pilot.max_request_bytes,
-        check_key=lambda headers: authenticate(headers, settings.pilot.api_keys),
+        check_key=admit,
         error_body=error_body,
         body_timeout_s=settings.pilot.body_timeout_s,
     )

@@ -1,14 +1,15 @@
 """Request limits applied before a route reads anything: an ASGI middleware.
 
 ``/v1/`` requests are authenticated from their headers first (401 before any body byte is
-read), then the body is capped: a ``Content-Length`` over the limit is refused at once, and a
-body without one (chunked) is counted as it arrives and refused at ``limit + 1`` bytes, so a
-huge upload never sits in memory. A body that stops arriving for ``body_timeout_s`` is a 408:
-a slow client cannot hold a connection open by trickling its body.
+read; ``check_key`` may also refuse a key whose rate limit for the path is spent: 429). Then
+the body is capped: a ``Content-Length`` over the limit is refused at once, and a body
+without one (chunked) is counted as it arrives and refused at ``limit + 1`` bytes, so a huge
+upload never sits in memory. A body that stops arriving for ``body_timeout_s`` is a 408: a
+slow client cannot hold a connection open by trickling its body.
 
 Usage::
 
-    app.add_middleware(RequestLimits, max_bytes=100_000, check_key=lambda headers: ...,
+    app.add_middleware(RequestLimits, max_bytes=100_000, check_key=lambda headers, path: ...,
                        error_body=error_body, body_timeout_s=10.0)
 """
 
@@ -23,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from service.auth import AuthError
+from service.errors import ApiError
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -36,7 +38,7 @@ class RequestLimits:
         self,
         app: Any,
         max_bytes: int,
-        check_key: Callable[[Mapping[str, str]], Any],
+        check_key: Callable[[Mapping[str, str], str], Any],
         error_body: Callable[..., dict[str, Any]],
         body_timeout_s: float = 10.0,
     ) -> None:
@@ -53,11 +55,18 @@ class RequestLimits:
         headers = Headers(scope=scope)
         if scope["path"].startswith("/v1/"):
             try:
-                self.check_key(headers)
+                self.check_key(headers, scope["path"])
             except AuthError as exc:
                 await JSONResponse(self.error_body("unauthorized", str(exc)), status_code=401)(
                     scope, receive, send
                 )
+                return
+            except ApiError as exc:  # e.g. this key's rate limit for the route is spent: 429
+                await JSONResponse(
+                    self.error_body(exc.code, exc.message, **exc.extra),
+                    status_code=exc.status,
+                    headers=exc.headers,
+                )(scope, receive, send)
                 return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_bytes:

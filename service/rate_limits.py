@@ -16,9 +16,10 @@ Usage::
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
-from typing import Any
+from typing import Any, NoReturn
 
 from limits import RateLimitItem, parse
 from limits.storage import Storage
@@ -71,14 +72,14 @@ class QdrantCounters(Storage):
         for _ in range(MAX_TRIES):
             now = time.time()
             current = self._read(key)
-            fresh = current is None or current["expires_at"] <= now
-            count = amount if fresh else current["count"] + amount  # type: ignore[index]
+            live = current if current is not None and current["expires_at"] > now else None
+            count = amount + (live["count"] if live else 0)
             written = {
                 "key": key,
                 "count": count,
                 "rev": uuid.uuid4().hex,
-                "expires_at": now + expiry if fresh else current["expires_at"],
-            }  # type: ignore[index]
+                "expires_at": live["expires_at"] if live else now + expiry,
+            }
             if current is None:
                 self.store.insert_new(COUNTERS, [self._point(key, written)])
             else:
@@ -112,20 +113,51 @@ class QdrantCounters(Storage):
         self.store.delete(COUNTERS, Match("key", (key,)))
 
 
+# the routes each limit counts: a key whose window is spent is refused there before its body
+# is read (service/limits.py)
+COUNTED_ROUTES = {
+    "sessions": re.compile(r"/v1/sessions/?"),
+    "message_bytes": re.compile(r"/v1/sessions/[^/]+/messages/?"),
+    "handoffs": re.compile(r"/v1/sessions/[^/]+/handoff/?"),
+}
+
+
 class RateLimits:
     """The pilot's per-key limits (``pilot.limits`` in assistant.yaml)."""
 
     def __init__(self, store: Store, encoders: Encoders, config: PilotLimits) -> None:
         self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
         self.items: dict[str, RateLimitItem] = {name: parse(getattr(config, name)) for name in WHAT}
+        # windows this worker saw spent, until they reset: a flood's further requests are
+        # refused without a store round trip (another worker learns it on its next count)
+        self.spent_until: dict[tuple[str, str], float] = {}
+
+    def refuse_if_spent(self, name: str, key_name: str) -> None:
+        """429 at once when this worker already saw the key's window spent (no store call);
+        call it first in a route, before the work that :meth:`spend` would count."""
+        until = self.spent_until.get((name, key_name), 0.0)
+        if until > time.time():
+            self._refuse(name, until)
+
+    def refuse_spent_route(self, path: str, key_name: str) -> None:
+        """429 at once for a POST to a route whose limit this worker saw spent for the key."""
+        for name, route in COUNTED_ROUTES.items():
+            if route.fullmatch(path):
+                self.refuse_if_spent(name, key_name)
 
     def spend(self, name: str, key_name: str, cost: int = 1) -> None:
         """Count ``cost`` against the key's ``name`` limit; 429 with ``Retry-After`` when the
         window is spent (nothing of the request is stored)."""
+        self.refuse_if_spent(name, key_name)
         item = self.items[name]
         if self.limiter.hit(item, key_name, cost=cost):
             return
         reset, _ = self.limiter.get_window_stats(item, key_name)
+        self.spent_until[(name, key_name)] = reset
+        self._refuse(name, reset)
+
+    def _refuse(self, name: str, reset: float) -> NoReturn:
+        item = self.items[name]
         wait = max(1, math.ceil(reset - time.time()))
         raise ApiError(
             429,

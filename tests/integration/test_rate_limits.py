@@ -48,6 +48,11 @@ def test_new_sessions_per_key_are_limited_and_other_keys_go_on(pilot):
     assert_limited(post(client, "/v1/sessions", "flood"), "sessions")
     assert post(client, "/v1/sessions", "calm").status_code == 201
     assert len(app_pilot.store.sessions("acme")) == 4  # the refused one stored nothing
+    # from now on this key is refused before its body is read: not even bad JSON is parsed
+    again = client.post(
+        "/v1/sessions", content=b"{not json", headers={"Authorization": "Bearer flood-key"}
+    )
+    assert_limited(again, "sessions")
 
 
 def test_hand_offs_and_message_bytes_are_limited_and_refused_messages_not_stored(pilot):

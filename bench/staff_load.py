@@ -1,0 +1,252 @@
+"""The staff side under load, with and without a flood from one key.
+
+For ``--seconds`` (120 by default) against ``python main.py serve``: ``--customers`` web
+visitors (one shared widget key) each hold conversations of a few questions, one in three
+asking for a person; three agents work the queue (a page, take the oldest free conversation,
+read it, reply, resolve); an admin polls the gap report. The same run is repeated with a
+flood beside it: a second customer key creating sessions, handing them off and sending 8,000
+character messages as fast as it can. Measured per role: p50/p95 seconds, errors (5xx or an
+unexpected status), the flood's 429s, and whether every accepted customer message is stored.
+
+    python bench/staff_load.py [--seconds 120] [--customers 20]
+
+Writes bench/results/staff_load.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+from _common import ROOT, SERVICE_QUESTIONS, serving, table, write_results
+
+from evaluation.answers import percentile
+from service.auth import hash_key
+
+KEYS = [
+    {
+        "name": "widget",
+        "sha256": hash_key("widget-key"),
+        "tenant": "acme",
+        "slots": {"access_level": "customer", "tier": "pro"},
+    },
+    {
+        "name": "flood",
+        "sha256": hash_key("flood-key"),
+        "tenant": "acme",
+        "slots": {"access_level": "public"},
+    },
+    *(
+        {
+            "name": name,
+            "sha256": hash_key(f"{name}-key"),
+            "tenant": "acme",
+            "role": "agent",
+            "slots": {"access_level": "internal"},
+        }
+        for name in ("ana", "ben", "cai")
+    ),
+    {
+        "name": "lead",
+        "sha256": hash_key("lead-key"),
+        "tenant": "acme",
+        "role": "admin",
+        "slots": {"access_level": "internal"},
+    },
+]
+FLOOD_THREADS = 4
+THINK_S = 3.0
+ASK_FOR_PERSON = "I want to talk to a person about my invoice"
+QUESTIONS = SERVICE_QUESTIONS
+
+
+class Tally:
+    """Latencies and outcomes per role, shared by the threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latencies: dict[str, list[float]] = defaultdict(list)
+        self.status: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.sent: dict[str, int] = defaultdict(int)  # session -> customer messages accepted
+
+    def call(self, role: str, http: httpx.Client, method: str, path: str, **kwargs):
+        started = time.perf_counter()
+        response = http.request(method, path, **kwargs)
+        with self.lock:
+            self.latencies[role].append(time.perf_counter() - started)
+            self.status[role][response.status_code] += 1
+        return response
+
+
+def customer(base: str, n: int, until: float, tally: Tally) -> None:
+    with httpx.Client(base_url=base, headers={"Authorization": "Bearer widget-key"}, timeout=60) as http:
+        conversation = 0
+        while time.time() < until:
+            made = tally.call("customer", http, "POST", "/v1/sessions", json={})
+            if made.status_code != 201:
+                time.sleep(1)
+                continue
+            session = made.json()["session_id"]
+            questions = [QUESTIONS[(n + conversation + i) % len(QUESTIONS)] for i in range(3)]
+            if (n + conversation) % 3 == 0:
+                questions[1] = ASK_FOR_PERSON
+            for question in questions:
+                if time.time() >= until:
+                    break
+                sent = tally.call(
+                    "customer",
+                    http,
+                    "POST",
+                    f"/v1/sessions/{session}/messages",
+                    json={"message": question},
+                )
+                if sent.status_code == 200:
+                    with tally.lock:
+                        tally.sent[session] += 1
+                time.sleep(THINK_S)  # a person reads the answer and types the next
+            conversation += 1
+
+
+def agent(base: str, name: str, until: float, tally: Tally) -> None:
+    with httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {name}-key"}, timeout=60
+    ) as http:
+        while time.time() < until:
+            page = tally.call("agent", http, "GET", "/v1/handoffs?limit=20").json()
+            free = [r for r in page.get("handoffs", []) if not r["session"].get("taken_by")]
+            if not free:
+                time.sleep(2)
+                continue
+            session = free[0]["session"]["session_id"]
+            if tally.call("agent", http, "POST", f"/v1/handoffs/{session}/take").status_code != 200:
+                continue  # another agent was faster: a 409 is the expected answer
+            tally.call("agent", http, "GET", f"/v1/handoffs/{session}")
+            tally.call(
+                "agent",
+                http,
+                "POST",
+                f"/v1/sessions/{session}/agent-messages",
+                json={"message": f"Hi, this is {name}. Let me check that."},
+            )
+            time.sleep(1.0)
+            tally.call(
+                "agent",
+                http,
+                "POST",
+                f"/v1/sessions/{session}/resolve",
+                json={"note": f"handled by {name}"},
+            )
+
+
+def admin(base: str, until: float, tally: Tally) -> None:
+    with httpx.Client(base_url=base, headers={"Authorization": "Bearer lead-key"}, timeout=60) as http:
+        while time.time() < until:
+            tally.call("admin", http, "GET", "/v1/reports/gaps?since=1d")
+            time.sleep(5)
+
+
+def flood(base: str, until: float, tally: Tally) -> None:
+    with httpx.Client(base_url=base, headers={"Authorization": "Bearer flood-key"}, timeout=60) as http:
+        while time.time() < until:
+            made = tally.call("flood", http, "POST", "/v1/sessions", json={})
+            if made.status_code == 201:
+                session = made.json()["session_id"]
+                tally.call("flood", http, "POST", f"/v1/sessions/{session}/handoff", json={})
+                for _ in range(25):
+                    tally.call(
+                        "flood",
+                        http,
+                        "POST",
+                        f"/v1/sessions/{session}/messages",
+                        json={"message": "spam " * 1600},
+                    )
+            else:
+                time.sleep(0.05)
+
+
+def run(seconds: float, customers: int, with_flood: bool) -> dict:
+    tally = Tally()
+    with tempfile.TemporaryDirectory() as tmp, serving(ROOT, Path(tmp) / "data", KEYS) as (base, _pid):
+        with httpx.Client(
+            base_url=base, headers={"Authorization": "Bearer widget-key"}, timeout=120
+        ) as http:  # warm-up: every question once
+            session = http.post("/v1/sessions", json={}).json()["session_id"]
+            for question in QUESTIONS:
+                http.post(f"/v1/sessions/{session}/messages", json={"message": question})
+        until = time.time() + seconds
+        threads = [
+            threading.Thread(target=customer, args=(base, n, until, tally)) for n in range(customers)
+        ]
+        threads += [
+            threading.Thread(target=agent, args=(base, name, until, tally))
+            for name in ("ana", "ben", "cai")
+        ]
+        threads.append(threading.Thread(target=admin, args=(base, until, tally)))
+        if with_flood:  # four threads of one key, as fast as the server answers
+            threads += [
+                threading.Thread(target=flood, args=(base, until, tally)) for _ in range(FLOOD_THREADS)
+            ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        lost = 0
+        with httpx.Client(
+            base_url=base, headers={"Authorization": "Bearer widget-key"}, timeout=60
+        ) as http:
+            for session, sent in tally.sent.items():
+                turns = http.get(f"/v1/sessions/{session}").json()["turns"]
+                lost += max(0, sent - sum(1 for t in turns if t.get("user")))
+    result: dict = {"lost_messages": lost}
+    for role, latencies in sorted(tally.latencies.items()):
+        statuses = dict(tally.status[role])
+        result[role] = {
+            "requests": len(latencies),
+            "p50_s": round(percentile(latencies, 0.5), 3),
+            "p95_s": round(percentile(latencies, 0.95), 3),
+            "5xx": sum(v for k, v in statuses.items() if k >= 500),
+            "429": statuses.get(429, 0),
+            "statuses": statuses,
+        }
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--customers", type=int, default=20)
+    args = parser.parse_args()
+    quiet = run(args.seconds, args.customers, with_flood=False)
+    flooded = run(args.seconds, args.customers, with_flood=True)
+    rows = []
+    for role in ("customer", "agent", "admin", "flood"):
+        for measure in ("requests", "p50_s", "p95_s", "5xx", "429"):
+            before = quiet.get(role, {}).get(measure, "-")
+            after = flooded.get(role, {}).get(measure, "-")
+            ratio = (
+                round(after / before, 2)
+                if isinstance(before, int | float) and before and isinstance(after, int | float)
+                else "-"
+            )
+            rows.append([role, measure, before, after, ratio])
+    rows.append(["all", "lost_messages", quiet["lost_messages"], flooded["lost_messages"], "-"])
+    lines = [
+        f"# Staff side under load: {args.customers} customers, 3 agents, 1 admin, "
+        f"{args.seconds:.0f} s, without and with a flood from one key",
+        "",
+        *table(["role", "measure", "no flood", "flood", "flood / no flood"], rows),
+    ]
+    write_results(
+        "staff_load",
+        lines,
+        {"seconds": args.seconds, "customers": args.customers, "no_flood": quiet, "flood": flooded},
+    )
+
+
+if __name__ == "__main__":
+    main()
