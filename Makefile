@@ -39,6 +39,7 @@ demo: setup
 
 test: setup-llm
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q -m "not e2e"
 	$(PY) -m pytest -q -m e2e
@@ -48,6 +49,7 @@ test-fast: setup-llm
 
 lint: setup-llm
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
 bench: setup

@@ -268,7 +268,7 @@ def kickoff(
     ] = True,
 ) -> None:
     """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
-    from agents.runtime import build_runtime
+    from agents.build import build_runtime
     from evaluation.kickoff import load_script, run_script
 
     if process is not None and process not in ("sequential", "hierarchical"):
@@ -427,7 +427,7 @@ def chat(
     process: Annotated[str | None, typer.Option(help="sequential | hierarchical")] = None,
 ) -> None:
     """Chat with the crew in the terminal."""
-    from agents.runtime import build_runtime
+    from agents.build import build_runtime
     from storage.retrieval.filters import build_filters
     from terminal.chat import ChatLoop
 
@@ -528,7 +528,7 @@ def serve(
     """Run the pilot HTTP service and its web chat page."""
     import uvicorn
 
-    from agents.runtime import build_runtime
+    from agents.build import build_runtime
     from service.app import create_app
     from service.header_timeout import server_config
 
@@ -607,7 +607,7 @@ def eval_answers(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Ask each question of a labelled set as a new conversation; score answers and refusals."""
-    from agents.runtime import build_runtime
+    from agents.build import build_runtime
     from evaluation.answer_sets import load_answer_set
     from evaluation.answers import answer_set_settings, evaluate_answers, plot_risk_coverage
     from storage.kb.ingest import ingest_paths
@@ -628,7 +628,9 @@ def eval_answers(
             report = evaluate_answers(runtime, answer_set, limit)
     finally:
         runtime.close()
-    answer_at = settings.evidence.operating_points()[0]
+    from tasks.operating_points import operating_points
+
+    answer_at = operating_points(settings.evidence)[0]
     payload = {
         "dataset": answer_set.name,
         "engine": runtime.engine.name,

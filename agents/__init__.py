@@ -4,6 +4,6 @@ wire (``topology.py``), the turn's entry point (``turn.py``) and its runtime; on
 
 Usage::
 
-    from agents.runtime import build_runtime
+    from agents.build import build_runtime
     from agents.turn import run_turn
 """

@@ -1,7 +1,7 @@
 """Role and task specs from ``config/agents.yaml`` and ``config/tasks.yaml`` (CrewAI's shape).
 
 CrewAI's ``@CrewBase`` crews read the same files themselves; AutoGen's agents are built from
-these specs. ``build_engine`` checks them at start (``agents/runtime.py``).
+these specs. ``build_engine`` checks them at start (``agents/build.py``).
 
 Usage::
 

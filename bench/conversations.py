@@ -27,7 +27,7 @@ from typing import Any
 
 from _common import ROOT, comparison_parser, table, write_results
 
-from agents.runtime import build_runtime
+from agents.build import build_runtime
 from config.settings import load_settings
 from evaluation.answers import percentile
 from evaluation.kickoff import load_script, run_script

@@ -36,6 +36,7 @@ from config.settings import AnswerabilityGate, load_settings
 from evaluation.answers import risk_coverage
 from tasks.judging import assess
 from tasks.learned_answerability import choose_page
+from tasks.operating_points import threshold_for
 from tasks.phrasings import first_turn_phrasings
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
@@ -178,7 +179,9 @@ def main() -> None:
         + ", ".join(p.name for p in SETS if p.exists())
         + "; bench/fit_answerability_gate.py",
     }
-    chosen = AnswerabilityGate.model_validate(fitted).threshold_for(settings.evidence.target_precision)
+    chosen = threshold_for(
+        AnswerabilityGate.model_validate(fitted).curve, settings.evidence.target_precision
+    )
     twins = [r for r in rows if not r["real"]]
     twins_answered = sum(r["probability"] >= chosen for r in twins)
     lines = [

@@ -22,8 +22,8 @@ from typing import Any
 
 from _common import ROOT, open_answer_set, table, write_results
 
+from agents.build import build_runtime
 from agents.llm.factory import build_llm
-from agents.runtime import build_runtime
 from config.settings import ROLE_NAMES, Settings, load_settings
 from evaluation.answers import answer_set_settings, evaluate_answers, percentile
 from evaluation.kickoff import load_script, run_script

@@ -32,10 +32,10 @@ from crewai import Agent, Crew, Process, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
 
+from agents.build import build_runtime
 from agents.crewai.llm import crewai_llm
 from agents.llm.local import LocalLlamaLLM, as_chat
 from agents.roles import load_role_specs
-from agents.runtime import build_runtime
 from agents.usage import UsageLedger
 from config.settings import load_settings
 from evaluation.kickoff import check, load_script, run_script

@@ -13,7 +13,6 @@ Any wrong key or value raises :class:`ConfigError` with one line per problem, na
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -141,7 +140,8 @@ def _default_slots() -> dict[str, SlotRule]:
 class AnswerabilityModel(_Strict):
     """A logistic model over the answerability features (tasks/answerability.py).
 
-    ``probability = sigmoid(bias + sum(weight * (feature - mean) / scale))``. At or above
+    ``probability = sigmoid(bias + sum(weight * (feature - mean) / scale))``
+    (``tasks/operating_points.py``). At or above
     ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
     evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
     ``bench/fit_logistic_gate.py`` into config/answerability.yaml.
@@ -167,14 +167,6 @@ class AnswerabilityModel(_Strict):
             raise ValueError("refuse_below must not exceed answer_at")
         return self
 
-    def probability(self, features: dict[str, float]) -> float:
-        """The probability that the passages answer, from a reading's features."""
-        z = self.bias + sum(
-            w * (features[name] - m) / s
-            for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True)
-        )
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
 
 class OperatingPoint(_Strict):
     """One point of the gate's risk-coverage curve, measured on data we may tune on."""
@@ -191,9 +183,10 @@ class AnswerabilityGate(_Strict):
     ``curve``: precision and coverage of answers per threshold on the dev data, written by
     ``bench/fit_answerability_gate.py`` into config/learned_answerability.yaml. ``answer_at`` is the
     lowest threshold from which every point reaches ``evidence.target_precision`` (set it to
-    override the curve); below ``refuse_below`` (``answer_at - undecided_band``) the passages do
-    not answer; in between a judge model may weigh in (it never decides alone) and, without
-    one, the best page is offered as "this article may help" (verdict ``suggest``).
+    override the curve; ``tasks/operating_points.py`` picks it); below ``refuse_below``
+    (``answer_at - undecided_band``) the passages do not answer; in between a judge model may
+    weigh in (it never decides alone) and, without one, the best page is offered as "this
+    article may help" (verdict ``suggest``).
     ``page_margin``: a lower-ranked page answers instead of the top-ranked one only when its
     best window reads better by more than this (measured on dev).
     """
@@ -216,28 +209,6 @@ class AnswerabilityGate(_Strict):
         if None not in (self.answer_at, self.refuse_below) and self.refuse_below > self.answer_at:  # type: ignore[operator]
             raise ValueError("refuse_below must not exceed answer_at")
         return self
-
-    def threshold_for(self, precision: float) -> float:
-        """The lowest threshold from which every point of the curve has ``precision``; the
-        strictest point when none reaches it."""
-        chosen = self.curve[-1].threshold
-        for point in reversed(self.curve):
-            if point.precision < precision:
-                break
-            chosen = point.threshold
-        return chosen
-
-    def at(self, precision: float) -> AnswerabilityGate:
-        """The gate with its operating points set for ``precision`` (explicit ones are kept)."""
-        answer_at = self.answer_at if self.answer_at is not None else self.threshold_for(precision)
-        refuse_below = (
-            self.refuse_below
-            if self.refuse_below is not None
-            else max(0.0, answer_at - self.undecided_band)
-        )
-        return self.model_copy(
-            update={"answer_at": answer_at, "refuse_below": min(refuse_below, answer_at)}
-        )
 
 
 def fitted_answerability() -> AnswerabilityModel:
@@ -270,16 +241,6 @@ class EvidenceSettings(_Strict):
     support_semantic_close: float = Field(0.73, ge=0, le=1)
     support_lexical_close: float = Field(0.75, ge=0, le=1)
     answer_words: int = Field(60, ge=10, le=400)
-
-    @model_validator(mode="after")
-    def _operating_point(self) -> EvidenceSettings:
-        object.__setattr__(self, "learned", self.learned.at(self.target_precision))
-        return self
-
-    def operating_points(self) -> tuple[float, float]:
-        """(answer at or above, refuse below) of the gate in use."""
-        chosen = self.learned if self.gate == "learned" else self.answerability
-        return float(chosen.answer_at or 0.0), float(chosen.refuse_below or 0.0)
 
 
 class LlmSettings(_Strict):
@@ -352,7 +313,7 @@ class PilotLimits(_Strict):
     Retry-After. Rates in the `limits` notation: "<count>/<second|minute|hour|day>". A web
     widget's key is shared by all its visitors: size its limits for all of them together."""
 
-    sessions: str = "120/minute"
+    sessions: str = "600/minute"
     handoffs: str = "60/hour"
     message_bytes: str = "5000000/day"  # UTF-8 bytes of customer messages
     waiting_messages: int = Field(20, ge=1, le=10_000)  # per session, until a person replies

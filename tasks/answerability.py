@@ -16,7 +16,7 @@ Usage::
 
     reading = read(scorer, "How long does a refund take?", [p.text for p in passages])
     reading.features["window_coverage"]          # 0.92
-    settings.evidence.answerability.probability(reading.features)   # 0.97
+    logistic_probability(settings.evidence.answerability, reading.features)   # 0.97
     quote(reading, [p.text for p in passages])   # [(sentence, passage index), ...]
 """
 
@@ -28,10 +28,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from config.settings import EvidenceSettings
 from tasks.courtesy import subject, subject_words
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
-from tasks.passage_text import Unit, split_units
+from tasks.passage_text import WINDOW, Unit, split_units
 
 _HOW_QUANTITY = re.compile(r"\b(how) (?:much|many|long|often|soon|quickly|far)\b", re.IGNORECASE)
 _WHAT_MEANS = re.compile(r"\b(what (?:does|do|is) .+?) mean(?:s|t)?\b", re.IGNORECASE)
@@ -45,8 +46,7 @@ FEATURES = (
     "margin",
 )
 READ_PASSAGES = 3
-WINDOW = 2
-ANSWER_WORDS = 60
+ANSWER_WORDS = EvidenceSettings.model_fields["answer_words"].default
 FOLLOW_SHARE = 0.5  # a following unit joins when its focus is at least this share of the best
 SHORT_ANSWER = 25  # ... or when the answer so far is shorter than this many words
 RANK_WEIGHT = 0.5  # the passage's own relevance counts this much in choosing the answering one

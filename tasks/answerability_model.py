@@ -24,12 +24,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.passage_text import Unit
+from tasks.passage_text import WINDOW, Unit
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-WINDOW = 2
 MAX_TOKENS = 128  # what the model was trained on: the message and one window
 QUESTION_TOKENS = 48
 BATCH = 32

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 
-from storage.kb.model_files import BM25_ASSETS
+from storage.kb.model_files import stopwords
 from tasks.passage_text import split_sentences
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9\-]*")
-_STOP = frozenset((BM25_ASSETS / "english.txt").read_text(encoding="utf-8").split())
+_STOP = stopwords()
 
 # the words of courtesy: a sentence made of nothing else ("Of course.", "Sure, I can help you
 # with that.", "Happy to help!") states nothing to check

@@ -29,6 +29,7 @@ from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
 from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.judging import assess, decide, wants_human
+from tasks.operating_points import operating_points
 from tasks.phrasings import grounded_phrasings
 from tasks.schemas import GateDecision, Judgement, Passage, Reformulation
 from tasks.state import EvidenceView, Route, TurnState
@@ -39,7 +40,7 @@ _CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
 def answer_floor(settings: Settings) -> float:
     """The lowest answerability probability that answers without a judge (the undecided
     band's lower edge)."""
-    return settings.evidence.operating_points()[0]
+    return operating_points(settings.evidence)[0]
 
 
 def intake(state: TurnState) -> GateDecision | None:

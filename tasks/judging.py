@@ -24,6 +24,7 @@ from tasks.courtesy import asks_something
 from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
+from tasks.operating_points import logistic_probability, operating_points
 from tasks.passage_text import split_sentences
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 from tasks.spelling import respell
@@ -75,9 +76,9 @@ def assess(
     probability = (
         reading.features["answerable"]
         if thresholds.gate == "learned"
-        else round(thresholds.answerability.probability(reading.features), 4)
+        else round(logistic_probability(thresholds.answerability, reading.features), 4)
     )
-    answer_at, refuse_below = thresholds.operating_points()
+    answer_at, refuse_below = operating_points(thresholds)
     if reading.passage_index is not None:
         answering = passages[reading.passage_index].text
         if undocumented_codes(question, answering, texts):

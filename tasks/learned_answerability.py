@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from config.settings import AnswerabilityGate
 from tasks.answerability import Reading, closest_tokens
 from tasks.answerability_model import Window, heading_context, read_as, windows
 from tasks.evidence import EvidenceScorer
@@ -36,7 +37,7 @@ from tasks.passage_text import Unit, split_units
 FEATURES = ("answerable", "passage_relevance", "margin", "windows_read")
 READ_PASSAGES = 4  # the top-ranked passages whose windows compete
 MAX_WINDOWS = 16  # windows the model reads per phrasing: one ONNX batch
-PAGE_MARGIN = 0.1  # default of evidence.learned.page_margin (measured on dev)
+PAGE_MARGIN = AnswerabilityGate.model_fields["page_margin"].default
 STRONG_SHARE = 0.75  # a unit this close to the best one's focus may start the quote
 
 

@@ -21,6 +21,7 @@ from typing import Literal
 
 UnitKind = Literal["sentence", "item", "heading", "question", "table"]
 
+WINDOW = 2  # adjacent sentence units in one window, for both answer gates
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _SINGLE_STAR = re.compile(r"(?<!\w)\*(?=\S)([^*\n]+?)(?<=\S)\*(?!\w)")

@@ -76,7 +76,8 @@ def scripted_runtime(
     """A TurnRuntime over a real knowledge base, with ``llm`` (a test double) in the roles
     (every role on the model path unless ``roles`` says otherwise)."""
     settings = model_roles(settings, roles)
-    from agents.runtime import TurnRuntime, build_engine
+    from agents.build import build_engine
+    from agents.runtime import TurnRuntime
     from storage.memory import MemoryStore
     from storage.retrieval.retriever import QdrantRetriever
     from tasks.evidence import EvidenceScorer

@@ -24,10 +24,13 @@ from autogen_agentchat.agents import AssistantAgent, BaseChatAgent
 from autogen_agentchat.base import Response
 from autogen_agentchat.messages import BaseChatMessage, StructuredMessage, TextMessage
 from autogen_core import CancellationToken
+from autogen_core.models import ChatCompletionClient
 from pydantic import BaseModel
 
 from agents.autogen.tools import AutoGenToolAdapter
 from agents.failures import tolerated
+from agents.roles import RoleSpecs
+from agents.runtime import TurnRuntime
 from agents.steps import TurnSteps
 from agents.tools.evidence import EvidenceTool
 from agents.usage import acting_as, record_call
@@ -50,9 +53,9 @@ class TurnServices:
     """What the turn's agents share: this turn's state, the runtime, the model client."""
 
     state: TurnState
-    runtime: Any
-    client: Any
-    specs: Any
+    runtime: TurnRuntime
+    client: ChatCompletionClient
+    specs: RoleSpecs
     steps: TurnSteps = field(init=False)
     attempts: dict[str, int] = field(default_factory=dict)
     failure: BaseException | None = None

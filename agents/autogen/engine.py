@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from autogen_agentchat.conditions import MaxMessageTermination, SourceMatchTermination
 from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, SelectorGroupChat
+from autogen_core.models import ChatCompletionClient
 
 from agents.autogen.agents import (
     ClosingAgent,
@@ -39,6 +40,8 @@ from agents.autogen.agents import (
 )
 from agents.autogen.client import BaseLLMChatClient
 from agents.failures import TurnFailed
+from agents.roles import RoleSpecs
+from agents.runtime import TurnRuntime
 from agents.topology import EDGES, ENTRY, next_node
 from storage.coroutines import run_coroutine
 from tasks.state import TurnState
@@ -114,7 +117,9 @@ class EvidencePolicy:
 class AutoGenEngine:
     name = "autogen"
 
-    def __init__(self, client: Any, specs: Any, process: str = "sequential") -> None:
+    def __init__(
+        self, client: ChatCompletionClient, specs: RoleSpecs, process: str = "sequential"
+    ) -> None:
         self.client = client
         self.specs = specs
         self.process = process
@@ -160,7 +165,7 @@ class AutoGenEngine:
             custom_message_types=[DecisionMessage],
         )
 
-    def run(self, state: TurnState, runtime: Any) -> TurnState:
+    def run(self, state: TurnState, runtime: TurnRuntime) -> TurnState:
         services = TurnServices(state=state, runtime=runtime, client=self.client, specs=self.specs)
         try:
             run_coroutine(self.team(services).run(task=state.message))

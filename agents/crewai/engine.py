@@ -14,6 +14,7 @@ from agents.crewai.crews import RetrieveCrew
 from agents.crewai.events import flush_events, listen_to_crewai_llm_calls
 from agents.crewai.llm import crewai_llm
 from agents.failures import TurnFailed
+from agents.runtime import TurnRuntime
 from tasks.state import TurnState
 
 
@@ -26,7 +27,7 @@ class CrewAIEngine:
         listen_to_crewai_llm_calls()
         self.retrieve_crew = retrieve_crew or RetrieveCrew
 
-    def run(self, state: TurnState, runtime: Any) -> TurnState:
+    def run(self, state: TurnState, runtime: TurnRuntime) -> TurnState:
         from agents.crewai.flow import SupportTurnFlow
 
         flow = SupportTurnFlow.for_turn(runtime, self)

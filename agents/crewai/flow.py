@@ -27,7 +27,9 @@ from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
 from pydantic import PrivateAttr
 
 from agents.crewai.crews import JudgeCrew, ReformulateCrew, RespondCrew, release
+from agents.crewai.engine import CrewAIEngine
 from agents.failures import tolerated
+from agents.runtime import TurnRuntime
 from agents.steps import Search, TurnSteps
 from agents.tools.evidence import evidence_found
 from agents.topology import routes_into
@@ -46,26 +48,40 @@ class TurnFlowState(FlowState, TurnState):
 class SupportTurnFlow(Flow[TurnFlowState]):
     """One customer turn. Build one per turn with :meth:`for_turn`; its state is the turn's."""
 
-    _runtime: Any = PrivateAttr(default=None)
-    _engine: Any = PrivateAttr(default=None)
-    _steps: Any = PrivateAttr(default=None)
+    _runtime: TurnRuntime | None = PrivateAttr(default=None)
+    _engine: CrewAIEngine | None = PrivateAttr(default=None)
+    _steps: TurnSteps | None = PrivateAttr(default=None)
     # the customer's memory is supportcrew's own (Qdrant, scoped): no CrewAI Memory (and its
     # LanceDB storage) is built for every turn's Flow, the way CrewAI's own inner flows skip it
     _skip_auto_memory: bool = PrivateAttr(default=True)
 
     @classmethod
-    def for_turn(cls, runtime: Any, engine: Any) -> SupportTurnFlow:
+    def for_turn(cls, runtime: TurnRuntime, engine: CrewAIEngine) -> SupportTurnFlow:
         flow = cls(suppress_flow_events=True)
         flow._runtime, flow._engine = runtime, engine
         return flow
 
     @property
     def steps(self) -> TurnSteps:
+        if self._steps is None:
+            raise RuntimeError("the turn's steps start with the context step")
         return self._steps
+
+    @property
+    def engine(self) -> CrewAIEngine:
+        if self._engine is None:
+            raise RuntimeError("build the flow with SupportTurnFlow.for_turn")
+        return self._engine
+
+    @property
+    def runtime(self) -> TurnRuntime:
+        if self._runtime is None:
+            raise RuntimeError("build the flow with SupportTurnFlow.for_turn")
+        return self._runtime
 
     # ---- running a crew -----------------------------------------------------------------
     def _kickoff(self, crew_class: type, role: str, inputs: dict[str, str], **crew_kwargs: Any) -> Any:
-        instance = crew_class(self._engine.llm, **crew_kwargs)
+        instance = crew_class(self.engine.llm, **crew_kwargs)
         try:
             with acting_as(role):
                 return instance.crew().kickoff(inputs=inputs)
@@ -85,7 +101,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     # ---- the flow: the steps, in the topology's order --------------------------------------
     @start()
     def context(self) -> None:
-        self._steps = TurnSteps(self.state, self._runtime)
+        self._steps = TurnSteps(self.state, self.runtime)
         self.steps.open()
 
     @router(context)
@@ -93,7 +109,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         decision = self.steps.intake()
         if decision is not None:
             return decision.route
-        if self._engine.process == "hierarchical":
+        if self.engine.process == "hierarchical":
             return "manage"
         return self.steps.plan().route
 
@@ -125,8 +141,8 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     def _search_with_crew(self, search: Search) -> None:
         """The retrieval crew's turn: its retriever searches with the bound tool, added agents
         find evidence of their own; a failure is noted and the step searches directly."""
-        instance = self._engine.retrieve_crew(
-            self._engine.llm, turn=self.state, tools={"retriever": [search.tool]}
+        instance = self.engine.retrieve_crew(
+            self.engine.llm, turn=self.state, tools={"retriever": [search.tool]}
         )
         try:
             with tolerated(self.state, "retrieve") as failure:

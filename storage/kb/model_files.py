@@ -79,10 +79,18 @@ def bm25_dir(language: str = "english", override: Path | None = None) -> Path:
     fastembed silently loads no stopwords when the file is missing; this fails loudly instead.
     """
     directory = override or BM25_ASSETS
-    stopwords = directory / f"{language}.txt"
-    if not stopwords.is_file() or not stopwords.read_text(encoding="utf-8").split():
-        raise ModelFilesError(f"BM25 stopword list missing or empty: {stopwords}")
+    stopwords(language, directory)
     return directory
+
+
+def stopwords(language: str = "english", directory: Path | None = None) -> frozenset[str]:
+    """The stopword list BM25 uses (the one list; the answer decision reads the same words).
+    :class:`ModelFilesError` when it is missing or empty."""
+    path = (directory or BM25_ASSETS) / f"{language}.txt"
+    words = frozenset(path.read_text(encoding="utf-8").split()) if path.is_file() else frozenset()
+    if not words:
+        raise ModelFilesError(f"BM25 stopword list missing or empty: {path}")
+    return words
 
 
 def smollm2_gguf() -> Path:

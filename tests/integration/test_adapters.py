@@ -91,7 +91,7 @@ def test_a_users_retriever_is_connected_and_searched_with_the_slots(settings, tm
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 def test_the_crew_answers_from_a_users_retriever(settings, tmp_path, engine):
-    from agents.runtime import build_runtime
+    from agents.build import build_runtime
     from agents.turn import run_turn
     from tasks.schemas import TurnRequest
 

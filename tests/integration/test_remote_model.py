@@ -13,8 +13,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from agents.build import build_engine
 from agents.llm.factory import build_llm
-from agents.runtime import TurnRuntime, build_engine
+from agents.runtime import TurnRuntime
 from agents.turn import run_turn
 from config.settings import LlmSettings
 from storage.retrieval.retriever import QdrantRetriever

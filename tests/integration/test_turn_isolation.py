@@ -87,7 +87,7 @@ def test_a_bad_placeholder_in_tasks_yaml_fails_at_start(tmp_path, monkeypatch):
     import shutil
 
     import agents.roles
-    from agents.runtime import build_engine
+    from agents.build import build_engine
     from tests.conftest import REPO
 
     for name in ("agents.yaml", "tasks.yaml"):
@@ -115,7 +115,7 @@ def test_a_broken_agents_yaml_fails_at_start(tmp_path, monkeypatch, broken, mess
     import shutil
 
     import agents.roles
-    from agents.runtime import build_engine
+    from agents.build import build_engine
     from tests.conftest import REPO
 
     shutil.copy(REPO / "config" / "tasks.yaml", tmp_path / "tasks.yaml")
@@ -126,7 +126,7 @@ def test_a_broken_agents_yaml_fails_at_start(tmp_path, monkeypatch, broken, mess
 
 
 def test_unknown_engine_and_process_are_refused():
-    from agents.runtime import build_engine
+    from agents.build import build_engine
 
     with pytest.raises(ValueError, match="engine 'langgraph'"):
         build_engine("langgraph", echo_llm(), "sequential")

@@ -26,7 +26,7 @@ def test_keyless_providers_and_the_local_model_build(monkeypatch):
 
 def test_autogen_uses_autogen_ext_for_remote_endpoints(monkeypatch):
     from agents.autogen.client import BaseLLMChatClient
-    from agents.runtime import build_engine
+    from agents.build import build_engine
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     remote = LlmSettings(provider="openai/my-model", base_url="http://127.0.0.1:9/v1")
@@ -42,7 +42,7 @@ def test_autogen_uses_autogen_ext_for_remote_endpoints(monkeypatch):
 
 
 def test_a_server_without_a_key_is_sent_a_placeholder_on_both_engines(monkeypatch):
-    from agents.runtime import build_engine
+    from agents.build import build_engine
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     remote = LlmSettings(provider="openai/local-model", base_url="http://127.0.0.1:9/v1")

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import ConfigError, load_settings
+from tasks.operating_points import learned_points, logistic_probability, operating_points
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -134,25 +135,22 @@ def test_the_target_precision_picks_the_threshold_from_the_curve(tmp_path):
     )
 
     def gate(text):
-        return load_settings(write(tmp_path, text)).evidence.learned
+        evidence = load_settings(write(tmp_path, "evidence: {gate: learned, " + text)).evidence
+        return operating_points(evidence)
 
     # every point from the threshold on must reach the target: 0.5 misses 0.95, so 0.7
-    strict = f"evidence: {{target_precision: 0.95, learned: {{curve: {curve}}}}}\n"
-    assert gate(strict).answer_at == 0.7
-    lenient = gate(f"evidence: {{target_precision: 0.9, learned: {{curve: {curve}}}}}\n")
-    assert lenient.answer_at == 0.3 and lenient.refuse_below == pytest.approx(0.2)
+    assert gate(f"target_precision: 0.95, learned: {{curve: {curve}}}}}\n")[0] == 0.7
+    answer_at, refuse_below = gate(f"target_precision: 0.9, learned: {{curve: {curve}}}}}\n")
+    assert answer_at == 0.3 and refuse_below == pytest.approx(0.2)
     # nothing reaches it: the strictest point
     assert (
         gate(
-            "evidence: {target_precision: 1.0, learned: {curve: "
-            "[{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n"
-        ).answer_at
+            "target_precision: 1.0, learned: {curve: [{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n"
+        )[0]
         == 0.2
     )
-    explicit = gate(
-        f"evidence: {{target_precision: 0.95, learned: {{curve: {curve}, answer_at: 0.42}}}}\n"
-    )
-    assert explicit.answer_at == 0.42
+    explicit = gate(f"target_precision: 0.95, learned: {{curve: {curve}, answer_at: 0.42}}}}\n")
+    assert explicit[0] == 0.42
 
 
 def test_the_shipped_answerability_model_orders_its_probabilities():
@@ -160,8 +158,8 @@ def test_the_shipped_answerability_model_orders_its_probabilities():
     model = evidence.answerability
     weak = dict.fromkeys(model.features, 0.0)
     strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0}
-    assert model.probability(strong) > model.answer_at > model.probability(weak)
-    assert evidence.gate == "logistic" and evidence.operating_points() == (
+    assert logistic_probability(model, strong) > model.answer_at > logistic_probability(model, weak)
+    assert evidence.gate == "logistic" and operating_points(evidence) == (
         model.answer_at,
         model.refuse_below,
     )
@@ -171,6 +169,7 @@ def test_the_shipped_learned_gate_reaches_its_target_on_dev():
     evidence = load_settings().evidence
     gate = evidence.learned
     assert gate.curve, "config/learned_answerability.yaml holds the dev curve"
-    at = [p for p in gate.curve if p.threshold >= gate.answer_at]
+    answer_at, refuse_below = learned_points(gate, evidence.target_precision)
+    at = [p for p in gate.curve if p.threshold >= answer_at]
     assert at and all(p.precision >= evidence.target_precision for p in at)
-    assert 0 < gate.refuse_below <= gate.answer_at < 1
+    assert 0 < refuse_below <= answer_at < 1
