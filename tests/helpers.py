@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -90,6 +91,18 @@ def scripted_runtime(
         EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics),
         memory,
     )
+
+
+def deadline_for_this_machine(base_s: float) -> float:
+    """A turn deadline for end-to-end tests: ``base_s`` on a quiet machine, stretched by the
+    share of the cores this test will get when it starts (the 1-minute load average, plus the
+    test itself, per core), so an outcome never depends on what else runs beside the tests.
+
+    >>> deadline_for_this_machine(12.0) >= 12.0
+    True
+    """
+    busy = (os.getloadavg()[0] + 1) / (os.cpu_count() or 1)
+    return round(base_s * max(1.0, busy), 1)
 
 
 def with_api_keys(settings: Any, *keys: Any) -> Any:

@@ -14,6 +14,7 @@ from agents.tools.search import TOOL_DESCRIPTION, TOOL_NAME, SearchArgs
 from agents.usage import UsageLedger
 from main import app
 from tests.conftest import EXAMPLE_KB, REPO
+from tests.helpers import deadline_for_this_machine
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 runner = CliRunner()
@@ -39,7 +40,7 @@ MODEL_ROLES = {
         f"SUPPORTCREW_ROLES__{role.upper()}": "model"
         for role in ("reformulate", "retrieve", "judge", "respond")
     },
-    "SUPPORTCREW_TURN_TIMEOUT_S": "60",
+    "SUPPORTCREW_TURN_TIMEOUT_S": str(deadline_for_this_machine(60.0)),
 }
 
 

@@ -153,7 +153,7 @@ def test_eval_answers_reports_the_operating_point_of_the_gate_in_use(tmp_path):
         written = json.loads(result.stdout)
         assert written["gate"] == gate
         points[gate] = written["operating_point"]
-        assert points[gate] == load_settings(config).evidence.operating_points()[0]
+        assert points[gate] == operating_points(load_settings(config).evidence)[0]
     assert points["learned"] != points["logistic"]
 
 
