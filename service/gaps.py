@@ -45,25 +45,19 @@ def tenant_gap_report(
 
 class GapReports:
     """Reports kept for ``ttl_s`` per key (tenant, window, slots): polling costs one
-    computation per minute, and concurrent calls for one key compute it once."""
+    computation per minute. Computations run one at a time (an admin route, at most one a
+    minute per key), so concurrent calls for one key compute it once, and the cache holds
+    only live reports."""
 
     def __init__(self, ttl_s: float = CACHE_S) -> None:
         self.ttl_s = ttl_s
         self._kept: dict[Hashable, tuple[float, GapReport]] = {}
-        self._locks: dict[Hashable, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._lock = threading.Lock()
 
     def get(self, key: Hashable, compute: Callable[[], GapReport]) -> GapReport:
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            kept = self._kept.get(key)
-            if kept is not None and time.monotonic() - kept[0] < self.ttl_s:
-                return kept[1]
-            report = compute()
-            with self._guard:
-                self._kept = {
-                    k: v for k, v in self._kept.items() if time.monotonic() - v[0] < self.ttl_s
-                }
-                self._kept[key] = (time.monotonic(), report)
-            return report
+        with self._lock:
+            now = time.monotonic()
+            self._kept = {k: v for k, v in self._kept.items() if now - v[0] < self.ttl_s}
+            if key not in self._kept:
+                self._kept[key] = (now, compute())
+            return self._kept[key][1]

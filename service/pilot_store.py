@@ -32,11 +32,11 @@ from typing import Any, Literal
 
 from service.session_state import Role, SessionConflict, Verb, move
 from storage.kb.embeddings import Encoders
-from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
+from storage.qdrant.revisions import expected, landed, revised
+from storage.qdrant.store import AllOf, CollectionSpec, Match, PointData, Store
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
 MAX_TRIES = 8  # compare-and-set attempts before a writer gives up with a conflict
-KEPT_REVS = 8  # earlier revisions kept in the header: how a writer knows its write landed
 _NAMESPACE = uuid.UUID("7a1d2c3e-5b6f-4a8b-9c0d-e1f2a3b4c5d6")
 
 
@@ -70,19 +70,20 @@ class PilotStore:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
         return self._save(
-            {
-                "session_id": session_id,
-                "tenant": tenant,
-                "customer_id": customer_id,
-                "owner": owner,
-                "slots": slots,
-                "created": time.time(),
-                "handoff": False,
-                "status": "open",
-                "memory_written_at": None,
-                "rev": uuid.uuid4().hex,
-                "revs": [],
-            }
+            revised(
+                None,
+                {
+                    "session_id": session_id,
+                    "tenant": tenant,
+                    "customer_id": customer_id,
+                    "owner": owner,
+                    "slots": slots,
+                    "created": time.time(),
+                    "handoff": False,
+                    "status": "open",
+                    "memory_written_at": None,
+                },
+            )
         )
 
     def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
@@ -123,20 +124,10 @@ class PilotStore:
     def _compare_and_set(self, header: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any] | None:
         """Write ``header`` with ``changes`` if nobody wrote it since it was read; the header
         written, or None when another writer came first."""
-        read = header.get("rev")
-        new = {
-            **header,
-            **changes,
-            "rev": uuid.uuid4().hex,
-            "revs": ([read] if read else []) + list(header.get("revs", []))[: KEPT_REVS - 1],
-        }
+        new = revised(header, changes)
         key = f"{header['tenant']}/{header['session_id']}"
-        self.store.update_if(
-            SESSIONS, self._point(key, "session", new), Match("rev", (read,)) if read else Missing("rev")
-        )
-        now = self.session(header["tenant"], header["session_id"]) or {}
-        applied = now.get("rev") == new["rev"] or new["rev"] in now.get("revs", [])
-        return new if applied else None
+        self.store.update_if(SESSIONS, self._point(key, "session", new), expected(header))
+        return new if landed(self.session(header["tenant"], header["session_id"]), new) else None
 
     def mark_handoff(
         self, tenant: str, session_id: str, reason: str, role: Role = "customer"

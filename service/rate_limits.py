@@ -2,8 +2,9 @@
 
 The `limits` library does the arithmetic (its ``"30/minute"`` notation and fixed windows);
 :class:`QdrantCounters` is its storage: one point per key and window, each increment a
-compare-and-set on the point's revision (:meth:`storage.qdrant.store.Store.update_if`), so
-two workers never both spend the last unit. A request over a limit gets 429 with
+compare-and-set on the point's revision (:mod:`storage.qdrant.revisions`), so two workers
+never both spend the last unit, and an increment another worker built on is never counted
+again. A request over a limit gets 429 with
 ``Retry-After``.
 
 Usage::
@@ -28,6 +29,7 @@ from limits.strategies import FixedWindowRateLimiter
 from config.settings import PilotLimits
 from service.errors import ApiError
 from storage.kb.embeddings import Encoders
+from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import CollectionSpec, Match, PointData, Store
 
 COUNTERS = "pilot_rate_counters"
@@ -74,20 +76,19 @@ class QdrantCounters(Storage):
             current = self._read(key)
             live = current if current is not None and current["expires_at"] > now else None
             count = amount + (live["count"] if live else 0)
-            written = {
-                "key": key,
-                "count": count,
-                "rev": uuid.uuid4().hex,
-                "expires_at": live["expires_at"] if live else now + expiry,
-            }
+            written = revised(
+                current,
+                {
+                    "key": key,
+                    "count": count,
+                    "expires_at": live["expires_at"] if live else now + expiry,
+                },
+            )
             if current is None:
                 self.store.insert_new(COUNTERS, [self._point(key, written)])
             else:
-                self.store.update_if(
-                    COUNTERS, self._point(key, written), Match("rev", (current["rev"],))
-                )
-            stored = self._read(key)
-            if stored is not None and stored["rev"] == written["rev"]:
+                self.store.update_if(COUNTERS, self._point(key, written), expected(current))
+            if landed(self._read(key), written):
                 return count
         raise RuntimeError(f"rate counter {key!r} is contended: try again")
 

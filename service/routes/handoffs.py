@@ -64,12 +64,17 @@ class Assignment(BaseModel):
     agent: PlainText = Field(min_length=1, max_length=200)
 
 
-def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> dict[str, Any]:
-    """Any session of the tenant, or 404."""
-    header = pilot.store.session(tenant, session_id)
+def in_tenant(header: dict[str, Any] | None, session_id: str) -> dict[str, Any]:
+    """The header a store call found in the caller's tenant, or 404 (store writes return
+    None for a session they do not find: no read before them is needed)."""
     if header is None:
         raise ApiError(404, "unknown_session", f"no session {session_id!r} in this tenant")
     return header
+
+
+def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> dict[str, Any]:
+    """Any session of the tenant, or 404."""
+    return in_tenant(pilot.store.session(tenant, session_id), session_id)
 
 
 def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
@@ -154,9 +159,8 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
 async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
-    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, who.key_name, who.role)
-    return {"session": header}
+    return {"session": in_tenant(header, session_id)}
 
 
 @router.post("/handoffs/{session_id}/assign")
@@ -171,18 +175,19 @@ async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) ->
         raise ApiError(
             422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant", {"field": "agent"}
         )
-    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent, "admin")
-    return {"session": header}
+    return {"session": in_tenant(header, session_id)}
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201)
 async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """A person's reply (they must have taken the conversation): stored in the session, shown
     to the customer as from our team."""
-    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    header = await run_in_threadpool(
-        pilot.store.reopen, who.tenant, session_id, "reply", who.role, who.key_name
+    header = in_tenant(
+        await run_in_threadpool(
+            pilot.store.reopen, who.tenant, session_id, "reply", who.role, who.key_name
+        ),
+        session_id,
     )
     scope = Scope(header["customer_id"], who.tenant)
     record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
@@ -196,9 +201,11 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
 async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """Close the conversation (once: a second resolve, or one racing it, gets 409); its
     long-term memory is written with the note."""
-    await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
-    header = await run_in_threadpool(
-        pilot.store.resolve, who.tenant, session_id, body.note, who.key_name, who.role
+    header = in_tenant(
+        await run_in_threadpool(
+            pilot.store.resolve, who.tenant, session_id, body.note, who.key_name, who.role
+        ),
+        session_id,
     )
     scope = Scope(header["customer_id"], who.tenant)
     remembered = await run_in_threadpool(

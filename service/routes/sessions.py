@@ -183,7 +183,6 @@ async def message(
     session_id: str, body: NewMessage, who: Customer, pilot: Pilot, http: Request
 ) -> JSONResponse | StreamingResponse:
     """One turn. With ``Accept: text/event-stream``: progress events, then the result."""
-    pilot.limits.refuse_if_spent("message_bytes", who.key_name)  # a flood costs no store call
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
@@ -305,7 +304,6 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
 @router.post("/{session_id}/handoff")
 async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -> dict[str, Any]:
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
-    pilot.limits.refuse_if_spent("handoffs", who.key_name)
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
     if not header.get("handoff"):
