@@ -11,7 +11,9 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from storage.memory import MemoryStore, RememberedCase, RememberedEntity, Scope
 from tasks.entities import extract
@@ -97,6 +99,20 @@ def save_result(
             "llm_calls": result.trace.llm_calls,
         },
     )
+
+
+def waiting_for_a_person(turns: Sequence[dict[str, Any]]) -> int:
+    """The customer's messages of a session that wait for a person: those since a person last
+    replied (the queue shows this count; the pilot caps it per session).
+
+    >>> waiting_for_a_person([{"status": "waiting_for_agent"}, {"from": "agent"},
+    ...                       {"status": "waiting_for_agent"}, {"status": "waiting_for_agent"}])
+    2
+    """
+    count = 0
+    for turn in turns:
+        count = 0 if turn.get("from") == "agent" else count + (turn.get("status") == "waiting_for_agent")
+    return count
 
 
 def close_session(

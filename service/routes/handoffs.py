@@ -33,7 +33,7 @@ from service.context import Admin, Pilot, PilotContext, Staff
 from service.errors import ApiError
 from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import Scope
-from tasks.memory_context import close_session
+from tasks.memory_context import close_session, waiting_for_a_person
 from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
@@ -121,7 +121,7 @@ def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
         "session": {k: header.get(k) for k in QUEUE_FIELDS},
         "first_message": first,
         "turns": len(turns),
-        "waiting": sum(t.get("status") == "waiting_for_agent" for t in turns),
+        "waiting": waiting_for_a_person(turns),
     }
 
 

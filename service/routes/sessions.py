@@ -22,7 +22,7 @@ from service.context import Customer, Pilot, PilotContext, owned_session, owner_
 from service.errors import ApiError, error_body
 from service.session_state import SessionConflict, move
 from storage.memory import Scope, ScopeError, check_id
-from tasks.memory_context import remember_entities
+from tasks.memory_context import remember_entities, waiting_for_a_person
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -240,20 +240,12 @@ def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
 
 
-def unanswered(turns: list[dict[str, Any]]) -> int:
-    """Customer messages waiting for a person since a person last replied."""
-    count = 0
-    for turn in turns:
-        count = 0 if turn.get("from") == "agent" else count + (turn.get("status") == "waiting_for_agent")
-    return count
-
-
 def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str) -> TurnResult:
     """A message after the hand-off: stored for the person who takes the conversation."""
     scope = Scope(header["customer_id"], who.tenant)
     memory = pilot.runtime.memory
     cap = pilot.settings.pilot.limits.waiting_messages
-    waiting = unanswered(memory.session_turns(scope, header["session_id"]))
+    waiting = waiting_for_a_person(memory.session_turns(scope, header["session_id"]))
     if waiting >= cap:
         raise ApiError(
             429,

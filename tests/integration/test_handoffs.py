@@ -110,6 +110,8 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
         message="I have re-sent the refund; it arrives in 2 days.",
     )
     assert reply.status_code == 201 and reply.json()["turn_index"] == 2
+    [answered] = client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"]
+    assert answered["waiting"] == 0  # the person replied: nothing waits for them any more
     seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()["turns"]
     assert (seen[-1]["from"], seen[-1]["answer"]) == (
         "agent",
