@@ -201,11 +201,10 @@ def run(seconds: float, customers: int, with_flood: bool) -> dict:
             for name in ("ana", "ben", "cai")
         ]
         threads.append(threading.Thread(target=admin, args=(base, until, tally)))
-        flooding, flooded = None, multiprocessing.get_context("spawn").Queue()
+        spawn = multiprocessing.get_context("spawn")
+        flooding, flooded = None, spawn.Queue()
         if with_flood:  # four threads of one key in another process, as fast as it is answered
-            flooding = multiprocessing.get_context("spawn").Process(
-                target=flood_process, args=(base, until, flooded)
-            )
+            flooding = spawn.Process(target=flood_process, args=(base, until, flooded))
             flooding.start()
         for thread in threads:
             thread.start()
