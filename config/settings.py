@@ -242,6 +242,15 @@ class EvidenceSettings(_Strict):
     support_lexical_close: float = Field(0.75, ge=0, le=1)
     answer_words: int = Field(60, ge=10, le=400)
 
+    @field_validator("learned", mode="before")
+    @classmethod
+    def _over_the_fitted_curve(cls, value: object) -> object:
+        """A partial ``learned`` (one key in the file or ``SUPPORTCREW_EVIDENCE__LEARNED__*``)
+        changes those keys of the shipped, fitted one; the rest stays fitted."""
+        if isinstance(value, dict):
+            return {**yaml.safe_load(FITTED_LEARNED.read_text()), **value}
+        return value
+
 
 class LlmSettings(_Strict):
     """The chat model. ``structured_output``: how typed role outputs are asked of a server:

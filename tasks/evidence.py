@@ -23,6 +23,7 @@ import numpy as np
 from config.settings import EvidenceSettings
 from storage.kb.embeddings import Encoders
 from storage.kb.knowledge_base import TermStats
+from storage.kb.model_files import answerability_dir
 from storage.lru import LruCache
 from tasks.answerability_model import load_answerability_model
 from tasks.courtesy import content_words, makes_claim
@@ -71,7 +72,10 @@ class EvidenceScorer:
         # the knowledge base's term statistics weigh rare question terms; without a knowledge
         # base (a custom retriever) every term weighs the same
         self.term_stats = term_stats or (lambda: TermStats(0, {}))
-        self.answerability_dir = thresholds.learned.model_dir
+        # the learned gate's model is checked at start: a turn must not be the first to miss it
+        self.answerability_dir = (
+            answerability_dir(thresholds.learned.model_dir) if thresholds.gate == "learned" else None
+        )
         self._answerable: LruCache[tuple[str, str], float] = LruCache(TOKEN_CACHE_SIZE)
         self.min_semantic = thresholds.support_semantic
         self.min_lexical = thresholds.support_lexical

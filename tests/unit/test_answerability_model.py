@@ -77,3 +77,14 @@ def test_the_model_tells_an_answer_from_a_page_on_the_same_topic():
     )
     assert wrapped[0] > 0.5
     assert model.probabilities("anything", []) == []
+
+
+def test_the_learned_gate_finds_a_missing_model_at_start_not_in_a_turn(tmp_path):
+    from config.settings import EvidenceSettings
+    from tasks.evidence import EvidenceScorer
+
+    learned = EvidenceSettings.model_validate({"gate": "learned", "learned": {"model_dir": tmp_path}})
+    with pytest.raises(ModelFilesError, match=r"model\.onnx"):
+        EvidenceScorer(None, learned)  # type: ignore[arg-type]
+    logistic = EvidenceSettings.model_validate({"learned": {"model_dir": tmp_path}})
+    assert EvidenceScorer(None, logistic).answerability_dir is None  # type: ignore[arg-type]

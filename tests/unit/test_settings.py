@@ -173,3 +173,10 @@ def test_the_shipped_learned_gate_reaches_its_target_on_dev():
     at = [p for p in gate.curve if p.threshold >= answer_at]
     assert at and all(p.precision >= evidence.target_precision for p in at)
     assert 0 < refuse_below <= answer_at < 1
+
+
+def test_one_learned_key_from_the_environment_keeps_the_fitted_curve(monkeypatch):
+    fitted = load_settings().evidence.learned
+    monkeypatch.setenv("SUPPORTCREW_EVIDENCE__LEARNED__PAGE_MARGIN", "0.3")
+    learned = load_settings().evidence.learned
+    assert learned.page_margin == 0.3 and learned.curve == fitted.curve
