@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 
 from storage.qdrant.store import Hit
-from storage.retrieval.fusion import fuse_rankings
-from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
+from storage.retrieval.fusion import fused_results, search_texts
+from storage.retrieval.results import SearchResultList, tracker_slots
 
 MAX_BYTES = 100_000
 
@@ -93,49 +93,33 @@ class CustomServiceRetriever:
         strict: bool = True,
         entities: Sequence[str] = (),
     ) -> SearchResultList:
-        texts = [q.strip() for q in queries if q and q.strip()]
-        if not texts:
-            raise ValueError("empty query: give at least one non-blank search text")
+        texts = search_texts(queries)
         rankings = []
         for text in texts:
             ranking = []
             for rank, item in enumerate(self._post(text, advisory or {}, slots or {})):
                 source = str(item.get("url") or item.get("title") or f"result-{rank}")
+                body = str(item.get("body") or "")
                 payload = {
                     "source_id": source,
                     "chunk_id": f"{source}#0",
                     "title": str(item.get("title") or ""),
                     "url": item.get("url"),
-                    "text": str(item.get("body") or ""),
+                    "text": body,
+                    "answer": body,
+                    "hit_text": body,
                     "highlight": (item.get("highlight") or {}).get("body") or [],
                 }
                 score = float((item.get("result_metadata") or {}).get("score") or 0.0)
                 ranking.append(Hit(str(payload["chunk_id"]), score, payload))
             rankings.append(ranking)
-        hits = fuse_rankings(rankings, 60)[: top_k or self.top_k]
-        results = [
-            SearchResult(
-                text=h.payload["text"],
-                score=h.score,
-                metadata={
-                    **{k: v for k, v in h.payload.items() if k != "text"},
-                    "answer": h.payload["text"],
-                    "hit_text": h.payload["text"],
-                    "via": "custom_service",
-                },
-            )
-            for h in hits
-            if threshold is None or h.score >= threshold
-        ]
-        return SearchResultList(
-            results,
-            {
-                "queries": texts,
-                "filters": {k: f"sent to the service: {v}" for k, v in (slots or {}).items()},
-                "ignored_filters": [],
-                "entities": [],
-                "ids": [r.metadata["chunk_id"] for r in results],
-            },
+        return fused_results(
+            rankings,
+            top_k=top_k or self.top_k,
+            via="custom_service",
+            queries=texts,
+            filters={k: f"sent to the service: {v}" for k, v in (slots or {}).items()},
+            threshold=threshold,
         )
 
     async def search(

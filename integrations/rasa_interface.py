@@ -20,10 +20,8 @@ from typing import Any
 
 from storage.coroutines import run_coroutine
 from storage.qdrant.store import Hit
-from storage.retrieval.fusion import fuse_rankings
-from storage.retrieval.results import SearchResult, SearchResultList
-
-RRF_K = 60
+from storage.retrieval.fusion import fused_results, search_texts
+from storage.retrieval.results import SearchResultList
 
 
 class RasaInterfaceRetriever:
@@ -53,9 +51,7 @@ class RasaInterfaceRetriever:
         strict: bool = True,
         entities: Sequence[str] = (),
     ) -> SearchResultList:
-        texts = [q.strip() for q in queries if q and q.strip()]
-        if not texts:
-            raise ValueError("empty query: give at least one non-blank search text")
+        texts = search_texts(queries)
         tracker = {"slots": {**dict(advisory or {}), **dict(slots or {})}}
         rankings = []
         for text in texts:
@@ -74,24 +70,12 @@ class RasaInterfaceRetriever:
                     )
                 )
             rankings.append(ranking)
-        hits = fuse_rankings(rankings, RRF_K)[: top_k or self.top_k]
-        results = [
-            SearchResult(
-                text=h.payload["text"],
-                score=h.score,
-                metadata={**{k: v for k, v in h.payload.items() if k != "text"}, "via": "search"},
-            )
-            for h in hits
-        ]
-        return SearchResultList(
-            results,
-            {
-                "queries": texts,
-                "ignored_filters": [],
-                "entities": [],
-                "filters": {k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
-                "ids": [r.metadata["chunk_id"] for r in results],
-            },
+        return fused_results(
+            rankings,
+            top_k=top_k or self.top_k,
+            via="search",
+            queries=texts,
+            filters={k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
         )
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from storage.kb.entities import query_entities
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.store import Condition, Hit
 from storage.retrieval.filters import build_filters
-from storage.retrieval.fusion import fuse_rankings, within_budget
+from storage.retrieval.fusion import fuse_rankings, search_texts, within_budget
 from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
 from storage.retrieval.window import merge_chunks, window_ranges
 
@@ -128,9 +128,7 @@ class QdrantRetriever:
         """
         kb = self._kb()
         settings = kb.settings
-        texts = [q.strip() for q in queries if q and q.strip()]
-        if not texts:
-            raise ValueError("empty query: give at least one non-blank search text")
+        texts = search_texts(queries)
         plan = build_filters(settings.slots, slots or {}, advisory, strict=strict)
         top_k = top_k or settings.retrieval.top_k
         pipeline = pipeline or settings.retrieval.pipeline
