@@ -248,7 +248,7 @@ class EvidenceSettings(_Strict):
         """A partial ``learned`` (one key in the file or ``SUPPORTCREW_EVIDENCE__LEARNED__*``)
         changes those keys of the shipped, fitted one; the rest stays fitted."""
         if isinstance(value, dict):
-            return {**yaml.safe_load(FITTED_LEARNED.read_text()), **value}
+            return {**fitted_learned_gate().model_dump(), **value}
         return value
 
 
