@@ -39,8 +39,10 @@ from config.telemetry import apply_telemetry_policy  # noqa: E402
 
 apply_telemetry_policy()  # a bench script is where its process starts
 
+from agents.build import build_runtime  # noqa: E402
 from config.settings import Settings, load_settings  # noqa: E402
 from evaluation.answer_sets import AnswerSet, load_answer_set  # noqa: E402
+from evaluation.answers import answer_set_settings, evaluate_answers  # noqa: E402
 from storage.kb.ingest import ingest_paths  # noqa: E402
 from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
 from storage.retrieval.retriever import QdrantRetriever  # noqa: E402
@@ -72,6 +74,27 @@ def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None =
     ingest_paths(kb, [answer_set.kb], prune=True)
     scorer = EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics)
     return OpenedSet(answer_set, settings, kb, QdrantRetriever(kb=kb), scorer)
+
+
+def product_rows(
+    pack: Path, data_dir: Path, engine: str, gate: str = "", settings: Settings | None = None
+) -> list[dict]:
+    """``main.py eval answers`` on ``pack``: every question as the first turn of a new
+    conversation, through the product's turn on ``engine`` (``gate``: another gate than the
+    configured one; ``settings``: another configuration than the loaded one)."""
+    settings = answer_set_settings(settings or load_settings(), pack.name, data_dir)
+    if gate:
+        settings = settings.model_copy(
+            update={"evidence": settings.evidence.model_copy(update={"gate": gate})}
+        )
+    opened = open_answer_set(pack, data_dir, settings)  # ingests, idempotently
+    answer_set = opened.answer_set
+    opened.close()
+    runtime = build_runtime(settings, data_dir, engine=engine, process="sequential")
+    try:
+        return evaluate_answers(runtime, answer_set).rows
+    finally:
+        runtime.close()
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:

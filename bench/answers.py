@@ -34,13 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import RESULTS, ROOT, comparison_parser, open_answer_set, table, write_results
+from _common import (
+    RESULTS,
+    ROOT,
+    comparison_parser,
+    open_answer_set,
+    product_rows,
+    table,
+    write_results,
+)
 
-from agents.build import build_runtime
 from config.settings import load_settings
 from evaluation.answers import (
     answer_set_settings,
-    evaluate_answers,
     overlap,
     plot_risk_coverage,
     risk_coverage,
@@ -141,22 +147,6 @@ def naive_rag(opened: Any, llm: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def ours(pack: Path, data_dir: Path, engine: str, gate: str = "") -> list[dict[str, Any]]:
-    settings = answer_set_settings(load_settings(), pack.name, data_dir)
-    if gate:
-        settings = settings.model_copy(
-            update={"evidence": settings.evidence.model_copy(update={"gate": gate})}
-        )
-    opened = open_answer_set(pack, data_dir, settings)  # ingests, idempotently
-    answer_set = opened.answer_set
-    opened.close()
-    runtime = build_runtime(settings, data_dir, engine=engine, process="sequential")
-    try:
-        return evaluate_answers(runtime, answer_set).rows
-    finally:
-        runtime.close()
-
-
 def baseline_run(repo: Path, pack: Path, data_dir: Path, answer_all: bool) -> list[dict[str, Any]]:
     """The rows of an earlier checkout's own ``eval answers`` (its CLI, its config)."""
     config = yaml.safe_load((repo / "config" / "assistant.yaml").read_text())
@@ -220,8 +210,10 @@ def main() -> None:
             continue
         runs: dict[str, list[dict[str, Any]]] = {}
         for engine in ("crewai", "autogen"):
-            runs[f"supportcrew ({engine})"] = ours(pack, args.data_dir, engine)
-        runs["supportcrew, learned gate (crewai)"] = ours(pack, args.data_dir, "crewai", "learned")
+            runs[f"supportcrew ({engine})"] = product_rows(pack, args.data_dir, engine)
+        runs["supportcrew, learned gate (crewai)"] = product_rows(
+            pack, args.data_dir, "crewai", "learned"
+        )
         settings = answer_set_settings(load_settings(), pack.name, args.data_dir)
         opened = open_answer_set(pack, args.data_dir, settings)
         runs["BM25 top-1, first two sentences"] = bm25_top1(opened)

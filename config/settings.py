@@ -137,6 +137,9 @@ def _default_slots() -> dict[str, SlotRule]:
     }
 
 
+LEARNED_FEATURE = "learned"  # the learned cross-encoder's probability, as a logistic feature
+
+
 class AnswerabilityModel(_Strict):
     """A logistic model over the answerability features (tasks/answerability.py).
 
@@ -225,15 +228,17 @@ class EvidenceSettings(_Strict):
     """The evidence checks: the answerability gate and the support check of answer sentences.
 
     ``gate``: ``logistic`` (the default: ``answerability``, a logistic model over question-focused
-    features) or ``learned`` (``learned``: the cross-encoder, its threshold picked from its dev
-    curve for ``target_precision``, the share of answers that must cite a page that answers).
+    features and the cross-encoder's reading of the page, its ``answer_at`` fitted for
+    ``target_precision``) or ``learned`` (``learned``: the cross-encoder alone, its threshold
+    picked from its dev curve for ``target_precision``). ``target_precision``: the share of
+    answers that must cite a page that answers.
     ``support_*``: an answer sentence needs this late-interaction score (MaxSim mean over its
     word pieces) and this share of its content words in the passage it leans on; one that
     keeps ``support_lexical_close`` of its words needs only ``support_semantic_close``.
     """
 
     gate: Literal["logistic", "learned"] = "logistic"
-    target_precision: float = Field(0.9, gt=0, le=1)
+    target_precision: float = Field(0.95, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
     learned: AnswerabilityGate = Field(default_factory=fitted_learned_gate)
     support_semantic: float = Field(0.8, ge=0, le=1)
@@ -250,6 +255,12 @@ class EvidenceSettings(_Strict):
         if isinstance(value, dict):
             return {**fitted_learned_gate().model_dump(), **value}
         return value
+
+    @property
+    def reads_learned(self) -> bool:
+        """Whether a turn runs the learned cross-encoder: as the gate, or as the fitted
+        logistic gate's ``learned`` feature."""
+        return self.gate == "learned" or LEARNED_FEATURE in self.answerability.features
 
 
 class LlmSettings(_Strict):

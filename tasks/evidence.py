@@ -72,9 +72,9 @@ class EvidenceScorer:
         # the knowledge base's term statistics weigh rare question terms; without a knowledge
         # base (a custom retriever) every term weighs the same
         self.term_stats = term_stats or (lambda: TermStats(0, {}))
-        # the learned gate's model is checked at start: a turn must not be the first to miss it
+        # the learned model is checked at start: a turn must not be the first to miss it
         self.answerability_dir = (
-            answerability_dir(thresholds.learned.model_dir) if thresholds.gate == "learned" else None
+            answerability_dir(thresholds.learned.model_dir) if thresholds.reads_learned else None
         )
         self._answerable: LruCache[tuple[str, str], float] = LruCache(TOKEN_CACHE_SIZE)
         self.min_semantic = thresholds.support_semantic

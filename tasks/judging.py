@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from config.settings import EvidenceSettings
+from config.settings import LEARNED_FEATURE, EvidenceSettings
 from tasks import learned_answerability as learned
 from tasks.answerability import Reading, read, refocus
 from tasks.courtesy import asks_something
@@ -73,11 +73,14 @@ def assess(
     question = as_the_pages_read(scorer, question, texts)
     relevance = scorer.relevance(question, texts)
     reading = _read(scorer, question, passages, relevance, thresholds, "", quoting=False)
-    probability = (
-        reading.features["answerable"]
-        if thresholds.gate == "learned"
-        else round(logistic_probability(thresholds.answerability, reading.features), 4)
-    )
+    if thresholds.gate == "learned":
+        probability = reading.features["answerable"]
+    else:
+        if LEARNED_FEATURE in thresholds.answerability.features:
+            reading.features[LEARNED_FEATURE] = learned.page_probability(
+                scorer, question, passages, reading.passage_index
+            )
+        probability = round(logistic_probability(thresholds.answerability, reading.features), 4)
     answer_at, refuse_below = operating_points(thresholds)
     if reading.passage_index is not None:
         answering = passages[reading.passage_index].text

@@ -44,6 +44,7 @@ def test_a_near_miss_is_refused_and_its_neighbour_answered_without_a_model_call(
     [gate] = [s for s in answered.trace.steps if s.name == "evidence_gate"]
     assert gate.detail["answerable"] >= settings.evidence.answerability.answer_at
     assert set(gate.detail["features"]) >= set(settings.evidence.answerability.features)
+    assert gate.detail["features"]["learned"] > 0.5  # the cross-encoder reads the page as answering
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -289,9 +290,9 @@ def test_a_word_spelt_right_is_known_though_no_page_holds_it(settings, example_k
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings, example_kb, engine):
-    learned = settings.model_copy(
-        update={"evidence": settings.evidence.model_copy(update={"gate": "learned"})}
-    )
+    # the learned gate alone reaches precision 0.95 only at coverage 0.37 on dev
+    alone = {"gate": "learned", "target_precision": 0.9}
+    learned = settings.model_copy(update={"evidence": settings.evidence.model_copy(update=alone)})
     runtime, llm = evidence_runtime(learned, example_kb, engine)
     near_miss = ask(runtime, "What does error PAY-309 mean?", slots=ENTERPRISE)
     assert near_miss.verdict == "idk" and not near_miss.citations

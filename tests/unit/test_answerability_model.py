@@ -79,12 +79,19 @@ def test_the_model_tells_an_answer_from_a_page_on_the_same_topic():
     assert model.probabilities("anything", []) == []
 
 
-def test_the_learned_gate_finds_a_missing_model_at_start_not_in_a_turn(tmp_path):
+def test_a_missing_learned_model_is_named_at_start_not_in_a_turn(tmp_path):
     from config.settings import EvidenceSettings
     from tasks.evidence import EvidenceScorer
 
     learned = EvidenceSettings.model_validate({"gate": "learned", "learned": {"model_dir": tmp_path}})
     with pytest.raises(ModelFilesError, match=r"model\.onnx"):
         EvidenceScorer(None, learned)  # type: ignore[arg-type]
-    logistic = EvidenceSettings.model_validate({"learned": {"model_dir": tmp_path}})
+    weighing = EvidenceSettings.model_validate({"learned": {"model_dir": tmp_path}})
+    assert "learned" in weighing.answerability.features  # the shipped logistic gate reads it too
+    with pytest.raises(ModelFilesError, match=r"model\.onnx"):
+        EvidenceScorer(None, weighing)  # type: ignore[arg-type]
+    without = weighing.answerability.model_copy(
+        update={"features": ["section_coverage"], "mean": [0.5], "scale": [0.3], "weights": [1.0]}
+    )
+    logistic = weighing.model_copy(update={"answerability": without})
     assert EvidenceScorer(None, logistic).answerability_dir is None  # type: ignore[arg-type]
