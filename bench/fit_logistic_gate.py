@@ -20,7 +20,10 @@ Where it answers (``answer_at``) is chosen on the product's own turn: every real
 the four sets as the first turn of a new conversation (``main.py eval answers``) with the
 fitted model, their pooled risk-coverage curve, and the lowest threshold from which every
 point reaches ``evidence.target_precision`` (the share of answers that cite a page that
-answers).
+answers); ``refuse_below`` the same for ``target_precision - UNDECIDED_DROP``. Between them the
+evidence is undecided: a judge model is asked (its "sufficient" counts only through a draft
+that passes the support check) or, without one, the page is offered as "this article may
+help" (verdict ``suggest``, never an answer).
 
     python bench/fit_logistic_gate.py [--data-dir DIR] [--features a,b,...] [--dry-run]
 
@@ -60,6 +63,7 @@ SETS = [
     ),
 ]
 CURVE_POINTS = 41
+UNDECIDED_DROP = 0.05  # refuse_below: where the curve's precision is this much below the target
 # the shipped gate's three features and the learned model's reading; the best subset of a
 # search over the four sets (window_similarity, section_coverage, coverage, learned) lost
 # three follow-ups of examples/kickoff/follow-ups.yaml, which this fit does not see
@@ -242,14 +246,14 @@ def main() -> None:
     settings = load_settings()
     target = settings.evidence.target_precision
     curve = product_curve(settings, fitted, args.data_dir / "product")
-    fitted["answer_at"] = fitted["refuse_below"] = threshold_for(
-        [OperatingPoint(**{k: p[k] for k in ("threshold", "precision", "coverage")}) for p in curve],
-        target,
-    )
+    points = [OperatingPoint(**{k: p[k] for k in ("threshold", "precision", "coverage")}) for p in curve]
+    fitted["answer_at"] = threshold_for(points, target)
+    fitted["refuse_below"] = min(fitted["answer_at"], threshold_for(points, target - UNDECIDED_DROP))
     fitted["fitted_on"] = (
         f"{len(rows)} rows: "
         + ", ".join(p.name for p in SETS if p.exists())
-        + f" (+ gold-removed twins); answer_at: product turn, precision {target}; "
+        + f" (+ gold-removed twins); answer_at / refuse_below: product turn, precision {target}"
+        + f" / {target - UNDECIDED_DROP:.2f}; "
         "bench/fit_logistic_gate.py"
     )
     lines = [
@@ -281,7 +285,8 @@ def main() -> None:
         "Chosen: " + ", ".join(best["features"]),
         "",
         f"Product turn, the {sum(r['real'] for r in rows)} real questions pooled (precision / "
-        f"coverage per threshold); answer_at {fitted['answer_at']} for target precision {target}:",
+        f"coverage per threshold); answer_at {fitted['answer_at']} for target precision {target}, "
+        f"refuse_below {fitted['refuse_below']} for {target - UNDECIDED_DROP:.2f}:",
         "",
         *table(
             ("threshold", "precision", "coverage", "answered"),
