@@ -303,3 +303,24 @@ def test_the_learned_gate_refuses_a_near_miss_and_answers_its_neighbour(settings
     [gate] = [s for s in answered.trace.steps if s.name == "evidence_gate"]
     assert gate.detail["answerable"] >= operating_points(learned.evidence)[0]
     assert gate.detail["features"]["windows_read"] > 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_cross_encoders_reading_lets_the_gate_answer_a_topical_request(settings, example_kb, engine):
+    request = "We want to start using SCIM provisioning. What do we need?"
+    runtime, llm = evidence_runtime(settings, example_kb, engine)
+    answered = ask(runtime, request, slots=ENTERPRISE)
+    assert answered.verdict == "answered" and llm.seen == []
+    assert [c.source_id for c in answered.citations] == ["sso/scim-provisioning.md"]
+    [gate] = [s for s in answered.trace.steps if s.name == "evidence_gate"]
+    assert gate.detail["features"]["learned"] > 0.9
+    # the same gate without the learned reading's weight: the overlap features alone refuse it
+    fitted = settings.evidence.answerability
+    weights = [
+        0.0 if f == "learned" else w for f, w in zip(fitted.features, fitted.weights, strict=True)
+    ]
+    blind = settings.evidence.model_copy(
+        update={"answerability": fitted.model_copy(update={"weights": weights})}
+    )
+    runtime, _ = evidence_runtime(settings.model_copy(update={"evidence": blind}), example_kb, engine)
+    assert ask(runtime, request, slots=ENTERPRISE).verdict != "answered"
