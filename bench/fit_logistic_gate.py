@@ -16,14 +16,16 @@ cross-validation (a question and its gold-removed twin are held out together); t
 with the most held-out real questions right (at the middle of the gap between the classes)
 is fitted on every row.
 
-Where it answers (``answer_at``) is chosen on the product's own turn: every real question of
-the four sets as the first turn of a new conversation (``main.py eval answers``) with the
-fitted model, their pooled risk-coverage curve, and the lowest threshold from which every
-point reaches ``evidence.target_precision`` (the share of answers that cite a page that
-answers); ``refuse_below`` the same for ``target_precision - UNDECIDED_DROP``. Between them the
-evidence is undecided: a judge model is asked (its "sufficient" counts only through a draft
-that passes the support check) or, without one, the page is offered as "this article may
-help" (verdict ``suggest``, never an answer).
+Where it answers (``answer_at``) is chosen on the product's own turn with the fitted model,
+on two risk-coverage curves: every real question of the four sets as the first turn of a new
+conversation (``main.py eval answers``), and every turn of ``examples/kickoff/
+conversations.yaml`` and ``follow-ups.yaml`` that expects a verdict (follow-ups and near
+misses read in their conversation). ``answer_at`` is the lowest threshold from which every
+point of both reaches ``evidence.target_precision`` (the share of answers that cite a page
+that answers); ``refuse_below`` the same for ``target_precision - UNDECIDED_DROP``. Between
+them the evidence is undecided: a judge model is asked (its "sufficient" counts only through
+a draft that passes the support check) or, without one, the page is offered as "this
+article may help" (verdict ``suggest``, never an answer).
 
     python bench/fit_logistic_gate.py [--data-dir DIR] [--features a,b,...] [--dry-run]
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +45,7 @@ from _common import ROOT, open_answer_set, product_rows, table, write_results
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import LeaveOneGroupOut
 
+from agents.build import build_runtime
 from config.settings import (
     LEARNED_FEATURE,
     AnswerabilityModel,
@@ -50,6 +54,9 @@ from config.settings import (
     load_settings,
 )
 from evaluation.answers import risk_coverage
+from evaluation.kickoff import load_script, run_script
+from storage.kb.ingest import ingest_paths
+from storage.kb.knowledge_base import KnowledgeBase
 from tasks.answerability import FEATURES, read
 from tasks.learned_answerability import page_probability
 from tasks.operating_points import threshold_for
@@ -67,6 +74,7 @@ UNDECIDED_DROP = 0.05  # refuse_below: where the curve's precision is this much 
 # the shipped gate's three features and the learned model's reading; the best subset of a
 # search over the four sets (window_similarity, section_coverage, coverage, learned) lost
 # three follow-ups of examples/kickoff/follow-ups.yaml, which this fit does not see
+CONVERSATIONS = ("conversations.yaml", "follow-ups.yaml")  # examples/kickoff, written by us
 SHIPPED_FEATURES = ("section_coverage", "passage_relevance", "missing_rare", LEARNED_FEATURE)
 AUGMENT_DEPTH = 10
 
@@ -115,20 +123,80 @@ def rows_for(directory: Path, data_dir: Path) -> list[dict]:
     return rows
 
 
-def product_curve(settings: Settings, fitted: dict, data_dir: Path) -> list[dict]:
-    """The pooled risk-coverage curve of the real questions of every set, each the first turn
-    of a new conversation through the product's turn with the ``fitted`` gate."""
+def with_model(settings: Settings, fitted: dict) -> Settings:
     model = AnswerabilityModel.model_validate(fitted)
-    gated = settings.model_copy(
+    return settings.model_copy(
         update={"evidence": settings.evidence.model_copy(update={"answerability": model})}
     )
-    rows = [
+
+
+def conversation_turns(settings: Settings, data_dir: Path) -> list[dict]:
+    """Every turn of the conversation scripts that expects a verdict, through the product's
+    turn (follow-ups read with their conversation, returning customers with their memory):
+    the features and probability of its gate's final reading, the page it read, and whether
+    that page is one the script expects. ``data_dir`` starts empty: no memory of a run before."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    kb = KnowledgeBase.open(settings, data_dir)
+    ingest_paths(kb, [ROOT / "examples" / "kb"], prune=True)
+    kb.close()
+    runtime = build_runtime(settings, data_dir, engine="crewai", process="sequential")
+    turns = []
+    try:
+        for name in CONVERSATIONS:
+            for line in run_script(load_script(ROOT / "examples" / "kickoff" / name), runtime):
+                want = (line.get("expect") or {}).get("verdict")
+                gates = [s for s in line["trace"]["steps"] if s["name"] == "evidence_gate"]
+                if want is None or not gates:
+                    continue
+                gate = gates[-1]["detail"]
+                right = want == "answered" and gate["source"] in line["expect"].get("cites", [])
+                turns.append(
+                    {
+                        "set": name,
+                        "id": f"{line['conversation_id']}#{line['turn_index']}",
+                        "real": True,
+                        "answerable": want == "answered",
+                        "question": line["user"],
+                        "top_gold": right,
+                        **gate["features"],
+                        "probability": gate["answerable"],
+                        "gate_source": gate["source"],
+                        "gate_right": right,
+                    }
+                )
+    finally:
+        runtime.close()
+    return turns
+
+
+def product_curves(settings: Settings, fitted: dict, data_dir: Path) -> dict[str, list[dict]]:
+    """Risk-coverage curves of the product's turn with the ``fitted`` gate: the real questions
+    of every set pooled, each the first turn of a new conversation, and the conversation
+    scripts' turns."""
+    gated = with_model(settings, fitted)
+    first_turns = [
         row
         for directory in SETS
         if directory.exists()
         for row in product_rows(directory, data_dir, "crewai", settings=gated)
     ]
-    return risk_coverage(rows, CURVE_POINTS)
+    return {
+        "first turns": risk_coverage(first_turns, CURVE_POINTS),
+        "conversations": risk_coverage(
+            conversation_turns(gated, data_dir / "conversations"), CURVE_POINTS
+        ),
+    }
+
+
+def threshold_on_all(curves: dict[str, list[dict]], precision: float) -> float:
+    """The lowest threshold from which every point of every curve reaches ``precision``."""
+    return max(
+        threshold_for(
+            [OperatingPoint(**{k: p[k] for k in ("threshold", "precision", "coverage")}) for p in c],
+            precision,
+        )
+        for c in curves.values()
+    )
 
 
 def cross_validated(rows: list[dict], features: list[str], c: float) -> np.ndarray:
@@ -245,10 +313,9 @@ def main() -> None:
     }
     settings = load_settings()
     target = settings.evidence.target_precision
-    curve = product_curve(settings, fitted, args.data_dir / "product")
-    points = [OperatingPoint(**{k: p[k] for k in ("threshold", "precision", "coverage")}) for p in curve]
-    fitted["answer_at"] = threshold_for(points, target)
-    fitted["refuse_below"] = min(fitted["answer_at"], threshold_for(points, target - UNDECIDED_DROP))
+    curves = product_curves(settings, fitted, args.data_dir / "product")
+    fitted["answer_at"] = threshold_on_all(curves, target)
+    fitted["refuse_below"] = min(fitted["answer_at"], threshold_on_all(curves, target - UNDECIDED_DROP))
     fitted["fitted_on"] = (
         f"{len(rows)} rows: "
         + ", ".join(p.name for p in SETS if p.exists())
@@ -284,18 +351,26 @@ def main() -> None:
         "",
         "Chosen: " + ", ".join(best["features"]),
         "",
-        f"Product turn, the {sum(r['real'] for r in rows)} real questions pooled (precision / "
-        f"coverage per threshold); answer_at {fitted['answer_at']} for target precision {target}, "
-        f"refuse_below {fitted['refuse_below']} for {target - UNDECIDED_DROP:.2f}:",
+        f"Product turn (precision / coverage per threshold): the {sum(r['real'] for r in rows)} "
+        "real questions pooled, each a first turn, and the conversation scripts' turns; "
+        f"answer_at {fitted['answer_at']}: both reach {target}; refuse_below "
+        f"{fitted['refuse_below']}: both reach {target - UNDECIDED_DROP:.2f}.",
         "",
         *table(
-            ("threshold", "precision", "coverage", "answered"),
-            ((p["threshold"], p["precision"], p["coverage"], p["answered"]) for p in curve[::2]),
+            ("threshold", *curves),
+            (
+                (
+                    point["threshold"],
+                    *(f"{c[i]['precision']} / {c[i]['coverage']}" for c in curves.values()),
+                )
+                for i, point in enumerate(curves["first turns"])
+                if i % 2 == 0
+            ),
         ),
         "",
     ]
     write_results(
-        "answerability", lines, {"model": fitted, "table": ranking, "curve": curve, "rows": rows}
+        "answerability", lines, {"model": fitted, "table": ranking, "curves": curves, "rows": rows}
     )
     if not args.dry_run:
         header = "# Fitted by bench/fit_logistic_gate.py; do not edit by hand.\n"
