@@ -28,7 +28,7 @@ from typing import Any
 from _common import ROOT, comparison_parser, table, write_results
 
 from agents.build import build_runtime
-from config.settings import load_settings
+from config.settings import Settings, load_settings
 from evaluation.answers import percentile
 from evaluation.kickoff import load_script, run_script
 from storage.kb.ingest import ingest_paths
@@ -46,6 +46,8 @@ def scored(line: dict[str, Any]) -> dict[str, Any] | None:
     cited = {c["source_id"] for c in line["citations"]}
     answered = line["verdict"] == "answered"
     right_page = answered and bool(cited & set(expect.get("cites", [])))
+    gates = [s["detail"] for s in line["trace"]["steps"] if s["name"] == "evidence_gate"]
+    gate_source = gates[-1]["source"] if gates else ""
     return {
         "conversation": line["conversation_id"],
         "turn": line["turn_index"],
@@ -56,6 +58,10 @@ def scored(line: dict[str, Any]) -> dict[str, Any] | None:
         "answered": answered,
         "right": right_page if want == "answered" else not answered,
         "seconds": line["trace"]["duration_ms"] / 1000,
+        # the gate's final reading, answered or not: what its risk-coverage curve needs
+        "probability": gates[-1]["answerable"] if gates else None,
+        "gate_source": gate_source,
+        "gate_right": want == "answered" and gate_source in expect.get("cites", []),
     }
 
 
@@ -78,8 +84,12 @@ def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(engine: str, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]:
-    settings = load_settings()
+def run(
+    engine: str, scripts: list[str], data_dir: Path, settings: Settings | None = None
+) -> list[dict[str, Any]]:
+    """The scored turns of ``scripts`` through this checkout's turn on ``engine``
+    (``settings``: another configuration than the loaded one)."""
+    settings = settings or load_settings()
     kb = KnowledgeBase.open(settings, data_dir)
     ingest_paths(kb, [ROOT / "examples" / "kb"], prune=True)
     kb.close()

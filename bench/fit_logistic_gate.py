@@ -39,13 +39,13 @@ import itertools
 import shutil
 from pathlib import Path
 
+import conversations
 import numpy as np
 import yaml
 from _common import ROOT, open_answer_set, product_rows, table, write_results
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import LeaveOneGroupOut
 
-from agents.build import build_runtime
 from config.settings import (
     LEARNED_FEATURE,
     AnswerabilityModel,
@@ -54,9 +54,6 @@ from config.settings import (
     load_settings,
 )
 from evaluation.answers import risk_coverage
-from evaluation.kickoff import load_script, run_script
-from storage.kb.ingest import ingest_paths
-from storage.kb.knowledge_base import KnowledgeBase
 from tasks.answerability import FEATURES, read
 from tasks.learned_answerability import page_probability
 from tasks.operating_points import threshold_for
@@ -71,10 +68,10 @@ SETS = [
 ]
 CURVE_POINTS = 41
 UNDECIDED_DROP = 0.05  # refuse_below: where the curve's precision is this much below the target
+CONVERSATIONS = ("conversations.yaml", "follow-ups.yaml")  # examples/kickoff, written by us
 # the shipped gate's three features and the learned model's reading; the best subset of a
 # search over the four sets (window_similarity, section_coverage, coverage, learned) lost
-# three follow-ups of examples/kickoff/follow-ups.yaml, which this fit does not see
-CONVERSATIONS = ("conversations.yaml", "follow-ups.yaml")  # examples/kickoff, written by us
+# three follow-ups of examples/kickoff/follow-ups.yaml, which the weights' fit does not see
 SHIPPED_FEATURES = ("section_coverage", "passage_relevance", "missing_rare", LEARNED_FEATURE)
 AUGMENT_DEPTH = 10
 
@@ -131,42 +128,16 @@ def with_model(settings: Settings, fitted: dict) -> Settings:
 
 
 def conversation_turns(settings: Settings, data_dir: Path) -> list[dict]:
-    """Every turn of the conversation scripts that expects a verdict, through the product's
-    turn (follow-ups read with their conversation, returning customers with their memory):
-    the features and probability of its gate's final reading, the page it read, and whether
-    that page is one the script expects. ``data_dir`` starts empty: no memory of a run before."""
+    """Every turn of the conversation scripts that expects a verdict and reached the evidence
+    gate, through the product's turn (follow-ups read with their conversation, returning
+    customers with their memory): its gate's probability, the page it read, and whether that
+    page is one the script expects. ``data_dir`` starts empty: no memory of a run before."""
     shutil.rmtree(data_dir, ignore_errors=True)
-    kb = KnowledgeBase.open(settings, data_dir)
-    ingest_paths(kb, [ROOT / "examples" / "kb"], prune=True)
-    kb.close()
-    runtime = build_runtime(settings, data_dir, engine="crewai", process="sequential")
-    turns = []
-    try:
-        for name in CONVERSATIONS:
-            for line in run_script(load_script(ROOT / "examples" / "kickoff" / name), runtime):
-                want = (line.get("expect") or {}).get("verdict")
-                gates = [s for s in line["trace"]["steps"] if s["name"] == "evidence_gate"]
-                if want is None or not gates:
-                    continue
-                gate = gates[-1]["detail"]
-                right = want == "answered" and gate["source"] in line["expect"].get("cites", [])
-                turns.append(
-                    {
-                        "set": name,
-                        "id": f"{line['conversation_id']}#{line['turn_index']}",
-                        "real": True,
-                        "answerable": want == "answered",
-                        "question": line["user"],
-                        "top_gold": right,
-                        **gate["features"],
-                        "probability": gate["answerable"],
-                        "gate_source": gate["source"],
-                        "gate_right": right,
-                    }
-                )
-    finally:
-        runtime.close()
-    return turns
+    return [
+        {**turn, "answerable": turn["want"] == "answered"}
+        for turn in conversations.run("crewai", list(CONVERSATIONS), data_dir, settings)
+        if turn["probability"] is not None
+    ]
 
 
 def product_curves(settings: Settings, fitted: dict, data_dir: Path) -> dict[str, list[dict]]:
