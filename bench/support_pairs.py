@@ -342,7 +342,7 @@ def _code_pairs(pages: list[Page], rng: random.Random, conversational: bool) -> 
     return pairs
 
 
-def follow_up_pairs(page: Page, pages: list[Page], rng: random.Random) -> list[Pair]:
+def follow_up_pairs(page: Page, rng: random.Random) -> list[Pair]:
     """Follow-ups of a page ask, read the way the product reads them: the previous message,
     then the follow-up (a section's heading, an FAQ question)."""
     previous = rng.choice(PAGE_ASKS).format(topic=topic_of(page.title))
@@ -362,7 +362,7 @@ def follow_up_pairs(page: Page, pages: list[Page], rng: random.Random) -> list[P
 
 
 def page_pairs(
-    page: Page, pages: list[Page], rng: random.Random, conversational: bool = True
+    page: Page, pages: list[Page], rng: random.Random, conversational: bool = False
 ) -> list[Pair]:
     """The positive and hard negative pairs of one page's asks."""
     pairs = []
@@ -438,7 +438,7 @@ def support_pairs(
         part = "held_out" if page.source_id in held else "train"
         split[part] += page_pairs(page, pages, rng, conversational)
         if conversational:
-            split[part] += follow_up_pairs(page, pages, rng)
+            split[part] += follow_up_pairs(page, rng)
     training = [p for p in pages if p.source_id not in held]
     if embed is not None:
         split["train"] += retrieved_negatives(_asked(split["train"]), training, embed)
