@@ -691,10 +691,17 @@ def first_stage(card: dict) -> str:
     if not first:
         return ""
     return (
-        f" (the first stage: {first['epochs']} epochs from the base weights with every SQuAD "
-        f"pair, {first['training_seconds']} s, {first['pairs_per_second']} pairs/s, loss by "
+        f" (the first stage: {first['epochs']} epochs from the base weights, "
+        f"{first['training_seconds']} s, {first['pairs_per_second']} pairs/s, loss by "
         f"epoch {first['loss_by_epoch']})"
     )
+
+
+def retrieved_negatives(card: dict) -> str:
+    """The retrieved-page negatives, where the run used them (``--retrieved-negatives``)."""
+    if not card["data"].get("retrieved_negatives"):
+        return ""
+    return ", and the two windows of other pages the retriever's embedding ranks highest for the ask"
 
 
 def write_card(path: Path, card: dict) -> None:
@@ -719,8 +726,7 @@ onnxruntime ({card["quantisation"]}). Reproduce: `bench/train_answerability.py -
   {", ".join(card["data"]["held_out_articles"])}. Support-shaped pairs written from the doc2dial
   dev pages and examples/kb: {card["data"]["support_training_pairs"]} (repeated
   {card["data"]["support_repeat"]}x; hard negatives: other sections of the page, the closest
-  other page, and the two windows of other pages the retriever's embedding ranks highest for
-  the ask), a fifth of the pages held out ({card["data"]["pairs"]}).
+  other page{retrieved_negatives(card)}), a fifth of the pages held out ({card["data"]["pairs"]}).
 - **Training**: seed {card["seed"]}, {card["epochs"]} epoch(s), batch {card["batch"]}, lr
   {card["lr"]}, lower {card["frozen_layers"]} of 6 layers frozen, positives weighted
   {card["positive_weight"]}, max {card["max_tokens"]} tokens (message at most
