@@ -503,6 +503,9 @@ def report_gaps(
             visible(f"{near.source_id} ({near.score:.2f})") if near else "-",
         )
     console.print(table if report.clusters else "no unanswered questions stored")
+    if report.errors:
+        steps = ", ".join(sorted({f"{f.kind} in {f.step}" for f in report.failed}))
+        console.print(f"{report.errors} turn(s) failed ({steps}): see the service's log")
 
 
 keys_app = typer.Typer(help="Pilot API keys.", no_args_is_help=True)

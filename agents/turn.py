@@ -7,7 +7,9 @@ own ``TurnState`` and usage ledger, so concurrent turns never mix their traces.
 
 Failures end in an honest result, never a crash: a store or search outage gives
 ``messages.connection_problem``; anything else is a bug, logged with its traceback, noted in
-the trace and returned as ``verdict: error`` with the same message.
+the trace and answered with ``messages.error``. Either way the result is ``verdict: error``
+with its ``failure`` (kind and step), and the turn is stored as ``error``, never left
+``pending``.
 
 Usage::
 
@@ -31,7 +33,7 @@ from agents.runtime import TurnRuntime
 from agents.usage import UsageLedger
 from tasks.memory_context import claim_turn, save_result
 from tasks.results import deadline_result
-from tasks.schemas import LlmCallTrace, TurnRequest, TurnResult
+from tasks.schemas import LlmCallTrace, TurnFailure, TurnRequest, TurnResult
 from tasks.state import STEP_LISTENER, TurnState
 
 log = logging.getLogger(__name__)
@@ -149,20 +151,22 @@ def run_turn(
     cancel = cancel or threading.Event()
     # model calls stop early enough for the evidence path to finish the turn by its deadline
     reserve = min(EVIDENCE_RESERVE_S, runtime.settings.turn_timeout_s / 4)
+    claimed = False
     with UsageLedger.activate() as ledger, turn_deadline(deadline - reserve, cancel):
         try:
+            watch.running = "claim"
             state.turn_index = claim_turn(runtime.memory, request)
+            claimed = True
             state = _run_engine(runtime, state, watch, cancel)
-            result = state.result or TurnResult(
-                session_id=request.session_id,
-                verdict="error",
-                answer=runtime.settings.messages.connection_problem,
-            )
+            if state.result is None:
+                raise RuntimeError("the engine ended the turn without a result")
+            result = state.result
             result.turn_index = state.turn_index
         except TurnFailed as failed:
-            state, result = failed.state, _failure(failed.cause, failed.state, request, runtime)
+            state = failed.state
+            result = _failure(failed.cause, state, request, runtime, watch.running)
         except Exception as exc:
-            result = _failure(exc, state, request, runtime)
+            result = _failure(exc, state, request, runtime, watch.running)
     trace = state.trace
     trace.calls = [
         LlmCallTrace(
@@ -179,30 +183,35 @@ def run_turn(
     trace.completion_tokens = ledger.completion_tokens
     trace.duration_ms = round((time.perf_counter() - started) * 1000, 1)
     result.trace = trace
-    _store(runtime, request, state, result)
+    if claimed:  # a turn whose slot was never claimed has nothing of its own to overwrite
+        _store(runtime, request, state, result)
     return result
 
 
 def _failure(
-    exc: BaseException, state: TurnState, request: TurnRequest, runtime: TurnRuntime
+    exc: BaseException, state: TurnState, request: TurnRequest, runtime: TurnRuntime, step: str
 ) -> TurnResult:
-    if is_outage(exc):
+    """The result of a turn stopped by ``exc`` during ``step``: an outage says so, a bug
+    (logged with its traceback) says something went wrong on our side."""
+    outage = is_outage(exc)
+    if outage:
         state.note(f"store or search unavailable: {type(exc).__name__}: {str(exc)[:200]}")
     else:
-        log.exception("turn %s failed on a bug", request.session_id, exc_info=exc)
-        state.note(f"internal error: {type(exc).__name__}: {str(exc)[:200]}")
+        log.exception("turn %s failed on a bug in %s", request.session_id, step, exc_info=exc)
+        state.note(f"internal error in {step}: {type(exc).__name__}: {str(exc)[:200]}")
+    messages = runtime.settings.messages
     return TurnResult(
         session_id=request.session_id,
         verdict="error",
-        answer=runtime.settings.messages.connection_problem,
+        answer=messages.connection_problem if outage else messages.error,
+        failure=TurnFailure(kind="outage" if outage else "bug", step=step),
         turn_index=state.turn_index,
     )
 
 
 def _store(runtime: TurnRuntime, request: TurnRequest, state: TurnState, result: TurnResult) -> None:
-    """Store the finished turn (with its trace's call count); a store outage is noted."""
-    if result.verdict == "error":
-        return  # the pending turn stays as it was stored before the crew ran
+    """Store the finished turn (``done``, or ``error`` with its failure); a store outage is
+    noted."""
     from tasks.memory_context import MemoryContext, scope_of
 
     context = MemoryContext(scope=scope_of(request), turn_index=state.turn_index)

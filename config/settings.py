@@ -336,9 +336,10 @@ class PilotLimits(_Strict):
     sessions: str = "600/minute"
     handoffs: str = "60/hour"
     message_bytes: str = "5000000/day"  # UTF-8 bytes of customer messages
+    turns: str = "300/minute"  # messages the assistant answers (each one a turn)
     waiting_messages: int = Field(20, ge=1, le=10_000)  # per session, until a person replies
 
-    @field_validator("sessions", "handoffs", "message_bytes")
+    @field_validator("sessions", "handoffs", "message_bytes", "turns")
     @classmethod
     def _a_rate(cls, value: str) -> str:
         if not RATE.fullmatch(value.strip()):
@@ -350,6 +351,21 @@ class PilotLimits(_Strict):
 
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
+
+    @field_validator("api_keys")
+    @classmethod
+    def _names_unique_per_tenant(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        """A key's name is who acts (queue holders, rate counters): one per name and tenant."""
+        seen: set[tuple[str, str]] = set()
+        for key in keys:
+            if (key.tenant, key.name) in seen:
+                raise ValueError(
+                    f"two API keys are named {key.name!r} in tenant {key.tenant!r}: "
+                    "give each key of a tenant its own name"
+                )
+            seen.add((key.tenant, key.name))
+        return keys
+
     limits: PilotLimits = Field(default_factory=PilotLimits)
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
@@ -370,7 +386,15 @@ class Messages(_Strict):
         "I could not find a direct answer to that in our help articles. This article may help:"
     )
     connection_problem: str = "I'm having trouble reaching our knowledge base right now."
+    # a turn that failed on our side (a bug, not an outage): logged, stored as ``error``
+    error: str = (
+        "Something went wrong on our side with this message. Please try again, or ask for a person."
+    )
     handoff: str = "I'm passing this conversation to a member of our support team."
+    # the assistant would hand off, but the key's ``pilot.limits.handoffs`` are spent
+    handoff_busy: str = (
+        "Our support team cannot take more conversations right now. Please try again later."
+    )
 
 
 class Settings(BaseSettings):

@@ -119,7 +119,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         this route (429; the first request over a limit is counted in the route itself)."""
         who = authenticate(headers, settings.pilot.api_keys)
         if pilot.limits is not None:
-            pilot.limits.refuse_spent_route(path, who.key_name)
+            pilot.limits.refuse_spent_route(path, who)
 
     app.add_middleware(
         RequestLimits,

@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from tasks.gap_report import GapReport, cluster_gaps, gap_questions
+from tasks.gap_report import GapReport, cluster_gaps, failed_turns, gap_questions
 
 CACHE_S = 60.0  # an admin polling the report reads one computation a minute
 TOP = 100  # clusters kept per report, served a page at a time
+FAILED_SHOWN = 20  # the most recent failed turns listed with the error count
 
 
 def tenant_gap_report(
@@ -40,7 +41,10 @@ def tenant_gap_report(
         best = found.results[0]
         return best.metadata["source_id"], best.metadata.get("title", ""), best.score
 
-    return cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest, top=TOP)
+    report = cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest, top=TOP)
+    failed = failed_turns(turns)
+    report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
+    return report
 
 
 class GapReports:

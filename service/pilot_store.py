@@ -36,6 +36,9 @@ from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import AllOf, CollectionSpec, Match, PointData, Store
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
+# why an open conversation is in the queue when staff took it (``taken_by`` names who; the
+# customer reads this reason and never a staff key's name)
+TAKEN_OVER = "taken over by our support team"
 MAX_TRIES = 8  # compare-and-set attempts before a writer gives up with a conflict
 _NAMESPACE = uuid.UUID("7a1d2c3e-5b6f-4a8b-9c0d-e1f2a3b4c5d6")
 
@@ -148,7 +151,7 @@ class PilotStore:
             reason = (
                 {}
                 if header.get("handoff_at")
-                else {"handoff_reason": f"taken over by {agent}", "handoff_at": time.time()}
+                else {"handoff_reason": TAKEN_OVER, "handoff_at": time.time()}
             )
             return {**reason, "taken_at": time.time()} if header.get("taken_by") != agent else {}
 

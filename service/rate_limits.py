@@ -10,12 +10,15 @@ again. A request over a limit gets 429 with
 Usage::
 
     limiter = RateLimits(store, encoders, settings.pilot.limits)
-    limiter.spend("sessions", who.key_name)              # ApiError 429 when over
-    limiter.spend("message_bytes", who.key_name, cost=len(text.encode()))
+    limiter.spend("sessions", who)              # ApiError 429 when over
+    limiter.spend("message_bytes", who, cost=len(text.encode()))
+
+Counters are kept per tenant and key name: two tenants may name a key alike.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -27,6 +30,7 @@ from limits.storage import Storage
 from limits.strategies import FixedWindowRateLimiter
 
 from config.settings import PilotLimits
+from service.auth import Caller
 from service.errors import ApiError
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
@@ -39,6 +43,7 @@ WHAT = {
     "sessions": "new sessions",
     "handoffs": "hand-offs to a person",
     "message_bytes": "bytes of messages",
+    "turns": "messages answered",
 }
 
 
@@ -119,8 +124,18 @@ class QdrantCounters(Storage):
 COUNTED_ROUTES = {
     "sessions": re.compile(r"/v1/sessions/?"),
     "message_bytes": re.compile(r"/v1/sessions/[^/]+/messages/?"),
+    "turns": re.compile(r"/v1/sessions/[^/]+/messages/?"),
     "handoffs": re.compile(r"/v1/sessions/[^/]+/handoff/?"),
 }
+
+
+def counter_key(who: Caller) -> str:
+    """Whose counters: the key's tenant and name (names are unique within a tenant only).
+
+    >>> counter_key(Caller("widget", "acme")) != counter_key(Caller("widget", "globex"))
+    True
+    """
+    return json.dumps([who.tenant, who.key_name])
 
 
 class RateLimits:
@@ -129,32 +144,34 @@ class RateLimits:
     def __init__(self, store: Store, encoders: Encoders, config: PilotLimits) -> None:
         self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
         self.items: dict[str, RateLimitItem] = {name: parse(getattr(config, name)) for name in WHAT}
-        # windows this worker saw spent, until they reset: a flood's further requests are
-        # refused without a store round trip (another worker learns it on its next count)
+        # windows this worker saw spent (limit, counter key), until they reset: a flood's
+        # further requests are refused without a store round trip (another worker learns it on
+        # its next count)
         self.spent_until: dict[tuple[str, str], float] = {}
 
-    def refuse_if_spent(self, name: str, key_name: str) -> None:
+    def refuse_if_spent(self, name: str, who: Caller) -> None:
         """429 at once when this worker already saw the key's window spent (no store call);
         call it first in a route, before the work that :meth:`spend` would count."""
-        until = self.spent_until.get((name, key_name), 0.0)
+        until = self.spent_until.get((name, counter_key(who)), 0.0)
         if until > time.time():
             self._refuse(name, until)
 
-    def refuse_spent_route(self, path: str, key_name: str) -> None:
+    def refuse_spent_route(self, path: str, who: Caller) -> None:
         """429 at once for a POST to a route whose limit this worker saw spent for the key."""
         for name, route in COUNTED_ROUTES.items():
             if route.fullmatch(path):
-                self.refuse_if_spent(name, key_name)
+                self.refuse_if_spent(name, who)
 
-    def spend(self, name: str, key_name: str, cost: int = 1) -> None:
+    def spend(self, name: str, who: Caller, cost: int = 1) -> None:
         """Count ``cost`` against the key's ``name`` limit; 429 with ``Retry-After`` when the
         window is spent (nothing of the request is stored)."""
-        self.refuse_if_spent(name, key_name)
-        item = self.items[name]
-        if self.limiter.hit(item, key_name, cost=cost):
+        self.refuse_if_spent(name, who)
+        item, key = self.items[name], counter_key(who)
+        # the limit's name too: two limits of one rate (3/minute) never share a counter
+        if self.limiter.hit(item, name, key, cost=cost):
             return
-        reset, _ = self.limiter.get_window_stats(item, key_name)
-        self.spent_until[(name, key_name)] = reset
+        reset, _ = self.limiter.get_window_stats(item, name, key)
+        self.spent_until[(name, key)] = reset
         self._refuse(name, reset)
 
     def _refuse(self, name: str, reset: float) -> NoReturn:

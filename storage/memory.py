@@ -235,6 +235,14 @@ class MemoryStore:
                     return index
                 index = max(claims) + 1
 
+    def release_turn(self, scope: Scope, session_id: str, turn_index: int) -> None:
+        """Take back a turn this caller claimed and may not keep (e.g. over a cap)."""
+        self.ensure()
+        self.store.delete(
+            SESSIONS,
+            self._where(scope, Match("session_id", (session_id,)), Match("turn_index", (turn_index,))),
+        )
+
     def _claims(self, scope: Scope, session_id: str) -> dict[int, str | None]:
         """The session's taken turn indices and the claim each was taken with (two fields of
         each turn, not the whole transcript)."""
@@ -258,11 +266,12 @@ class MemoryStore:
         """The turns of ``tenant`` since ``since`` (epoch seconds) that may show a knowledge
         gap (refused, suggested, handed off, waiting for a person, or of ``rated_sessions``),
         each with the ``vector`` its message was stored with: the one read across customers,
-        for the tenant's own knowledge-gap report (staff, never a customer)."""
+        for the tenant's own knowledge-gap report (staff, never a customer); turns that
+        failed (status ``error``) come too, for its error count."""
         self.ensure()
         kinds: list[Condition] = [
             Match("verdict", GAP_VERDICTS),
-            Match("status", ("waiting_for_agent",)),
+            Match("status", ("waiting_for_agent", "error")),
         ]
         if rated_sessions:
             kinds.append(Match("session_id", tuple(rated_sessions)))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.passage_text import WINDOW, Unit
+from tasks.passage_text import WINDOW, Unit, split_sentences
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -108,12 +108,45 @@ def pair_tokenizer(path: Path) -> Tokenizer:
     return tokenizer
 
 
+def question_tokens(tokenizer: Tokenizer, text: str) -> tuple[int, list[tuple[int, int]]]:
+    """How many word pieces ``text`` holds (counted up to ``MAX_TOKENS``) and the character
+    span of each. ``text`` is read as the *second* text of a pair, the one the tokenizer's
+    ``only_second`` truncation may cut: read alone, a text over ``MAX_TOKENS`` would make it
+    raise ("Second sequence not provided")."""
+    encoding = tokenizer.encode("", text, add_special_tokens=False)
+    return len(encoding.ids), list(encoding.offsets)
+
+
 def clip_question(tokenizer: Tokenizer, question: str) -> str:
-    """The message cut to its first ``QUESTION_TOKENS`` word pieces (the window gets the rest)."""
-    encoding = tokenizer.encode(question, add_special_tokens=False)
-    if len(encoding.ids) <= QUESTION_TOKENS:
+    """The message within ``QUESTION_TOKENS`` word pieces (the window gets the rest): whole
+    when it fits; else its sentences that ask (ending in "?") first, then the others, each kept
+    whole while it fits, in the message's order; when none fits, the message's first pieces.
+
+    >>> from storage.kb.model_files import answerability_dir
+    >>> tokenizer = pair_tokenizer(answerability_dir() / "tokenizer.json")
+    >>> clip_question(tokenizer, "Refund time?")
+    'Refund time?'
+    >>> long = "We were charged twice this month for one workspace. " * 8 + "When is it refunded?"
+    >>> clip_question(tokenizer, long)[-64:]
+    'charged twice this month for one workspace. When is it refunded?'
+    >>> clip_question(tokenizer, "!" * 500) == "!" * QUESTION_TOKENS
+    True
+    """
+    count, offsets = question_tokens(tokenizer, question)
+    if count <= QUESTION_TOKENS:
         return question
-    return question[: encoding.offsets[QUESTION_TOKENS - 1][1]]
+    sentences = split_sentences(" ".join(question.split()))
+    asking = sorted(range(len(sentences)), key=lambda i: not sentences[i].endswith("?"))
+    kept: set[int] = set()
+    budget = QUESTION_TOKENS
+    for index in asking:
+        size = question_tokens(tokenizer, sentences[index])[0]
+        if size <= budget:
+            kept.add(index)
+            budget -= size
+    if kept:
+        return " ".join(sentences[i] for i in sorted(kept))
+    return question[: offsets[QUESTION_TOKENS - 1][1]]
 
 
 def encode_pairs(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:

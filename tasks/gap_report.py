@@ -61,10 +61,43 @@ class GapCluster(BaseModel):
 GAP_KINDS: dict[str, GapKind] = {"idk": "refused", "suggest": "suggested", "handoff": "handoff"}
 
 
+class FailedTurn(BaseModel):
+    """A turn that ended in an error (an outage or a bug): no knowledge gap, but counted."""
+
+    session_id: str
+    turn_index: int
+    kind: str
+    step: str
+    ts: float = 0.0
+
+
 class GapReport(BaseModel):
     questions: int
     clustered: int = 0  # the most recent ``MAX_CLUSTERED`` of them
     clusters: list[GapCluster] = Field(default_factory=list)
+    errors: int = 0  # turns that failed (``failed``: the most recent ``EXAMPLES * 5``)
+    failed: list[FailedTurn] = Field(default_factory=list)
+
+
+def failed_turns(turns: Sequence[dict[str, Any]]) -> list[FailedTurn]:
+    """The turns stored as ``error``, oldest first, with the failure each was stored with.
+
+    >>> [t.step for t in failed_turns([{"session_id": "s", "turn_index": 0, "status": "error",
+    ...   "failure": {"kind": "bug", "step": "evidence_gate"}}, {"status": "done"}])]
+    ['evidence_gate']
+    """
+    failed = [
+        FailedTurn(
+            session_id=t["session_id"],
+            turn_index=t["turn_index"],
+            kind=t.get("failure", {}).get("kind", ""),
+            step=t.get("failure", {}).get("step", ""),
+            ts=t.get("ts", 0.0),
+        )
+        for t in turns
+        if t.get("status") == "error"
+    ]
+    return sorted(failed, key=lambda f: f.ts)
 
 
 def gap_questions(

@@ -92,11 +92,12 @@ def save_result(
         {
             "user": request.message,
             "slots": request.slots,
-            "status": "done",
+            "status": "error" if result.verdict == "error" else "done",
             "answer": result.answer,
             "verdict": result.verdict,
             "citations": [c.source_id for c in result.citations],
             "llm_calls": result.trace.llm_calls,
+            **({"failure": result.failure.model_dump()} if result.failure else {}),
         },
     )
 

@@ -243,6 +243,14 @@ class Trace(BaseModel):
         return [{"name": s.name, "ms": s.ms} for s in self.steps]
 
 
+class TurnFailure(BaseModel):
+    """Why a turn ended in ``verdict: error``: a store or search ``outage``, or a ``bug``, and
+    the step it failed in."""
+
+    kind: Literal["outage", "bug"]
+    step: str = ""
+
+
 class TurnResult(BaseModel):
     session_id: str
     turn_index: int | None = None
@@ -251,4 +259,5 @@ class TurnResult(BaseModel):
     judge_verdict: JudgeVerdict | None = None
     citations: list[Citation] = Field(default_factory=list)
     handoff: bool = False
+    failure: TurnFailure | None = None  # set only when ``verdict`` is "error"
     trace: Trace = Field(default_factory=Trace)

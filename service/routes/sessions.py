@@ -8,7 +8,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -22,7 +22,13 @@ from service.context import Customer, Pilot, PilotContext, owned_session, owner_
 from service.errors import ApiError, error_body
 from service.session_state import SessionConflict, move
 from storage.memory import Scope, ScopeError, check_id
-from tasks.memory_context import remember_entities, waiting_for_a_person
+from tasks.memory_context import (
+    MemoryContext,
+    remember_entities,
+    save_result,
+    scope_of,
+    waiting_for_a_person,
+)
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -93,6 +99,8 @@ def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, di
     payload = result.model_dump(mode="json")
     if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
         payload["trace"] = customer_trace(result)
+    if result.failure is not None and result.failure.kind == "bug":  # ours, not an outage: 500
+        return 500, {**error_body("turn_failed", result.answer), "result": payload}
     if result.verdict == "error":
         return 503, {
             **error_body("unavailable", pilot.settings.messages.connection_problem),
@@ -102,7 +110,11 @@ def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, di
 
 
 def start_turn(
-    pilot: PilotContext, request: TurnRequest, lock: str, on_step: Callable[[str], None] | None = None
+    pilot: PilotContext,
+    request: TurnRequest,
+    who: Caller,
+    lock: str,
+    on_step: Callable[[str], None] | None = None,
 ) -> asyncio.Task[TurnResult]:
     """The turn as a task of its own, holding the session's lock for as long as it runs: a
     client that disconnects (or a request that is cancelled) never lets the session's next
@@ -112,7 +124,7 @@ def start_turn(
         async with pilot.locks[lock]:
             result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
             if result.handoff:  # the gate handed the conversation to people
-                await run_in_threadpool(hand_off_after_turn, pilot, request, result)
+                result = await run_in_threadpool(hand_off_after_turn, pilot, request, result, who)
             return result
 
     task = asyncio.ensure_future(locked())
@@ -121,17 +133,48 @@ def start_turn(
     return task
 
 
-def hand_off_after_turn(pilot: PilotContext, request: TurnRequest, result: TurnResult) -> None:
-    """Queue the session for people unless someone resolved it while the turn ran."""
+def hand_off_after_turn(
+    pilot: PilotContext, request: TurnRequest, result: TurnResult, who: Caller
+) -> TurnResult:
+    """Queue the session for people unless someone resolved it while the turn ran. It counts
+    against the key's hand-offs like the customer's own request: over that limit the session
+    stays with the assistant, and the customer (and the stored turn) are told so."""
+    try:
+        pilot.limits.spend("handoffs", who)
+    except ApiError as refused:
+        busy = result.model_copy(
+            update={
+                "verdict": "idk",
+                "handoff": False,
+                "answer": pilot.settings.messages.handoff_busy,
+            }
+        )
+        busy.trace.notes.append(f"hand-off refused: {refused.message}")
+        context = MemoryContext(scope=scope_of(request), turn_index=result.turn_index or 0)
+        save_result(pilot.runtime.memory, request, context, busy)
+        return busy
     try:
         pilot.store.mark_handoff(
             request.slots.get("tenant", ""),
             request.session_id,
-            f"the assistant: {result.verdict}",
+            handoff_reason(request.message),
             role="assistant",
         )
     except SessionConflict:
         log.info("session %s was resolved during its hand-off turn", request.session_id)
+    return result
+
+
+def handoff_reason(message: str, width: int = 200) -> str:
+    """Why the assistant handed off, as the queue shows it: the customer's own words.
+
+    >>> handoff_reason("I want to   talk to a person")
+    'the assistant handed off after: I want to talk to a person'
+    """
+    words = " ".join(message.split())
+    return "the assistant handed off after: " + (
+        words if len(words) <= width else words[: width - 1] + "…"
+    )
 
 
 async def turn_events(
@@ -144,7 +187,7 @@ async def turn_events(
     def on_step(step: str) -> None:
         loop.call_soon_threadsafe(steps.put_nowait, step)
 
-    turn = start_turn(pilot, request, lock, on_step)
+    turn = start_turn(pilot, request, who, lock, on_step)
     while not (turn.done() and steps.empty()):
         waiting = asyncio.ensure_future(steps.get())
         await asyncio.wait({turn, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -169,7 +212,7 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str
             )
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
-    await run_in_threadpool(pilot.limits.spend, "sessions", who.key_name)
+    await run_in_threadpool(pilot.limits.spend, "sessions", who)
     session_id = uuid.uuid4().hex
     customer = body.customer_id or f"{ANONYMOUS}{session_id}"
     header = await run_in_threadpool(
@@ -186,9 +229,7 @@ async def message(
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
-    await run_in_threadpool(
-        pilot.limits.spend, "message_bytes", who.key_name, len(body.message.encode())
-    )
+    await run_in_threadpool(pilot.limits.spend, "message_bytes", who, len(body.message.encode()))
     header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer")
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
@@ -198,6 +239,7 @@ async def message(
                 media_type="text/event-stream",
             )
         return JSONResponse(result.model_dump(mode="json"))
+    await run_in_threadpool(pilot.limits.spend, "turns", who)
     slots = {**header["slots"], **who.slots}
     if who.tenant:
         slots["tenant"] = who.tenant
@@ -211,7 +253,7 @@ async def message(
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-    result = await asyncio.shield(start_turn(pilot, request, lock))
+    result = await asyncio.shield(start_turn(pilot, request, who, lock))
     status, payload = shown(pilot, result, who)
     return JSONResponse(payload, status_code=status)
 
@@ -227,7 +269,8 @@ CUSTOMER_FIELDS = (
     "handoff_at",
     "resolved_at",
 )
-STAFF_ONLY_TURN_FIELDS = ("agent",)  # which staff key replied
+# which staff key replied, the enforced slots the turn ran under, the turn's claim id
+STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim")
 
 
 def customer_view(header: dict[str, Any]) -> dict[str, Any]:
@@ -241,28 +284,41 @@ def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str) -> TurnResult:
-    """A message after the hand-off: stored for the person who takes the conversation."""
+    """A message after the hand-off: stored for the person who takes the conversation, at
+    most ``waiting_messages`` of them until a person replies. The cap holds for messages sent
+    at once too: a message is kept only if it is within the cap among the waiting messages
+    claimed before it (turn indices are claimed in order), else its claim is taken back."""
     scope = Scope(header["customer_id"], who.tenant)
     memory = pilot.runtime.memory
+    session_id = header["session_id"]
     cap = pilot.settings.pilot.limits.waiting_messages
-    waiting = waiting_for_a_person(memory.session_turns(scope, header["session_id"]))
+    waiting = waiting_for_a_person(memory.session_turns(scope, session_id))
     if waiting >= cap:
-        raise ApiError(
-            429,
-            "too_many_waiting",
-            f"{waiting} messages already wait for a person "
-            "in this conversation; please wait for their reply",
-            {"limit": "waiting_messages"},
-            headers={"Retry-After": "60"},
-        )
-    index = memory.claim_turn(scope, header["session_id"], {"user": message}, status="waiting_for_agent")
-    remember_entities(memory, scope, header["session_id"], index, message)
+        too_many_waiting(waiting)
+    index = memory.claim_turn(scope, session_id, {"user": message}, status="waiting_for_agent")
+    turns = memory.session_turns(scope, session_id)
+    ahead = waiting_for_a_person([t for t in turns if t["turn_index"] <= index])
+    if ahead > cap:
+        memory.release_turn(scope, session_id, index)
+        too_many_waiting(ahead - 1)
+    remember_entities(memory, scope, session_id, index, message)
     return TurnResult(
         session_id=header["session_id"],
         answer=pilot.settings.messages.handoff,
         verdict="handoff",
         handoff=True,
         turn_index=index,
+    )
+
+
+def too_many_waiting(waiting: int) -> NoReturn:
+    raise ApiError(
+        429,
+        "too_many_waiting",
+        f"{waiting} messages already wait for a person "
+        "in this conversation; please wait for their reply",
+        {"limit": "waiting_messages"},
+        headers={"Retry-After": "60"},
     )
 
 
@@ -299,6 +355,6 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
     if not header.get("handoff"):
-        await run_in_threadpool(pilot.limits.spend, "handoffs", who.key_name)
+        await run_in_threadpool(pilot.limits.spend, "handoffs", who)
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason)
     return {"session": customer_view(header), "message": pilot.settings.messages.handoff}

@@ -51,6 +51,17 @@ def seeded(settings, example_kb, tmp_path):
             0,
             {"user": message, "status": "done", "verdict": verdict},
         )
+    memory.add_turn(  # a turn that failed on a bug: counted as an error, no knowledge gap
+        Scope("c-7", "acme"),
+        "s-failed",
+        0,
+        {
+            "user": "How long does a refund take?",
+            "status": "error",
+            "verdict": "error",
+            "failure": {"kind": "bug", "step": "evidence_gate"},
+        },
+    )
     pilot.add_feedback("acme", "s6", 0, "down", "did not help")  # the password answer
     yield kb, memory, pilot
     store.close()
@@ -62,6 +73,10 @@ def test_unanswered_questions_are_grouped_by_meaning_with_the_nearest_article(se
         memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}
     )
     assert report.questions == 6  # 5 unanswered + 1 rated down; globex and answers left out
+    assert report.errors == 1
+    assert [(f.session_id, f.kind, f.step) for f in report.failed] == [
+        ("s-failed", "bug", "evidence_gate")
+    ]
     sizes = [c.size for c in report.clusters]
     assert sizes[0] == 3 and sorted(sizes) == [1, 2, 3]
     yen = report.clusters[0]
@@ -115,7 +130,13 @@ def test_the_cli_prints_the_report_and_names_a_bad_since(tmp_path, example_kb):
     assert runner.invoke(cli, ["--data-dir", str(data), "ingest", str(EXAMPLE_KB)]).exit_code == 0
     empty = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--json"])
     assert empty.exit_code == 0, empty.output
-    assert json.loads(empty.stdout) == {"questions": 0, "clustered": 0, "clusters": []}
+    assert json.loads(empty.stdout) == {
+        "questions": 0,
+        "clustered": 0,
+        "clusters": [],
+        "errors": 0,
+        "failed": [],
+    }
     bad = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--since", "soon"])
     assert bad.exit_code != 0
     assert "error: since 'soon': give 7d, 24h, 30m or an ISO date" in bad.output

@@ -4,6 +4,7 @@ Idle sessions are remembered too. Roles and tenants bound every route."""
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -283,6 +284,18 @@ def test_the_customers_view_of_a_session_holds_no_staff_internal_fields(pilot):
     assert staff["session"]["resolution"] == "internal: VIP, refunded"
 
 
+def test_a_taken_over_session_never_shows_its_customer_a_staff_key_or_the_turns_internals(pilot):
+    client, _ = pilot
+    session = answered_session(client, "c-80")
+    assert post(client, f"/v1/handoffs/{session}/take", "ana").status_code == 200
+    seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()
+    assert seen["session"]["handoff_reason"] == "taken over by our support team"
+    assert "ana" not in json.dumps(seen["session"])
+    assert seen["turns"] and all(not {"slots", "claim", "agent"} & set(t) for t in seen["turns"])
+    staff = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
+    assert staff["session"]["taken_by"] == "ana"
+
+
 def test_the_idle_sweep_stops_reading_sessions_that_never_got_a_message(pilot, monkeypatch):
     client, pilot_context = pilot
     memory = pilot_context.runtime.memory
@@ -403,6 +416,7 @@ def test_concurrent_resolves_apply_once(pilot):
 
 def test_a_hand_off_turn_finishing_after_a_resolve_leaves_it_resolved(pilot):
     """The gate's hand-off lands after an agent resolved the session mid-turn."""
+    from service.auth import Caller
     from service.routes.sessions import hand_off_after_turn
     from tasks.schemas import TurnRequest, TurnResult
 
@@ -413,7 +427,10 @@ def test_a_hand_off_turn_finishing_after_a_resolve_leaves_it_resolved(pilot):
     )
     assert post(client, f"/v1/sessions/{session}/resolve", "lead", note="called").status_code == 200
     hand_off_after_turn(
-        app_pilot, request, TurnResult(session_id=session, answer="", verdict="handoff", handoff=True)
+        app_pilot,
+        request,
+        TurnResult(session_id=session, answer="", verdict="handoff", handoff=True),
+        Caller("widget", "acme"),
     )
     header = app_pilot.store.session("acme", session)
     assert (header["status"], header["resolution"]) == ("resolved", "called")

@@ -3,6 +3,7 @@ unaffected; the counter in Qdrant is exact under concurrent increments."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -14,11 +15,20 @@ from storage.memory import Scope
 from tests.helpers import pilot_over_own_store
 
 pytestmark = pytest.mark.integration
-TIGHT = PilotLimits(sessions="3/minute", handoffs="1/hour", message_bytes="120/day", waiting_messages=2)
+TIGHT = PilotLimits(
+    sessions="3/minute",
+    handoffs="1/hour",
+    message_bytes="120/day",
+    turns="3/minute",
+    waiting_messages=2,
+)
 KEYS = [
     ApiKey(name="flood", sha256=hash_key("flood-key"), tenant="acme", trust_customer_id=True),
     ApiKey(name="calm", sha256=hash_key("calm-key"), tenant="acme", trust_customer_id=True),
+    # the same name in another tenant: its own counters
+    ApiKey(name="flood", sha256=hash_key("globex-flood-key"), tenant="globex"),
 ]
+ASKS_FOR_A_PERSON = "I want to talk to a human agent please"
 
 
 @pytest.fixture
@@ -89,6 +99,88 @@ def test_messages_waiting_for_a_person_are_capped_per_session(pilot):
     assert [t["user"] for t in turns] == ["one", "two"]
 
 
+def test_messages_sent_at_once_to_a_waiting_session_hold_the_cap(pilot):
+    from service.auth import Caller
+    from service.errors import ApiError
+    from service.routes.sessions import wait_for_agent
+
+    client, app_pilot = pilot
+    session = post(client, "/v1/sessions", "calm", customer_id="c-race").json()["session_id"]
+    post(client, f"/v1/sessions/{session}/handoff", "calm")
+    header = app_pilot.store.session("acme", session)
+    who = Caller("calm", "acme", trust_customer_id=True)
+    at_once = threading.Barrier(8)
+
+    def send(number: int) -> bool:
+        at_once.wait()
+        try:
+            wait_for_agent(app_pilot, who, header, f"message {number}")
+        except ApiError as refused:
+            assert refused.status == 429 and refused.code == "too_many_waiting"
+            return False
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        accepted = sum(pool.map(send, range(8)))
+    turns = app_pilot.runtime.memory.session_turns(Scope("c-race", "acme"), session)
+    assert accepted == len(turns) and 1 <= accepted <= TIGHT.waiting_messages
+
+
+def test_hand_offs_by_the_assistant_count_against_the_keys_limit(pilot, settings):
+    client, app_pilot = pilot
+    first, second = (
+        post(client, "/v1/sessions", "calm", customer_id=f"c-h{n}").json()["session_id"]
+        for n in range(2)
+    )
+    handed = post(client, f"/v1/sessions/{first}/messages", "calm", message=ASKS_FOR_A_PERSON)
+    assert handed.json()["verdict"] == "handoff"
+    busy = post(client, f"/v1/sessions/{second}/messages", "calm", message=ASKS_FOR_A_PERSON)
+    assert busy.status_code == 200, busy.text
+    assert busy.json()["verdict"] == "idk" and not busy.json()["handoff"]
+    assert busy.json()["answer"] == settings.messages.handoff_busy
+    assert [h["session_id"] for h in app_pilot.store.handoffs("acme")] == [first]
+    [stored] = app_pilot.runtime.memory.session_turns(Scope("c-h1", "acme"), second)
+    assert stored["verdict"] == "idk" and stored["answer"] == settings.messages.handoff_busy
+    assert app_pilot.store.session("acme", first)["handoff_reason"].endswith(ASKS_FOR_A_PERSON)
+
+
+def test_turns_per_key_are_limited(pilot):
+    client, app_pilot = pilot
+    session = post(client, "/v1/sessions", "calm", customer_id="c-t").json()["session_id"]
+    for _ in range(3):
+        sent = post(client, f"/v1/sessions/{session}/messages", "calm", message="refund?")
+        assert sent.status_code == 200
+    assert_limited(post(client, f"/v1/sessions/{session}/messages", "calm", message="again?"), "turns")
+    turns = app_pilot.runtime.memory.session_turns(Scope("c-t", "acme"), session)
+    assert len(turns) == 3
+    # before its body is read from now on
+    again = client.post(
+        f"/v1/sessions/{session}/messages",
+        content=b"{not json",
+        headers={"Authorization": "Bearer calm-key"},
+    )
+    assert_limited(again, "turns")
+
+
+def test_counters_are_kept_per_tenant_for_keys_of_the_same_name(pilot):
+    client, _ = pilot
+    for _ in range(3):
+        assert post(client, "/v1/sessions", "flood").status_code == 201
+    assert_limited(post(client, "/v1/sessions", "flood"), "sessions")
+    assert post(client, "/v1/sessions", "globex-flood").status_code == 201
+
+
+def test_two_keys_of_one_name_in_one_tenant_are_refused_at_start():
+    from pydantic import ValidationError
+
+    from config.settings import PilotSettings
+
+    twins = [ApiKey(name="widget", sha256=hash_key(k), tenant="acme") for k in ("a", "b")]
+    with pytest.raises(ValidationError, match="two API keys are named 'widget' in tenant 'acme'"):
+        PilotSettings(api_keys=twins)
+    PilotSettings(api_keys=[twins[0], twins[1].model_copy(update={"tenant": "globex"})])
+
+
 def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
     _, app_pilot = pilot
     counters = app_pilot.limits.limiter.storage
@@ -104,6 +196,7 @@ def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
         ("sessions", "lots"),
         ("handoffs", "10/fortnight"),
         ("message_bytes", "0/day"),
+        ("turns", "many"),
         ("waiting_messages", 0),
     ],
 )

@@ -230,7 +230,32 @@ def test_store_down_gives_503_and_keeps_the_users_turn(client, monkeypatch):
     assert response.json()["error"]["code"] == "unavailable"
     monkeypatch.undo()
     stored = client.get(f"/v1/sessions/{session}", headers=auth("widget")).json()
-    assert stored["turns"][0]["user"] == "refund?" and stored["turns"][0]["status"] == "pending"
+    assert stored["turns"][0]["user"] == "refund?" and stored["turns"][0]["status"] == "error"
+
+
+def test_a_bug_in_a_turn_is_a_500_with_the_error_message_not_an_outage(client, settings, monkeypatch):
+    session = new_session(client)
+
+    def broken(*_args, **_kwargs):
+        raise KeyError("chunk_id")
+
+    monkeypatch.setattr("tasks.gates.assess", broken)
+    for accept in ("application/json", "text/event-stream"):
+        response = client.post(
+            f"/v1/sessions/{session}/messages",
+            json={"message": "refund?"},
+            headers={**auth("widget"), "Accept": accept},
+        )
+        if accept == "application/json":
+            assert response.status_code == 500
+            body = response.json()
+        else:  # the stream is open before the turn ends: the error is its last event
+            assert response.status_code == 200
+            body = json.loads(response.text.split("event: error\ndata: ")[1])
+        assert body["error"] == {"code": "turn_failed", "message": settings.messages.error}
+        assert body["result"]["failure"] == {"kind": "bug", "step": "evidence_gate"}
+    stored = client.get(f"/v1/sessions/{session}", headers=auth("widget")).json()
+    assert [t["status"] for t in stored["turns"]] == ["error", "error"]
 
 
 def test_watsonx_search_schema_and_limits(client):

@@ -230,12 +230,21 @@ def test_retrieval_outage_gives_the_connection_message(make_runtime, settings, m
     monkeypatch.setattr(runtime.retriever, "search_queries", down)
     result = ask(runtime, "How long does a refund take?")
     assert result.verdict == "error" and result.answer == settings.messages.connection_problem
+    assert result.failure is not None and result.failure.kind == "outage"
+    assert result.failure.step == "retrieve"
     assert any("unavailable" in n and "qdrant unreachable" in n for n in result.trace.notes)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_bug_is_a_logged_error_not_a_connection_problem(make_runtime, monkeypatch, caplog, engine):
+def test_a_bug_is_a_logged_error_not_a_connection_problem(
+    make_runtime, settings, tmp_path, example_kb, monkeypatch, caplog, engine
+):
+    from storage.memory import MemoryStore, Scope
+    from storage.qdrant.edge_store import EdgeStore
+
     runtime = make_runtime(ScriptedLLM(model="scripted").script(tools=[SEARCH]), engine)
+    store = EdgeStore(tmp_path / "memory")
+    runtime.memory = MemoryStore(store, example_kb.encoders)
 
     def broken(*_args, **_kwargs):
         raise KeyError("chunk_id")
@@ -243,8 +252,13 @@ def test_a_bug_is_a_logged_error_not_a_connection_problem(make_runtime, monkeypa
     monkeypatch.setattr("tasks.gates.assess", broken)
     with caplog.at_level(logging.ERROR, logger="agents.turn"):
         result = ask(runtime, "How long does a refund take?")
-    assert result.verdict == "error"
-    assert any(n.startswith("internal error: KeyError") for n in result.trace.notes)
+    assert result.verdict == "error" and result.answer == settings.messages.error
+    assert result.failure is not None and result.failure.kind == "bug"
+    assert result.failure.step == "evidence_gate"
+    [turn] = runtime.memory.session_turns(Scope("c-1"), "t")  # stored as failed, not pending
+    assert turn["status"] == "error" and turn["failure"] == {"kind": "bug", "step": "evidence_gate"}
+    store.close()
+    assert any(n.startswith("internal error in evidence_gate: KeyError") for n in result.trace.notes)
     assert any(r.exc_info and "KeyError" in r.exc_text for r in caplog.records)
     assert [s.name for s in result.trace.steps][:2] == ["context", "reformulate"]
 
@@ -336,7 +350,8 @@ def test_the_users_turn_is_stored_even_when_retrieval_fails(
     result = ask(runtime, "How long does a refund take?")
     assert result.verdict == "error"
     [turn] = runtime.memory.session_turns(Scope("c-1"), "t")
-    assert turn["user"] == "How long does a refund take?" and turn["status"] == "pending"
+    assert turn["user"] == "How long does a refund take?" and turn["status"] == "error"
+    assert turn["failure"] == {"kind": "outage", "step": "retrieve"}
     store.close()
 
 
