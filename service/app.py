@@ -111,6 +111,17 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+            # FastAPI could not decode the body (invalid UTF-8): a bad body, like bad JSON
+            problem = f"the body is not valid JSON text: {exc.__cause__}"[:300]
+            return JSONResponse(
+                error_body(
+                    "invalid_request",
+                    "the request is not valid",
+                    details=[{"field": "body", "problem": problem}],
+                ),
+                status_code=422,
+            )
         code = {413: "too_large", 408: "body_timeout"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 

@@ -4,8 +4,8 @@
 read; ``check_key`` may also refuse a key whose rate limit for the path is spent: 429). Then
 the body is capped: a ``Content-Length`` over the limit is refused at once, and a body
 without one (chunked) is counted as it arrives and refused at ``limit + 1`` bytes, so a huge
-upload never sits in memory. A body that stops arriving for ``body_timeout_s`` is a 408: a
-slow client cannot hold a connection open by trickling its body.
+upload never sits in memory. A body not wholly arrived ``body_timeout_s`` after the route
+first asks for it is a 408: a slow client cannot hold a connection open by trickling it.
 
 Usage::
 
@@ -75,14 +75,16 @@ class RequestLimits:
             )(scope, receive, send)
             return
         received = 0
+        loop = asyncio.get_running_loop()
+        body_due = loop.time() + self.body_timeout_s  # the whole body, not each piece of it
 
         async def counted() -> dict[str, Any]:
             nonlocal received
             try:
-                message = await asyncio.wait_for(receive(), self.body_timeout_s)
+                message = await asyncio.wait_for(receive(), max(0.0, body_due - loop.time()))
             except TimeoutError:
                 raise HTTPException(
-                    408, f"the request body stopped arriving for {self.body_timeout_s:g} s"
+                    408, f"the request body did not arrive within {self.body_timeout_s:g} s"
                 ) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))

@@ -33,7 +33,7 @@ from typing import Any, Literal
 from service.session_state import Role, SessionConflict, Verb, move
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
-from storage.qdrant.store import AllOf, CollectionSpec, Match, PointData, Store
+from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
 # why an open conversation is in the queue when staff took it (``taken_by`` names who; the
@@ -51,11 +51,13 @@ class PilotStore:
             dense_dim=encoders.dense.dim,
             sparse=False,
             tokens=False,
-            keyword_indexes=("tenant", "session_id"),
+            keyword_indexes=("tenant", "session_id", "status"),
         )
         for name in (SESSIONS, FEEDBACK):
             if not store.has_collection(name):
                 store.create_collection(name, spec)
+        # the queue and the idle sweep filter on it (a store made before it had no index)
+        store.add_keyword_index(SESSIONS, "status")
 
     def _point(self, key: str, text: str, payload: dict[str, Any]) -> PointData:
         vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"
@@ -72,6 +74,7 @@ class PilotStore:
     ) -> dict[str, Any]:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
+        now = time.time()
         return self._save(
             revised(
                 None,
@@ -81,10 +84,11 @@ class PilotStore:
                     "customer_id": customer_id,
                     "owner": owner,
                     "slots": slots,
-                    "created": time.time(),
+                    "created": now,
                     "handoff": False,
                     "status": "open",
-                    "memory_written_at": None,
+                    # nothing to remember yet: the first message starts a spell (``reopen``)
+                    "memory_written_at": now,
                 },
             )
         )
@@ -205,18 +209,21 @@ class PilotStore:
         return sorted({r.payload["tenant"] for r in self.store.scroll(SESSIONS)})
 
     def handoffs(self, tenant: str) -> list[dict[str, Any]]:
-        """Sessions waiting for a person: handed off, not resolved, oldest hand-off first."""
-        waiting = [h for h in self.sessions(tenant) if h.get("status") == "handoff"]
-        return sorted(waiting, key=lambda h: h.get("handoff_at", h["created"]))
+        """Sessions waiting for a person: handed off, not resolved, oldest hand-off first. Only
+        those are read (the status is indexed): a poll costs the same however many sessions
+        the tenant has closed."""
+        found = self.store.scroll(
+            SESSIONS, AllOf((Match("tenant", (tenant,)), Match("status", ("handoff",))))
+        )
+        return sorted((r.payload for r in found), key=lambda h: h.get("handoff_at", h["created"]))
 
     def unremembered(self) -> list[dict[str, Any]]:
         """Every tenant's sessions that no person resolved and that had a message since their
-        memory was written, or never had it written (the idle sweep's candidates)."""
-        return [
-            r.payload
-            for r in self.store.scroll(SESSIONS)
-            if r.payload.get("status") != "resolved" and not r.payload.get("memory_written_at")
-        ]
+        memory was written (the idle sweep's candidates). A new session counts as remembered
+        until its first message (``create_session``), so sessions opened and never written
+        to are never read."""
+        candidates = AllOf((Match("status", ("open", "handoff")), Missing("memory_written_at")))
+        return [r.payload for r in self.store.scroll(SESSIONS, candidates)]
 
     def add_feedback(
         self, tenant: str, session_id: str, turn_index: int, rating: Literal["up", "down"], comment: str

@@ -33,6 +33,7 @@ GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
 DISTANCE = 0.55
 EXAMPLES = 3
 MAX_CLUSTERED = 2000  # the most recent gap questions clustered per report
+MAX_SINCE_S = 36500 * 86400  # "since" reaches back 100 years at most
 
 
 class GapQuestion(BaseModel):
@@ -217,6 +218,9 @@ def parse_since(text: str | None, now: float) -> float:
 
     >>> parse_since("2d", now=200_000.0)
     27200.0
+    >>> parse_since("9" * 400 + "d", now=0.0)
+    Traceback (most recent call last):
+    ValueError: since '9999999999999999999999999999999999999999': at most 36500 days back
     """
     import datetime as dt
 
@@ -224,7 +228,9 @@ def parse_since(text: str | None, now: float) -> float:
         return 0.0
     units = {"d": 86400, "h": 3600, "m": 60}
     amount, unit = text[:-1], text[-1:]
-    if unit in units and amount.isdigit():
+    if unit in units and amount.isascii() and amount.isdigit():
+        if len(amount) > 9 or int(amount) * units[unit] > MAX_SINCE_S:
+            raise ValueError(f"since {text[:40]!r}: at most {MAX_SINCE_S // 86400} days back")
         return now - int(amount) * units[unit]
     try:
         when = dt.datetime.fromisoformat(text)

@@ -131,6 +131,17 @@ def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dic
     return {"handoffs": rows, "total": len(waiting), "limit": limit, "offset": offset}
 
 
+def etag_matches(if_none_match: str, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``etag``: a list, weak tags (``W/"..."``,
+    compared weakly as RFC 9110 asks for this header) and ``*`` count.
+
+    >>> etag_matches('"a", W/"b"', '"b"'), etag_matches("*", '"b"'), etag_matches('"a"', '"b"')
+    (True, True, False)
+    """
+    tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+    return "*" in tags or etag in tags
+
+
 @router.get("/handoffs")
 async def handoffs(
     who: Staff,
@@ -144,7 +155,7 @@ async def handoffs(
     page = await run_in_threadpool(queue_page, pilot, who.tenant, limit, offset)
     body = json.dumps(page, sort_keys=True).encode()
     etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-    if request.headers.get("if-none-match") == etag:
+    if etag_matches(request.headers.get("if-none-match", ""), etag):
         return Response(status_code=304, headers={"ETag": etag})
     return Response(body, media_type="application/json", headers={"ETag": etag})
 

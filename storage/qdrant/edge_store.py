@@ -161,6 +161,12 @@ class EdgeStore:
                 shard.close()
             shutil.rmtree(self._dir(name), ignore_errors=True)
 
+    def add_keyword_index(self, name: str, key: str) -> None:
+        with self._guard:
+            shard = self._shard(name)
+            if key not in shard.info().payload_schema:
+                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+
     # -- points ---------------------------------------------------------------------------
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
         self._write(name, points, None)

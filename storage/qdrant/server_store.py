@@ -127,6 +127,10 @@ class ServerStore:
     def delete_collection(self, name: str) -> None:
         self._client.delete_collection(name)
 
+    def add_keyword_index(self, name: str, key: str) -> None:
+        if key not in (self._client.get_collection(name).payload_schema or {}):
+            self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
         self._write(name, points, None)
 

@@ -120,6 +120,11 @@ def test_the_service_serves_the_report_to_admin_keys_only(seeded, settings, tmp_
         )
         bad = client.get("/v1/reports/gaps?since=last-week", headers=lead)
         assert bad.status_code == 422 and "since 'last-week'" in bad.json()["error"]["message"]
+        for far in ("9" * 400 + "d", "36501d", "99999999999h"):  # once an OverflowError: 500
+            refused = client.get(f"/v1/reports/gaps?since={far}", headers=lead)
+            assert refused.status_code == 422, far
+            assert refused.json()["error"]["field"] == "since"
+        assert client.get("/v1/reports/gaps?since=36500d", headers=lead).status_code == 200
 
 
 def test_the_cli_prints_the_report_and_names_a_bad_since(tmp_path, example_kb):

@@ -358,6 +358,9 @@ def test_the_queue_comes_a_page_at_a_time_oldest_first_and_polls_cheaply(pilot):
     etag = first.headers["etag"]
     same = client.get("/v1/handoffs?limit=2", headers={**auth("ana"), "If-None-Match": etag})
     assert same.status_code == 304 and same.content == b""
+    for header in (f"W/{etag}", f'"other", {etag}', "*"):  # weak, in a list, any
+        polled = client.get("/v1/handoffs?limit=2", headers={**auth("ana"), "If-None-Match": header})
+        assert polled.status_code == 304, header
     post(client, f"/v1/handoffs/{sessions[0]}/take", "ana")
     changed = client.get("/v1/handoffs?limit=2", headers={**auth("ana"), "If-None-Match": etag})
     assert changed.status_code == 200 and changed.headers["etag"] != etag

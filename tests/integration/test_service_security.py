@@ -100,13 +100,17 @@ def test_customer_ids_are_checked_when_the_session_is_made(client, customer):
     assert response.json()["error"]["details"][0]["field"] == "customer_id"
 
 
-def test_malformed_json_is_reported_as_the_body(client):
+@pytest.mark.parametrize(
+    "body", [b'{"customer_id": ', b'{"customer_id": "c-\xff\xfe"}'], ids=["json", "utf-8"]
+)
+def test_malformed_json_or_invalid_utf8_is_reported_as_the_body(client, body):
     response = client.post(
         "/v1/sessions",
-        content=b'{"customer_id": ',
+        content=body,
         headers={**auth("backend"), "Content-Type": "application/json"},
     )
     assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid_request"
     assert [d["field"] for d in response.json()["error"]["details"]] == ["body"]
 
 
@@ -342,7 +346,12 @@ def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(
     store.close()
 
 
-def test_a_body_that_stops_arriving_gets_408_and_the_connection_is_freed(settings, example_kb, tmp_path):
+@pytest.mark.parametrize("sender", ["stops", "trickles"])
+def test_a_body_not_arrived_in_time_gets_408_and_the_connection_is_freed(
+    settings, example_kb, tmp_path, sender
+):
+    """A body that stops, or that trickles in a byte at a time (each gap shorter than the
+    deadline), is refused once the whole body is late."""
     configured = with_api_keys(settings, *KEYS)
     configured = configured.model_copy(
         update={"pilot": configured.pilot.model_copy(update={"body_timeout_s": 1.0})}
@@ -361,13 +370,27 @@ def test_a_body_that_stops_arriving_gets_408_and_the_connection_is_freed(setting
             "Authorization: Bearer starter-key",
         ]
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"query": ')
+        started = time.monotonic()
         reply = b""
+        if sender == "trickles":
+            sock.setblocking(False)
+            for _ in range(10):  # single bytes 0.4 s apart, for up to 4 s
+                time.sleep(0.4)
+                try:
+                    reply = sock.recv(65536)
+                    break  # answered
+                except BlockingIOError:
+                    sock.sendall(b" ")
+            sock.setblocking(True)
+            sock.settimeout(10)
         while b"body_timeout" not in reply:  # the status line, then the JSON error
             part = sock.recv(65536)
             if not part:
                 break
             reply += part
+        answered_after = time.monotonic() - started
         sock.close()
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
     assert b"body_timeout" in reply
+    assert answered_after < 2.5, answered_after  # the deadline is 1 s for the whole body
     store.close()

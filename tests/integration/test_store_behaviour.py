@@ -262,3 +262,14 @@ def test_scroll_reads_stored_dense_vectors_back(store):
     by_n = {r.payload["n"]: r for r in store.scroll(store.test_collection, dense=True)}
     assert np.allclose(by_n[2].dense, POINTS[1].dense, atol=1e-6)
     assert all(r.dense is None for r in store.scroll(store.test_collection))
+
+
+def test_a_keyword_index_added_later_is_used_by_filters_and_adding_it_again_is_a_no_op(store):
+    name = store.test_collection
+    before = numbers(store.scroll(name, Match("access", ("public", "customer"))))
+    store.add_keyword_index(name, "access")
+    store.add_keyword_index(name, "access")
+    assert numbers(store.scroll(name, Match("access", ("public", "customer")))) == before == [1, 3, 4]
+    store.upsert(name, [point(9, unit(1, 0, 0, 0), {"access": "customer", "tiers": None})])
+    assert numbers(store.scroll(name, Match("access", ("customer",))))[-1:] == [9]
+    assert 9 in numbers(store.scroll(name, Missing("tiers")))  # null counts as missing

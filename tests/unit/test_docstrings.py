@@ -33,6 +33,9 @@ DOCTESTED = (
     "tasks.learned_answerability",
     "terminal.chat",
     "terminal.safe_text",
+    "service.routes.handoffs",
+    "service.routes.sessions",
+    "service.rate_limits",
 )
 
 
