@@ -44,6 +44,7 @@ from tasks.gates import (
     model_role,
     plan_round,
 )
+from tasks.handoff_intent import load_handoff_intent
 from tasks.memory_context import load_context as load_memory
 from tasks.memory_context import save_entities
 from tasks.results import answer_result, closing_result
@@ -131,7 +132,7 @@ class TurnSteps:
 
     def intake(self) -> GateDecision | None:
         """``handoff`` when the customer asks for a person, before any model call."""
-        return intake(self.state)
+        return intake(self.state, load_handoff_intent(self.runtime.scorer.encoders))
 
     def plan(self) -> GateDecision:
         """``rewrite`` when the message needs the reformulator this round, else ``as_is``."""

@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from tasks.gap_report import GapReport, cluster_gaps, failed_turns, gap_questions
+from tasks.handoff_intent import load_handoff_intent
 
 CACHE_S = 60.0  # an admin polling the report reads one computation a minute
 TOP = 100  # clusters kept per report, served a page at a time
@@ -41,7 +42,9 @@ def tenant_gap_report(
         best = found.results[0]
         return best.metadata["source_id"], best.metadata.get("title", ""), best.score
 
-    report = cluster_gaps(gap_questions(turns, feedback), memory.encoders.dense.encode, nearest, top=TOP)
+    intent = load_handoff_intent(memory.encoders)
+    questions = gap_questions(turns, feedback, intent.asks_for_person)
+    report = cluster_gaps(questions, memory.encoders.dense.encode, nearest, top=TOP)
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
     return report

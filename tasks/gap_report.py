@@ -12,7 +12,7 @@ recorded.
 
 Usage::
 
-    gaps = gap_questions(turns, feedback)              # turns of memory.gap_turns(...)
+    gaps = gap_questions(turns, feedback, intent.asks_for_person)  # turns of memory.gap_turns(...)
     report = cluster_gaps(gaps, encoders.dense.encode, nearest=lambda text: ("faq.md", "FAQ", 0.4))
     report.clusters[0].size, report.clusters[0].examples
 """
@@ -102,11 +102,13 @@ def failed_turns(turns: Sequence[dict[str, Any]]) -> list[FailedTurn]:
 
 
 def gap_questions(
-    turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
+    turns: Sequence[dict[str, Any]],
+    feedback: Sequence[dict[str, Any]],
+    asks_for_person: Callable[[str], bool],
 ) -> list[GapQuestion]:
     """The customer messages of refused or handed-off turns, and of turns rated "down" (each
     message once, its first reason kept); a message that asks the pages nothing (only for a
-    person, or courtesy) is no knowledge gap."""
+    person, read by ``asks_for_person``, or courtesy) is no knowledge gap."""
     by_turn = {(t["session_id"], t["turn_index"]): t for t in turns if t.get("user")}
     found: dict[tuple[str, int], GapQuestion] = {}
     asks: dict[str, bool] = {}  # the same question comes back again and again
@@ -115,7 +117,7 @@ def gap_questions(
         if turn.get("status") == "waiting_for_agent":
             kind = "handoff"
         if kind and turn["user"] not in asks:
-            asks[turn["user"]] = asks_the_pages(turn["user"])
+            asks[turn["user"]] = asks_the_pages(turn["user"], asks_for_person)
         if kind and asks[turn["user"]]:
             found[(turn["session_id"], turn["turn_index"])] = GapQuestion(
                 text=turn["user"],

@@ -28,7 +28,8 @@ from config.settings import Settings
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
 from tasks.followups import named, resolve_follow_up, subject_pages
-from tasks.judging import assess, decide, wants_human
+from tasks.handoff_intent import HandoffIntent
+from tasks.judging import assess, decide
 from tasks.operating_points import operating_points
 from tasks.phrasings import grounded_phrasings
 from tasks.schemas import GateDecision, Judgement, Passage, Reformulation
@@ -43,14 +44,17 @@ def answer_floor(settings: Settings) -> float:
     return operating_points(settings.evidence)[0]
 
 
-def intake(state: TurnState) -> GateDecision | None:
-    """Before any model call: a customer who asks for a person is handed off at once."""
-    if not wants_human(state.message):
+def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
+    """Before any model call: a customer who asks for a person (the learned hand-off intent,
+    ``tasks/handoff_intent.py``) is handed off at once."""
+    probability = intent.probability(state.message)
+    state.asks_for_person = probability >= intent.threshold
+    if not state.asks_for_person:
         return None
     why = "the customer asked for a person"
     with state.step("intake") as info:
         state.verdict, state.route = "needs_human", "handoff"
-        info.update(route="handoff", decided_by=why)
+        info.update(route="handoff", decided_by=why, asks_for_person=round(probability, 3))
     return state.decide(GateDecision(gate="intake", route="handoff", reason=why))
 
 
@@ -199,7 +203,7 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
 def judge_route(state: TurnState, judgement: Judgement | None, settings: Settings) -> GateDecision:
     """The judge's verdict on undecided evidence; a failed judge counts as insufficient."""
     with state.step("judge_gate", round=state.round_index) as info:
-        verdict, why = decide(state.evidence.call, judgement, state.message)
+        verdict, why = decide(state.evidence.call, judgement, state.asks_for_person)
         state.verdict = verdict
         if verdict == "sufficient":
             route: Route = "answer"

@@ -9,12 +9,12 @@ Usage::
     evidence = assess(scorer, question, passages, settings.evidence)
     evidence.call, evidence.probability        # "sufficient", 0.93
     reading = read_passages(scorer, question, passages, None, settings.evidence, message)
-    verdict, note = decide(evidence.call, judgement, message)
+    verdict, note = decide(evidence.call, judgement, asks_for_person=False)
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from config.settings import LEARNED_FEATURE, EvidenceSettings
@@ -28,12 +28,6 @@ from tasks.operating_points import logistic_probability, operating_points
 from tasks.passage_text import split_sentences
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 from tasks.spelling import respell
-
-_HUMAN = re.compile(
-    r"\b(talk|speak|chat)\s+(to|with)\s+(a|an|some|your)?\s*(human|person|agent|representative|"
-    r"someone|manager)\b|\b(real|live)\s+(person|human|agent)\b|\bhuman\s+(agent|support)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -49,17 +43,13 @@ class Evidence:
         return max(self.relevance, default=0.0)
 
 
-def wants_human(message: str) -> bool:
-    """The customer explicitly asks for a person."""
-    return bool(_HUMAN.search(message))
-
-
-def asks_the_pages(message: str) -> bool:
+def asks_the_pages(message: str, asks_for_person: Callable[[str], bool]) -> bool:
     """Whether a message asks something a page could answer: more than a request for a
-    person, greetings and thanks ("I want to talk to a human." and "Thanks, bye!" do not;
-    "My invoice is wrong. I want to talk to a human." does)."""
+    person (``asks_for_person``: the hand-off intent), greetings and thanks ("I want to talk
+    to a human." and "Thanks, bye!" do not; "My invoice is wrong. I want to talk to a
+    human." does)."""
     return any(
-        asks_something(s) and not wants_human(s) for s in split_sentences(" ".join(message.split()))
+        asks_something(s) and not asks_for_person(s) for s in split_sentences(" ".join(message.split()))
     )
 
 
@@ -164,11 +154,12 @@ def _read(
 
 
 def decide(
-    evidence_call: EvidenceCall, judgement: Judgement | None, message: str
+    evidence_call: EvidenceCall, judgement: Judgement | None, asks_for_person: bool
 ) -> tuple[JudgeVerdict, str]:
-    """Combine evidence and the model's verdict; the note says who decided and why."""
+    """Combine evidence and the model's verdict; the note says who decided and why
+    (``asks_for_person``: what the hand-off intent read in the message)."""
     model = judgement.verdict if judgement else None
-    if wants_human(message):
+    if asks_for_person:
         return "needs_human", "the customer asked for a person"
     if evidence_call == "sufficient":
         if model not in (None, "sufficient"):

@@ -53,6 +53,7 @@ class TurnState(BaseModel):
     memories: list[RememberedCase] = Field(default_factory=list)
     turn_index: int = 0
     round_index: int = 0
+    asks_for_person: bool = False  # the hand-off intent read at intake
     rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
     pointed_at: list[RememberedEntity] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]

@@ -14,7 +14,7 @@ from evaluation.answer_sets import LabelledQuestion
 from evaluation.answers import score_turn, summarise
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.schemas import HistoryTurn, TurnRequest
-from tests.helpers import REFUND, scripted_runtime
+from tests.helpers import REFUND, answering_llm, scripted_runtime
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
@@ -191,6 +191,15 @@ def test_asking_for_a_person_hands_off(make_runtime, settings, engine):
     assert result.answer == settings.messages.handoff
     assert result.trace.llm_calls == 0 and not steps(result, "retrieve")  # nothing to search
     assert steps(result, "intake")[0].detail["route"] == "handoff"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_person_mentioned_in_passing_is_searched_not_handed_off(make_runtime, engine):
+    runtime = make_runtime(answering_llm(), engine)
+    result = ask(runtime, "are you a real person or a robot? anyways, how long does a refund take?")
+    assert result.verdict == "answered" and not result.handoff
+    assert result.citations[0].source_id == "billing/refunds.md"
+    assert not steps(result, "intake")
 
 
 @pytest.mark.parametrize("engine", ENGINES)

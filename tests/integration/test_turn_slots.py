@@ -134,7 +134,7 @@ def test_a_stream_that_disconnects_keeps_the_session_locked_until_its_turn_ends(
         await events.__anext__()  # the first step event; then the customer's tab closes
         await events.aclose()
         held = pilot.locks["acme/s1"].locked()
-        second = await start_turn(pilot, request("And for a gift card?"), "acme/s1")
+        second = await start_turn(pilot, request("And for a gift card?"), Caller("k", ""), "acme/s1")
         return held, second.turn_index
 
     held, second_index = asyncio.run(disconnect_then_send_again())

@@ -1,6 +1,9 @@
 """Which turns the knowledge-gap report counts (tasks.gap_report.gap_questions)."""
 
+from config.settings import load_settings
+from storage.kb.embeddings import load_encoders
 from tasks.gap_report import gap_questions
+from tasks.handoff_intent import load_handoff_intent
 
 
 def turn(index: int, user: str, verdict: str) -> dict:
@@ -16,6 +19,7 @@ def turn(index: int, user: str, verdict: str) -> dict:
 def test_requests_for_a_person_and_courtesy_are_no_knowledge_gaps():
     turns = [
         turn(1, "I want to talk to a human.", "handoff"),
+        turn(8, "are you a bot? anyway, how do I pay in Swiss francs?", "idk"),
         turn(2, "Thanks, bye!", "idk"),
         turn(3, "Can I speak to a real person please?", "handoff"),
         turn(4, "My invoice is wrong again. I want to talk to a human.", "handoff"),
@@ -23,8 +27,10 @@ def test_requests_for_a_person_and_courtesy_are_no_knowledge_gaps():
         turn(6, "What about the student discount?", "suggest"),
         turn(7, "How long does a refund take?", "answered"),
     ]
-    found = {q.text: q.kind for q in gap_questions(turns, [])}
+    intent = load_handoff_intent(load_encoders(load_settings()))
+    found = {q.text: q.kind for q in gap_questions(turns, [], intent.asks_for_person)}
     assert found == {
+        "are you a bot? anyway, how do I pay in Swiss francs?": "refused",
         "My invoice is wrong again. I want to talk to a human.": "handoff",
         "Can I pay in Japanese yen?": "refused",
         "What about the student discount?": "suggested",
