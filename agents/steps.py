@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from agents.deadline import expired
 from agents.failures import RetrievalUnavailable, outage_errors
 from agents.tools.search import KnowledgeBaseSearch
+from tasks.followups import subject_pages
 from tasks.gates import (
     check_draft,
     evidence_route,
@@ -237,6 +238,21 @@ def record_retrieval(
                 "queries": list(dict.fromkeys(q for c in made for q in c.queries)),
             }
         )
+    subject = subject_pages(state.history)
+    if subject:  # the page the conversation is about stays a candidate for a follow-up
+        try:
+            found = tool.page_passages(subject)
+        except outage_errors() as exc:
+            raise RetrievalUnavailable(f"knowledge base: {exc}") from exc
+        have = {p.chunk_id for p in output.passages} | {p.chunk_id for p in extra_passages or []}
+        extra_passages = [
+            *(extra_passages or []),
+            *(
+                p.model_copy(update={"via": "conversation page"})
+                for p in found
+                if p.chunk_id not in have
+            ),
+        ]
     if extra_passages:
         start = len(output.passages) + 1
         output = output.model_copy(

@@ -2,16 +2,17 @@
 the follow-ups (every turn after the first) counted separately.
 
 Scripts are kickoff files of ``examples/kickoff`` (``conversations.yaml``: openers, follow-ups
-that mostly name no pronoun, near misses of the conversation's page, topic changes; and
-``follow-ups.yaml``). A turn with ``expect: {verdict: answered, cites: [...]}`` is answered right
-when it answers citing one of those pages; ``verdict: idk`` or ``handoff`` is refused right when
-it does not answer. Turns without an expectation (an opener that only states the problem) are
-not scored.
+that mostly name no pronoun, near misses of the conversation's page, topic changes;
+``follow-ups.yaml``; the dev sets written for the answer decision, ``kb-dev-conversations.yaml``
+and ``doc2dial-dev-conversations.yaml`` over the doc2dial *dev* pages). A turn with
+``expect: {verdict: answered, cites: [...]}`` is answered right when it answers citing one
+of those pages; ``verdict: idk`` or ``handoff`` is refused right when it does not answer.
+Turns without an expectation (an opener that only states the problem) are not scored.
 
 With ``--baseline-repo DIR`` (a checkout of an earlier main) the same scripts also run through
 that checkout's own ``main.py kickoff`` on CrewAI, in the same run.
 
-    python bench/conversations.py [--scripts conversations.yaml,follow-ups.yaml] [--baseline-repo DIR]
+    python bench/conversations.py [--scripts conversations.yaml,...] [--baseline-repo DIR]
 
 Writes bench/results/conversations.{md,json}.
 """
@@ -35,6 +36,7 @@ from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 
 FIGURES = ("answered_right", "refused_right", "precision", "turns", "p50_s", "p95_s")
+DEV_KB = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev" / "kb"
 
 
 def scored(line: dict[str, Any]) -> dict[str, Any] | None:
@@ -84,25 +86,34 @@ def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def knowledge_base_of(script: str) -> Path:
+    """The pages a script is written over: the doc2dial dev pack's for its dev conversations,
+    else examples/kb."""
+    return DEV_KB if script.startswith("doc2dial-dev") else ROOT / "examples" / "kb"
+
+
 def run(
     engine: str, scripts: list[str], data_dir: Path, settings: Settings | None = None
 ) -> list[dict[str, Any]]:
     """The scored turns of ``scripts`` through this checkout's turn on ``engine``
-    (``settings``: another configuration than the loaded one)."""
+    (``settings``: another configuration than the loaded one), each over its own knowledge
+    base (``knowledge_base_of``)."""
     settings = settings or load_settings()
-    kb = KnowledgeBase.open(settings, data_dir)
-    ingest_paths(kb, [ROOT / "examples" / "kb"], prune=True)
-    kb.close()
-    runtime = build_runtime(settings, data_dir, engine=engine, process="sequential")
     turns = []
-    try:
-        for name in scripts:
-            for line in run_script(load_script(ROOT / "examples" / "kickoff" / name), runtime):
-                turn = scored(line)
-                if turn is not None:
-                    turns.append({"set": name, **turn})
-    finally:
-        runtime.close()
+    for pages in dict.fromkeys(knowledge_base_of(name) for name in scripts):
+        where = data_dir / pages.parent.name
+        kb = KnowledgeBase.open(settings, where)
+        ingest_paths(kb, [pages], prune=True)
+        kb.close()
+        runtime = build_runtime(settings, where, engine=engine, process="sequential")
+        try:
+            for name in (n for n in scripts if knowledge_base_of(n) == pages):
+                for line in run_script(load_script(ROOT / "examples" / "kickoff" / name), runtime):
+                    turn = scored(line)
+                    if turn is not None:
+                        turns.append({"set": name, **turn})
+        finally:
+            runtime.close()
     return turns
 
 
@@ -149,7 +160,11 @@ def baseline(repo: Path, scripts: list[str], data_dir: Path) -> list[dict[str, A
 
 def main() -> None:
     parser = comparison_parser(__doc__, "/tmp/supportcrew-bench-conv")
-    parser.add_argument("--scripts", default="conversations.yaml,follow-ups.yaml")
+    parser.add_argument(
+        "--scripts",
+        default="conversations.yaml,follow-ups.yaml,kb-dev-conversations.yaml,"
+        "doc2dial-dev-conversations.yaml",
+    )
     parser.add_argument("--engines", default="crewai,autogen")
     args = parser.parse_args()
     scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]

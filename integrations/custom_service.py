@@ -92,6 +92,7 @@ class CustomServiceRetriever:
         pipeline: str | None = None,
         strict: bool = True,
         entities: Sequence[str] = (),
+        pages: Sequence[str] = (),
     ) -> SearchResultList:
         texts = search_texts(queries)
         rankings = []
@@ -120,6 +121,7 @@ class CustomServiceRetriever:
             queries=texts,
             filters={k: f"sent to the service: {v}" for k, v in (slots or {}).items()},
             threshold=threshold,
+            pages=pages,
         )
 
     async def search(

@@ -50,6 +50,7 @@ class RasaInterfaceRetriever:
         pipeline: str | None = None,
         strict: bool = True,
         entities: Sequence[str] = (),
+        pages: Sequence[str] = (),
     ) -> SearchResultList:
         texts = search_texts(queries)
         tracker = {"slots": {**dict(advisory or {}), **dict(slots or {})}}
@@ -76,6 +77,7 @@ class RasaInterfaceRetriever:
             via="search",
             queries=texts,
             filters={k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
+            pages=pages,
         )
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -32,6 +33,7 @@ TOOL_DESCRIPTION = (
     "to three short search queries."
 )
 AGENT_TEXT_CHARS = 600
+PAGE_PASSAGES = 2  # passages of the conversation's page added to a follow-up's candidates
 
 
 class SearchArgs(BaseModel):
@@ -72,12 +74,16 @@ class KnowledgeBaseSearch:
         if self._advisory and hasattr(self._retriever, "known_advisory"):
             self._advisory, self._unknown = self._retriever.known_advisory(self._advisory)
 
-    def search(self, queries: list[str] | None = None, top_k: int | None = None) -> RetrievalOutput:
-        """Search the original message, the bound queries and ``queries``."""
+    def _texts(self, queries: list[str] | None = None) -> list[str]:
         texts: list[str] = []
         for text in [self._original, *self._queries, *(queries or [])]:
             if text and text.strip() and text.strip() not in texts:
                 texts.append(text.strip())
+        return texts
+
+    def search(self, queries: list[str] | None = None, top_k: int | None = None) -> RetrievalOutput:
+        """Search the original message, the bound queries and ``queries``."""
+        texts = self._texts(queries)
         found = self._retriever.search_queries(
             texts, self._slots, self._advisory, top_k=top_k, strict=False, entities=self._entities
         )
@@ -91,6 +97,16 @@ class KnowledgeBaseSearch:
         )
         self.calls.append(output)
         return output
+
+    def page_passages(self, pages: Sequence[str], top_k: int = PAGE_PASSAGES) -> list[Passage]:
+        """The passages of ``pages`` (the page the conversation is about) that read closest to
+        this round's words, under the same enforced slots, whatever their score: so that page
+        is always a candidate of the answer decision. Not counted as one of the turn's
+        searches."""
+        found = self._retriever.search_queries(
+            self._texts(), self._slots, threshold=0.0, top_k=top_k, strict=False, pages=pages
+        )
+        return Passage.numbered(found.results)
 
     def run(self, queries: list[str]) -> str:
         """What an agent sees of a search: the passages as JSON."""

@@ -68,17 +68,20 @@ def fused_results(
     filters: Mapping[str, str],
     threshold: float | None = None,
     k: int = OUTSIDE_RRF_K,
+    pages: Sequence[str] = (),
 ) -> SearchResultList:
     """An outside search's rankings (one per query text) as one result list: fused, the best
-    ``top_k`` at or above ``threshold``, each result's metadata its payload and ``via``, with
-    the trace a local search gives (no filter is ignored and no entity is linked there)."""
+    ``top_k`` at or above ``threshold`` (of ``pages`` only, when given: an outside search
+    cannot be narrowed to them), each result's metadata its payload and ``via``, with the
+    trace a local search gives (no filter is ignored and no entity is linked there)."""
+    fused = [h for h in fuse_rankings(rankings, k) if not pages or h.payload["source_id"] in pages]
     results = [
         SearchResult(
             text=h.payload["text"],
             score=h.score,
             metadata={**{key: v for key, v in h.payload.items() if key != "text"}, "via": via},
         )
-        for h in fuse_rankings(rankings, k)[:top_k]
+        for h in fused[:top_k]
         if threshold is None or h.score >= threshold
     ]
     return SearchResultList(

@@ -34,6 +34,7 @@ class Retriever(Protocol):
         pipeline: str | None = None,
         strict: bool = True,
         entities: Sequence[str] = (),
+        pages: Sequence[str] = (),
     ) -> SearchResultList: ...
 
     def close(self) -> None: ...

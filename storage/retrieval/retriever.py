@@ -21,13 +21,14 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from config.settings import Settings, load_settings
 from storage.kb.entities import query_entities
 from storage.kb.knowledge_base import KnowledgeBase
-from storage.qdrant.store import Condition, Hit
+from storage.qdrant.store import Condition, Hit, Match, all_of
 from storage.retrieval.filters import build_filters
 from storage.retrieval.fusion import fuse_rankings, search_texts, within_budget
 from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
@@ -120,16 +121,20 @@ class QdrantRetriever:
         pipeline: str | None = None,
         strict: bool = True,
         entities: Sequence[str] = (),
+        pages: Sequence[str] = (),
     ) -> SearchResultList:
         """Search several phrasings at once; results are fused, thresholded and windowed.
 
         Knowledge-base entities named in the texts, plus ``entities`` (from the conversation or
         entity memory), pull in the chunks that mention them as one more ranked list.
+        ``pages``: only these source ids (the enforced slots still apply: it only narrows).
         """
         kb = self._kb()
         settings = kb.settings
         texts = search_texts(queries)
         plan = build_filters(settings.slots, slots or {}, advisory, strict=strict)
+        if pages:
+            plan = replace(plan, advisory=all_of(plan.advisory, Match("source_id", tuple(pages))))
         top_k = top_k or settings.retrieval.top_k
         pipeline = pipeline or settings.retrieval.pipeline
         threshold = settings.retrieval.threshold if threshold is None else threshold

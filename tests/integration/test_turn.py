@@ -14,7 +14,7 @@ from evaluation.answer_sets import LabelledQuestion
 from evaluation.answers import score_turn, summarise
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.schemas import HistoryTurn, TurnRequest
-from tests.helpers import REFUND, answering_llm, scripted_runtime
+from tests.helpers import REFUND, answering_llm, model_roles, scripted_runtime
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
@@ -436,3 +436,30 @@ def test_undecided_evidence_without_a_judge_offers_the_best_article(example_kb, 
     )
     assert row["right_source"] is False  # never counted as an answer
     assert summarise([row])["suggested_right"] == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_follow_up_keeps_the_conversations_page_a_candidate(make_runtime, settings, engine):
+    runtime = make_runtime(
+        ScriptedLLM(model="scripted"), engine, turn_settings=model_roles(settings, "evidence")
+    )
+    opened = HistoryTurn(
+        user="Hi, my card payment failed with PAY-102. What should I do?",
+        answer="PAY-102: the card has expired.",
+        sources=["billing/failed-payments.md"],
+    )
+    result = ask(runtime, "and what happens after that?", history=[opened])
+    chunks = steps(result, "retrieve")[0].detail["ids"]
+    assert any(c.startswith("billing/failed-payments.md") for c in chunks)
+
+
+def test_the_conversations_page_is_searched_only_under_the_enforced_slots(example_kb):
+    retriever = QdrantRetriever(kb=example_kb)
+    tool = KnowledgeBaseSearch.for_turn(retriever, BASIC, "How do I rotate an API key?")
+    found = tool.page_passages(["billing/failed-payments.md"])
+    assert found and {p.source_id for p in found} == {"billing/failed-payments.md"}
+    assert tool.calls == []  # not one of the turn's searches
+    hidden = tool.page_passages(["internal/runbook-refund-override.md"])
+    assert hidden == []  # BASIC slots cannot read internal pages, whatever the page asked for
+    public = KnowledgeBaseSearch.for_turn(retriever, {"access_level": "public"}, "refund override")
+    assert public.page_passages(["internal/runbook-refund-override.md"]) == []
