@@ -64,6 +64,9 @@ def scored(line: dict[str, Any]) -> dict[str, Any] | None:
         "probability": gates[-1]["answerable"] if gates else None,
         "gate_source": gate_source,
         "gate_right": want == "answered" and gate_source in expect.get("cites", []),
+        "cites": expect.get("cites", []),
+        # the page choice's candidates, features and scores (bench/fit_page_choice.py)
+        "candidates": gates[-1].get("candidates", []) if gates else [],
     }
 
 

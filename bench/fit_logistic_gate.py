@@ -8,9 +8,9 @@ Training questions (never the doc2dial *test* pack):
 * for every answerable question, the same question with its answering documents taken out of
   the results (the way doc2dial's unanswerable questions were made: gold page removed).
 
-Features come from the product path: the turn's search under the set's slots, then
-``tasks.answerability.read``, and the learned cross-encoder's reading of the page that
-reading answers from (``learned``: ``tasks.learned_answerability.page_probability``). A
+Features come from the product path: the turn's search under the set's slots, then the page
+choice (``tasks.judging.choose_page``: the window reading of the page it chooses, and the
+learned cross-encoder's reading of that page, ``learned``). A
 scikit-learn logistic regression on standardised features is scored by leave-one-question-out
 cross-validation (a question and its gold-removed twin are held out together); the subset
 with the most held-out real questions right (at the middle of the gap between the classes)
@@ -54,8 +54,8 @@ from config.settings import (
     load_settings,
 )
 from evaluation.answers import risk_coverage
-from tasks.answerability import FEATURES, read
-from tasks.learned_answerability import page_probability
+from tasks.answerability import FEATURES
+from tasks.judging import choose_page
 from tasks.operating_points import threshold_for
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
@@ -68,7 +68,13 @@ SETS = [
 ]
 CURVE_POINTS = 41
 UNDECIDED_DROP = 0.05  # refuse_below: where the curve's precision is this much below the target
-CONVERSATIONS = ("conversations.yaml", "follow-ups.yaml")  # examples/kickoff, written by us
+# examples/kickoff, written by us: the follow-ups and near misses, and the dev dialogues
+CONVERSATIONS = (
+    "conversations.yaml",
+    "follow-ups.yaml",
+    "kb-dev-conversations.yaml",
+    "doc2dial-dev-conversations.yaml",
+)
 # the shipped gate's three features and the learned model's reading; the best subset of a
 # search over the four sets (window_similarity, section_coverage, coverage, learned) lost
 # three follow-ups of examples/kickoff/follow-ups.yaml, which the weights' fit does not see
@@ -77,11 +83,14 @@ AUGMENT_DEPTH = 10
 
 
 def features_of(opened: object, question: str, passages: list) -> dict[str, float]:
-    """The logistic gate's features of the passages, with the learned model's reading of the
-    page the logistic reading answers from (``learned``)."""
-    reading = read(opened.scorer, question, [p.text for p in passages])
-    learned = page_probability(opened.scorer, question, passages, reading.passage_index)
-    return {**reading.features, LEARNED_FEATURE: learned}
+    """The logistic gate's features of the page the product's page choice chooses
+    (``tasks.judging.choose_page``), with the cross-encoder's reading of it (``learned``)."""
+    if not passages:
+        return {**dict.fromkeys(FEATURES, 0.0), LEARNED_FEATURE: 0.0}
+    relevance = opened.scorer.relevance(question, [p.text for p in passages])
+    evidence = opened.settings.evidence
+    reading = choose_page(opened.scorer, question, passages, relevance, evidence)
+    return {**reading.features, LEARNED_FEATURE: reading.features.get(LEARNED_FEATURE, 0.0)}
 
 
 def rows_for(directory: Path, data_dir: Path) -> list[dict]:

@@ -31,6 +31,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
 FITTED_ANSWERABILITY = Path(__file__).with_name("answerability.yaml")
 FITTED_LEARNED = Path(__file__).with_name("learned_answerability.yaml")
+FITTED_PAGE_CHOICE = Path(__file__).with_name("page_choice.yaml")
 
 Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
 PIPELINES: tuple[str, ...] = ("bm25", "dense", "hybrid", "dense+late", "hybrid+late")
@@ -219,6 +220,36 @@ def fitted_answerability() -> AnswerabilityModel:
     return AnswerabilityModel.model_validate(yaml.safe_load(FITTED_ANSWERABILITY.read_text()))
 
 
+class PageChoiceModel(_Strict):
+    """Which candidate page answers (tasks/page_choice.py): a logistic score over each
+    candidate's features, ``sum(weight * (feature - mean) / scale)``; the highest scoring
+    candidate answers. Fitted by ``bench/fit_page_choice.py`` into config/page_choice.yaml;
+    with no ``weights`` the best window reading (with half the passage's relevance) chooses.
+    """
+
+    features: list[str] = Field(default_factory=list)
+    mean: list[float] = Field(default_factory=list)
+    scale: list[float] = Field(default_factory=list)
+    weights: list[float] = Field(default_factory=list)
+    fitted_on: str = ""
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> PageChoiceModel:
+        sizes = {len(self.features), len(self.mean), len(self.scale), len(self.weights)}
+        if len(sizes) != 1:
+            raise ValueError("features, mean, scale and weights must be of one length")
+        if any(s <= 0 for s in self.scale):
+            raise ValueError("every scale must be positive")
+        return self
+
+
+def fitted_page_choice() -> PageChoiceModel:
+    """The shipped page chooser (config/page_choice.yaml; none fitted: the reading chooses)."""
+    if not FITTED_PAGE_CHOICE.exists():
+        return PageChoiceModel()
+    return PageChoiceModel.model_validate(yaml.safe_load(FITTED_PAGE_CHOICE.read_text()))
+
+
 def fitted_learned_gate() -> AnswerabilityGate:
     """The learned gate's shipped dev curve (config/learned_answerability.yaml)."""
     return AnswerabilityGate.model_validate(yaml.safe_load(FITTED_LEARNED.read_text()))
@@ -240,6 +271,7 @@ class EvidenceSettings(_Strict):
     gate: Literal["logistic", "learned"] = "logistic"
     target_precision: float = Field(0.95, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
+    page_choice: PageChoiceModel = Field(default_factory=fitted_page_choice)
     learned: AnswerabilityGate = Field(default_factory=fitted_learned_gate)
     support_semantic: float = Field(0.8, ge=0, le=1)
     support_lexical: float = Field(0.6, ge=0, le=1)

@@ -23,7 +23,7 @@ Usage::
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -50,6 +50,7 @@ ANSWER_WORDS = EvidenceSettings.model_fields["answer_words"].default
 FOLLOW_SHARE = 0.5  # a following unit joins when its focus is at least this share of the best
 SHORT_ANSWER = 25  # ... or when the answer so far is shorter than this many words
 RANK_WEIGHT = 0.5  # the passage's own relevance counts this much in choosing the answering one
+OWN_WORDS = 0.5  # a follow-up's own words lead its quote when a window holds this share of them
 HEADING_WEIGHT = 0.25  # the share of the question's terms in the headings above a unit counts this much
 
 
@@ -63,6 +64,8 @@ class Reading:
     focus: list[float] = field(default_factory=list)
     best_unit: int = 0
     pages: dict[int, float] = field(default_factory=dict)  # candidate passage -> probability
+    # per candidate passage: ``passage`` (its index), the features it was chosen on, ``score``
+    candidates: list[dict[str, float]] = field(default_factory=list)
 
 
 def question_terms(question: str) -> str:
@@ -160,8 +163,15 @@ def read(
     question: str,
     passages: Sequence[str],
     relevance: Sequence[float] | None = None,
+    candidates: Sequence[int] | None = None,
+    choose: Callable[[list[dict[str, float]]], int] | None = None,
 ) -> Reading:
-    """The question-focused reading of the passages closest to the question."""
+    """The question-focused reading of the passages closest to the question.
+
+    ``candidates``: the passages that may answer (default: the ``READ_PASSAGES`` most
+    relevant); ``choose(rows)`` picks one from each candidate's ``reading`` (its best
+    window's coverage and similarity), ``relevance`` and ``position`` in ``candidates``
+    (default: the best reading, a lower-ranked passage counting half its relevance less)."""
     features = dict.fromkeys(FEATURES, 0.0)
     if not passages or not question.strip():
         return Reading(features)
@@ -170,24 +180,33 @@ def read(
     query_tokens = scorer.token_vectors([subject(question)])[0]
     seen = frozenset().union(*scorer.encoders.bm25.document_terms(passages))
     reading = Reading(features)
-    best_window = -1.0
-    closest = sorted(range(len(passages)), key=lambda i: -relevance[i])[:READ_PASSAGES]
-    for index in closest:
+    if candidates is None:
+        candidates = sorted(range(len(passages)), key=lambda i: -relevance[i])[:READ_PASSAGES]
+    read_ones: list[tuple[int, list[Unit], list[float], tuple[float, float, float]]] = []
+    rows: list[dict[str, float]] = []
+    for position, index in enumerate(candidates):
         units = split_units(passages[index])
         if not units:
             continue
         focus, score, coverage, similarity, section = _passage_focus(
             scorer, query_tokens, weights, units
         )
-        # a lower-ranked passage must read clearly better to be the one that answers
-        ranked_score = score + RANK_WEIGHT * relevance[index]
-        if ranked_score > best_window:
-            best_window = ranked_score
-            features.update(
-                window_coverage=coverage, window_similarity=similarity, section_coverage=section
-            )
-            reading.passage_index, reading.units, reading.focus = index, units, focus
-            reading.best_unit = int(np.argmax(focus))
+        read_ones.append((index, units, focus, (coverage, similarity, section)))
+        rows.append(
+            {
+                "passage": index,
+                "position": position,
+                "reading": round(score, 4),
+                "relevance": round(relevance[index], 4),
+            }
+        )
+    if read_ones:
+        pick = choose(rows) if choose else _best_reading(rows)
+        index, units, focus, (coverage, similarity, section) = read_ones[pick]
+        features.update(window_coverage=coverage, window_similarity=similarity, section_coverage=section)
+        reading.passage_index, reading.units, reading.focus = index, units, focus
+        reading.best_unit = int(np.argmax(focus))
+        reading.candidates = rows
     ranked = [*sorted(relevance, reverse=True), 0.0]
     missing = [w for t, w in weights.items() if t not in seen]
     stats = scorer.term_stats()
@@ -202,18 +221,38 @@ def read(
     return reading
 
 
+def _best_reading(rows: list[dict[str, float]]) -> int:
+    """The candidate whose best window reads best, its passage's relevance counting
+    ``RANK_WEIGHT`` (a lower-ranked passage must read clearly better to answer).
+
+    >>> _best_reading([{"reading": 1.2, "relevance": 0.8}, {"reading": 1.5, "relevance": 0.3}])
+    0
+    """
+    return max(range(len(rows)), key=lambda i: rows[i]["reading"] + RANK_WEIGHT * rows[i]["relevance"])
+
+
+def title_coverage(scorer: EvidenceScorer, question: str, titles: Sequence[str]) -> list[float]:
+    """How much of the question's subject (its terms, IDF-weighted) each title names: "I
+    would like to learn about Teacher Loan Forgiveness" names the page of that title."""
+    weights = _weights(scorer, question)
+    return [_coverage(weights, t) for t in scorer.encoders.bm25.document_terms(list(titles))]
+
+
 def refocus(
     scorer: EvidenceScorer, reading: Reading, resolved: str, message: str, passages: Sequence[str]
 ) -> Reading:
     """When the gate read another phrasing than the customer's message (``resolved``: a
     follow-up's resolution, "And to PayPal? refund take", or the one question of a message
     that wraps it in context), the message's own words add their focus inside the passage
-    that answers, where the passage has them; unless the phrasing names a code the message
-    does not (then the code alone decides which sentences answer)."""
-    if reading.passage_index is None or codes(resolved) - codes(message):
+    that answers, where the passage has them. A code only the phrasing names (the
+    conversation's "PAY-102") decides alone only when the message has no words of its own
+    there ("how do I fix it?"); "how long until it retries?" still finds the retry sentence."""
+    if reading.passage_index is None:
         return reading
     own = read(scorer, message, [passages[reading.passage_index]], [1.0])
-    if own.features["window_coverage"] == 0:
+    if own.features["window_coverage"] == 0 or (
+        codes(resolved) - codes(message) and own.features["window_coverage"] < OWN_WORDS
+    ):
         return reading
     focus = [a + b for a, b in zip(reading.focus, own.focus, strict=True)]
     return replace(reading, focus=focus, best_unit=int(np.argmax(focus)))

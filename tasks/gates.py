@@ -112,16 +112,18 @@ def strongest_evidence(
     questions: list[str],
     passages: list[Passage],
     subject: Sequence[str] = (),
+    message: str = "",
 ) -> EvidenceView:
     """Assess each phrasing of the question; keep the one the evidence supports best.
 
-    ``subject``: the pages the conversation is about. A phrasing that one of them answers
+    ``subject``: the pages the conversation is about; ``message``: the customer's own words.
+    A phrasing that one of them answers
     sufficiently wins over another page's, however strong (a follow-up belongs to the page
     the conversation is about); when none of them answers, the strongest reading decides.
     """
     views: list[EvidenceView] = []
     for text in dict.fromkeys(q for q in questions if q and q.strip()):
-        found = assess(scorer, text, passages, settings.evidence)
+        found = assess(scorer, text, passages, settings.evidence, subject, message)
         index = found.reading.passage_index if found.reading else None
         pages: dict[str, float] = {}
         for candidate, probability in (found.reading.pages if found.reading else {}).items():
@@ -136,6 +138,11 @@ def strongest_evidence(
             question=text,
             pages=pages,
             source_id=passages[index].source_id if index is not None else "",
+            passage_index=index,
+            candidates=[
+                {"page": passages[int(c["passage"])].source_id, **c}
+                for c in (found.reading.candidates if found.reading else [])
+            ],
         )
         views.append(view)
     if not views:
@@ -163,7 +170,12 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
     """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
     with state.step("evidence_gate", round=state.round_index) as info:
         state.evidence = strongest_evidence(
-            scorer, settings, grounded_phrasings(state), state.passages, subject_pages(state.history)
+            scorer,
+            settings,
+            grounded_phrasings(state),
+            state.passages,
+            subject_pages(state.history),
+            state.message,
         )
         info.update(
             evidence=state.evidence.call,
@@ -173,6 +185,7 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
             question=state.evidence.question,
             source=state.evidence.source_id,
             pages=state.evidence.pages,
+            candidates=state.evidence.candidates,
         )
         if state.evidence.call == "sufficient":
             route: Route = "answer"

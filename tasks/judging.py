@@ -14,8 +14,8 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from config.settings import LEARNED_FEATURE, EvidenceSettings
 from tasks import learned_answerability as learned
@@ -25,6 +25,7 @@ from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
 from tasks.operating_points import logistic_probability, operating_points
+from tasks.page_choice import candidate_indices, chooser, page_rows
 from tasks.passage_text import split_sentences
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 from tasks.spelling import respell
@@ -54,22 +55,26 @@ def asks_the_pages(message: str, asks_for_person: Callable[[str], bool]) -> bool
 
 
 def assess(
-    scorer: EvidenceScorer, question: str, passages: list[Passage], thresholds: EvidenceSettings
+    scorer: EvidenceScorer,
+    question: str,
+    passages: list[Passage],
+    thresholds: EvidenceSettings,
+    subject: Sequence[str] = (),
+    message: str = "",
 ) -> Evidence:
-    """The answerability gate's call on the passages for this phrasing of the question."""
+    """The answerability gate's call on the passages for this phrasing of the question
+    (``subject``: the pages the conversation is about, candidates of the page choice;
+    ``message``: the customer's own words, the titles they name)."""
     if not passages:
         return Evidence("insufficient", [], 0.0)
     texts = [p.text for p in passages]
     question = as_the_pages_read(scorer, question, texts)
     relevance = scorer.relevance(question, texts)
-    reading = _read(scorer, question, passages, relevance, thresholds, "", quoting=False)
     if thresholds.gate == "learned":
+        reading = _read(scorer, question, passages, relevance, thresholds, "", quoting=False)
         probability = reading.features["answerable"]
     else:
-        if LEARNED_FEATURE in thresholds.answerability.features:
-            reading.features[LEARNED_FEATURE] = learned.page_probability(
-                scorer, question, passages, reading.passage_index
-            )
+        reading = choose_page(scorer, question, passages, relevance, thresholds, subject, message)
         probability = round(logistic_probability(thresholds.answerability, reading.features), 4)
     answer_at, refuse_below = operating_points(thresholds)
     if reading.passage_index is not None:
@@ -88,6 +93,41 @@ def assess(
     return Evidence(call, relevance, reading.features.get("coverage", 0.0), probability, reading)
 
 
+def choose_page(
+    scorer: EvidenceScorer,
+    question: str,
+    passages: list[Passage],
+    relevance: list[float],
+    thresholds: EvidenceSettings,
+    subject: Sequence[str] = (),
+    message: str = "",
+) -> Reading:
+    """The default gate's reading of the page chosen among the candidates
+    (``tasks/page_choice.py``), with the cross-encoder's probability for it (``learned``)."""
+    candidates = candidate_indices(relevance, [p.source_id for p in passages], subject)
+    needs_rows = thresholds.page_choice.weights or LEARNED_FEATURE in thresholds.answerability.features
+    extra = (
+        page_rows(scorer, question, passages, relevance, candidates, subject, message)
+        if needs_rows
+        else []
+    )
+    reading = read(
+        scorer,
+        question,
+        [p.text for p in passages],
+        relevance,
+        candidates,
+        chooser(thresholds.page_choice, extra),
+    )
+    for row in reading.candidates:
+        if not row.keys() >= {"learned"} and extra:
+            row.update(extra[int(row["position"])])
+        if row["passage"] == reading.passage_index and extra:
+            reading.features[LEARNED_FEATURE] = round(float(row["learned"]), 4)
+    reading.pages = {int(r["passage"]): r.get("learned", 0.0) for r in reading.candidates}
+    return reading
+
+
 def read_passages(
     scorer: EvidenceScorer,
     question: str,
@@ -96,11 +136,25 @@ def read_passages(
     thresholds: EvidenceSettings,
     message: str = "",
     quoting: bool = True,
+    only: int | None = None,
 ) -> Reading:
     """The reading of the gate in use (``evidence.gate``); with ``message`` (the customer's
     own words, when ``question`` is another phrasing) they add their focus to what is quoted.
     ``quoting=False``: only where the answer is and how well, not which units to quote.
-    The customer's own references (an order id) are no words a page must hold."""
+    ``only``: read that passage alone (the one the gate chose: what is quoted is from the
+    page the decision chose). The customer's own references (an order id) are no words a
+    page must hold."""
+    if only is not None:
+        one = read_passages(
+            scorer,
+            question,
+            [passages[only]],
+            [relevance[only]] if relevance else None,
+            thresholds,
+            message,
+            quoting,
+        )
+        return replace(one, passage_index=only) if one.passage_index is not None else one
     texts = [p.text for p in passages]
     return _read(
         scorer,

@@ -33,7 +33,6 @@ from tasks.answerability_model import Window, heading_context, read_as, windows
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
 from tasks.passage_text import Unit, split_units
-from tasks.schemas import Passage
 
 FEATURES = ("answerable", "passage_relevance", "margin", "windows_read")
 READ_PASSAGES = 4  # the top-ranked passages whose windows compete
@@ -170,25 +169,6 @@ def read(
     )
     reading.features = {k: round(float(v), 4) for k, v in features.items()}
     return reading
-
-
-def page_probability(
-    scorer: EvidenceScorer, question: str, passages: Sequence[Passage], index: int | None
-) -> float:
-    """The learned reading of one page (``passages[index]``, its best pre-scored windows):
-    the logistic gate's ``learned`` feature for the page its own reading answers from
-    (0.0 when it found none).
-
-    Usage::
-
-        reading = tasks.answerability.read(scorer, question, [p.text for p in passages])
-        page_probability(scorer, question, passages, reading.passage_index)   # 0.91
-    """
-    if index is None:
-        return 0.0
-    page = passages[index]
-    found = read(scorer, question, [page.text], [1.0], [page.title], quoting=False)
-    return found.features["answerable"]
 
 
 def refocus(

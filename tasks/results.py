@@ -66,7 +66,13 @@ def _extracted(
     question = state.evidence.question or state.question
     # a follow-up's resolution, or the question of a message: the message's words pick too
     reading = read_passages(
-        scorer, question, passages, state.evidence.relevance or None, settings.evidence, state.message
+        scorer,
+        question,
+        passages,
+        state.evidence.relevance or None,
+        settings.evidence,
+        state.message,
+        only=state.evidence.passage_index,
     )
     picked = quote(reading, question, settings.evidence.answer_words)
     if not picked:

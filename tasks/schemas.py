@@ -191,7 +191,10 @@ class EvidenceView(BaseModel):
     features: dict[str, float] = Field(default_factory=dict)
     question: str = ""
     source_id: str = ""  # the page the reading found answering (cited if the turn answers)
+    passage_index: int | None = None  # its passage among the turn's passages
     pages: dict[str, float] = Field(default_factory=dict)  # candidate page -> probability
+    # each candidate passage the page choice weighed: its page, features and score
+    candidates: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def best(self) -> float:

@@ -36,6 +36,8 @@ DOCTESTED = (
     "service.routes.handoffs",
     "service.routes.sessions",
     "service.rate_limits",
+    "tasks.page_choice",
+    "tasks.handoff_intent",
 )
 
 
