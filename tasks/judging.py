@@ -119,10 +119,9 @@ def choose_page(
         candidates,
         chooser(thresholds.page_choice, extra),
     )
-    for row in reading.candidates:
-        if not row.keys() >= {"learned"} and extra:
-            row.update(extra[int(row["position"])])
-        if row["passage"] == reading.passage_index and extra:
+    for row in reading.candidates if extra else []:
+        row.update(extra[int(row["position"])])  # with no chooser fitted, for the trace
+        if row["passage"] == reading.passage_index:
             reading.features[LEARNED_FEATURE] = round(float(row["learned"]), 4)
     reading.pages = {int(r["passage"]): r.get("learned", 0.0) for r in reading.candidates}
     return reading

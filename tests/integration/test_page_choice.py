@@ -39,13 +39,19 @@ def test_a_request_naming_a_page_is_answered_from_it_and_the_trace_lists_the_can
     assert set(FEATURES) <= set(chosen)
 
 
+def follow_up(runtime, message: str, opener: str, page: str):
+    """``message`` after an opener answered from ``page``."""
+    opened = HistoryTurn(user=opener, answer="(the answer)", sources=[page])
+    return ask(runtime, message, slots=BASIC, history=[opened])
+
+
 def test_a_follow_up_is_answered_from_the_conversations_page(runtime):
-    opened = HistoryTurn(
-        user="Hi, my card payment failed with PAY-102. What should I do?",
-        answer="PAY-102: the card has expired. Replace the card in Settings → Billing.",
-        sources=["billing/failed-payments.md"],
+    result = follow_up(
+        runtime,
+        "is my data kept if it keeps failing?",
+        "Hi, my card payment failed with PAY-102. What should I do?",
+        "billing/failed-payments.md",
     )
-    result = ask(runtime, "is my data kept if it keeps failing?", slots=BASIC, history=[opened])
     assert [c.source_id for c in result.citations] == ["billing/failed-payments.md"]
     gate = steps(result, "evidence_gate")[-1].detail
     on_page = [c for c in gate["candidates"] if c["page"] == "billing/failed-payments.md"]
@@ -67,10 +73,7 @@ def test_a_malformed_page_choice_model_is_named(fields, problem):
 
 
 def test_a_follow_up_naming_another_page_leaves_the_conversations_page(runtime):
-    opened = HistoryTurn(
-        user="How long does a refund take?",
-        answer="Once a refund is approved, the money is returned within 5 to 7 business days.",
-        sources=["billing/refunds.md"],
+    result = follow_up(
+        runtime, "And for annual plans?", "How long does a refund take?", "billing/refunds.md"
     )
-    result = ask(runtime, "And for annual plans?", slots=BASIC, history=[opened])
     assert [c.source_id for c in result.citations] == ["billing/annual-plans.md"]
