@@ -31,7 +31,7 @@ from agents.deadline import turn_deadline
 from agents.failures import TurnFailed, is_outage, outage_errors
 from agents.runtime import TurnRuntime
 from agents.usage import UsageLedger
-from tasks.memory_context import claim_turn, save_result
+from tasks.memory_context import claim_turn, save_turn_result
 from tasks.results import deadline_result
 from tasks.schemas import LlmCallTrace, TurnFailure, TurnRequest, TurnResult
 from tasks.state import STEP_LISTENER, TurnState
@@ -212,10 +212,7 @@ def _failure(
 def _store(runtime: TurnRuntime, request: TurnRequest, state: TurnState, result: TurnResult) -> None:
     """Store the finished turn (``done``, or ``error`` with its failure); a store outage is
     noted."""
-    from tasks.memory_context import MemoryContext, scope_of
-
-    context = MemoryContext(scope=scope_of(request), turn_index=state.turn_index)
     try:
-        save_result(runtime.memory, request, context, result)
+        save_turn_result(runtime.memory, request, state.turn_index, result)
     except outage_errors() as exc:
         result.trace.notes.append(f"the finished turn could not be stored: {exc}")

@@ -384,6 +384,18 @@ class PilotLimits(_Strict):
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
 
+    limits: PilotLimits = Field(default_factory=PilotLimits)
+    max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
+    max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
+    body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
+    header_timeout_s: float = Field(10.0, gt=0, le=300)  # headers not complete in time: 408
+    # a session without a message for this long is closed: its long-term memory is written
+    idle_close_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
+    # ONNX threads per encoding while serving, unless embeddings.threads says otherwise:
+    # concurrent turns already keep the cores busy, and threads of one small encoding that
+    # spin beside them cost more CPU than they save (bench/service.py)
+    encoder_threads: int = Field(1, ge=1, le=64)
+
     @field_validator("api_keys")
     @classmethod
     def _names_unique_per_tenant(cls, keys: list[ApiKey]) -> list[ApiKey]:
@@ -397,18 +409,6 @@ class PilotSettings(_Strict):
                 )
             seen.add((key.tenant, key.name))
         return keys
-
-    limits: PilotLimits = Field(default_factory=PilotLimits)
-    max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
-    max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
-    body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
-    header_timeout_s: float = Field(10.0, gt=0, le=300)  # headers not complete in time: 408
-    # a session without a message for this long is closed: its long-term memory is written
-    idle_close_minutes: float = Field(30.0, gt=0, le=7 * 24 * 60)
-    # ONNX threads per encoding while serving, unless embeddings.threads says otherwise:
-    # concurrent turns already keep the cores busy, and threads of one small encoding that
-    # spin beside them cost more CPU than they save (bench/service.py)
-    encoder_threads: int = Field(1, ge=1, le=64)
 
 
 class Messages(_Strict):

@@ -117,9 +117,9 @@ def strongest_evidence(
     """Assess each phrasing of the question; keep the one the evidence supports best.
 
     ``subject``: the pages the conversation is about; ``message``: the customer's own words.
-    A phrasing that one of them answers
-    sufficiently wins over another page's, however strong (a follow-up belongs to the page
-    the conversation is about); when none of them answers, the strongest reading decides.
+    A phrasing that one of them answers sufficiently wins over another page's, however strong
+    (a follow-up belongs to the page the conversation is about); when none of them answers,
+    the strongest reading decides.
     """
     views: list[EvidenceView] = []
     for text in dict.fromkeys(q for q in questions if q and q.strip()):

@@ -102,6 +102,14 @@ def save_result(
     )
 
 
+def save_turn_result(
+    memory: MemoryStore | None, request: TurnRequest, turn_index: int, result: TurnResult
+) -> None:
+    """Store ``result`` in the turn's claimed slot (``done``, or ``error`` with its failure);
+    a second call overwrites the first (the pilot's hand-off limit rewrites a turn)."""
+    save_result(memory, request, MemoryContext(scope=scope_of(request), turn_index=turn_index), result)
+
+
 def waiting_for_a_person(turns: Sequence[dict[str, Any]]) -> int:
     """The customer's messages of a session that wait for a person: those since a person last
     replied (the queue shows this count; the pilot caps it per session).

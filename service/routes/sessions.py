@@ -22,13 +22,7 @@ from service.context import Customer, Pilot, PilotContext, owned_session, owner_
 from service.errors import ApiError, error_body
 from service.session_state import SessionConflict, move
 from storage.memory import Scope, ScopeError, check_id
-from tasks.memory_context import (
-    MemoryContext,
-    remember_entities,
-    save_result,
-    scope_of,
-    waiting_for_a_person,
-)
+from tasks.memory_context import remember_entities, save_turn_result, waiting_for_a_person
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -150,8 +144,7 @@ def hand_off_after_turn(
             }
         )
         busy.trace.notes.append(f"hand-off refused: {refused.message}")
-        context = MemoryContext(scope=scope_of(request), turn_index=result.turn_index or 0)
-        save_result(pilot.runtime.memory, request, context, busy)
+        save_turn_result(pilot.runtime.memory, request, result.turn_index or 0, busy)
         return busy
     try:
         pilot.store.mark_handoff(
