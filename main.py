@@ -641,7 +641,7 @@ def eval_answers(
         "summary": report.summary,
         "calibration": report.calibration,
         "risk_coverage": report.curve,
-        "gate": settings.evidence.gate,
+        "gate": settings.evidence.answerability.fitted_on,
         "operating_point": answer_at,
         "rows": report.rows,
     }

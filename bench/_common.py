@@ -77,16 +77,12 @@ def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None =
 
 
 def product_rows(
-    pack: Path, data_dir: Path, engine: str, gate: str = "", settings: Settings | None = None
+    pack: Path, data_dir: Path, engine: str, settings: Settings | None = None
 ) -> list[dict]:
     """``main.py eval answers`` on ``pack``: every question as the first turn of a new
-    conversation, through the product's turn on ``engine`` (``gate``: another gate than the
-    configured one; ``settings``: another configuration than the loaded one)."""
+    conversation, through the product's turn on ``engine`` (``settings``: another
+    configuration than the loaded one)."""
     settings = answer_set_settings(settings or load_settings(), pack.name, data_dir)
-    if gate:
-        settings = settings.model_copy(
-            update={"evidence": settings.evidence.model_copy(update={"gate": gate})}
-        )
     opened = open_answer_set(pack, data_dir, settings)  # ingests, idempotently
     answer_set = opened.answer_set
     opened.close()

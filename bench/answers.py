@@ -1,4 +1,6 @@
-"""Answers and refusals on doc2dial (dev and test packs), ours against two baselines, one run.
+"""Answers and refusals, ours against baselines, in one run: the doc2dial packs, the
+examples/ answer sets, SQuAD 2.0 held-out articles (which paragraph answers: page choice at
+scale) and the multi-turn conversation scripts.
 
 For each pack: supportcrew's turn on both engines (the shipped configuration: local model,
 roles on auto), and in the same run
@@ -7,17 +9,25 @@ roles on auto), and in the same run
 * **naive RAG**: the turn's search, then the local model answers from the top three passages
   with no gate and no check, citing the top passage (refuses only if it says it cannot).
 
-Figures: answered right (a cited source answers), answers citing a wrong source, refused right,
-precision of answers, gold-evidence token recall and F1 (over answerable questions; a refusal
-scores 0), LLM calls and seconds per question. The test pack is reported, never tuned on.
+Figures: answered right (a cited source answers), wrong-page answers (answers citing a page
+that does not answer: an answerable question answered from another page, or an unanswerable
+one answered), refused right, precision of answers, page choice (the decision's chosen page
+is a gold one, answered or not, over answerable questions), gold-evidence token recall and F1
+(over answerable questions; a refusal scores 0), LLM calls and seconds per question. The
+test pack is reported, never tuned on. ``squad``: a pack of 200 questions (half adversarial
+unanswerables) over the SQuAD articles the cross-encoder never saw (``bench/squad_pack.py``),
+every paragraph a page. ``--scripts``: the conversation scripts of ``bench/conversations.py``
+on both engines (and the baseline's kickoff), with their follow-ups apart.
 
 With ``--baseline-repo DIR`` (a checkout of an earlier main, e.g. ``git worktree add
 /tmp/baseline 0e7518f``) that checkout's own ``main.py eval answers`` runs on the same packs in
 the same run: once as shipped (its figures) and once with its gate answering everything (its
 probability per question and the page it would cite: its risk-coverage curve).
 
-    python bench/answers.py [--packs dev,test,near-miss,support-problems,support-requests]
+    python bench/answers.py [--packs dev,near-miss,support-problems,support-requests,squad]
+                            [--scripts doc2dial-dev-conversations.yaml,...]
                             [--no-naive-rag] [--baseline-repo DIR]
+    python bench/answers.py --packs test --results answers_test   # reported once, at the end
 
 Writes bench/results/answers.{md,json} and, per pack, the risk-coverage curves of our gate
 (and the baseline's) as bench/results/answers_<pack>_curve.png.
@@ -33,6 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import conversations
+import squad_pack
 import yaml
 from _common import (
     RESULTS,
@@ -43,6 +55,7 @@ from _common import (
     table,
     write_results,
 )
+from answerability_data import SQUAD, held_out_titles, load_squad
 
 from config.settings import load_settings
 from evaluation.answers import (
@@ -53,7 +66,6 @@ from evaluation.answers import (
     summarise,
 )
 from storage.retrieval.filters import build_filters
-from tasks.operating_points import learned_points
 from tasks.passage_text import split_units
 
 SETS = ROOT / "examples" / "answer-sets"
@@ -65,11 +77,13 @@ PACKS = {
     "support-problems": SETS / "support-problems",
     "support-requests": SETS / "support-requests",
 }
+SQUAD_QUESTIONS = 200
 FIGURES = (
     "answered_right",
     "wrong_source_answers",
     "refused_right",
     "precision",
+    "page_choice",
     "evidence_recall",
     "evidence_f1",
     "llm_calls",
@@ -98,6 +112,7 @@ def baseline_row(
         "verdict": "answered" if answered else "idk",
         "cited": [source] if source else [],
         "right_source": answered and source in question.doc_ids,
+        "gate_right": question.answerable and source in question.doc_ids,
         "probability": None,
         "answer": answer,
         "evidence_recall": recall,
@@ -192,9 +207,82 @@ def answer_all_curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
     )
 
 
+def squad_held_out(data_dir: Path) -> Path:
+    """The SQuAD pack of ``SQUAD_QUESTIONS`` questions over the held-out articles, written
+    under ``data_dir`` (``bench/squad_pack.py``, seed 13)."""
+    out = data_dir / "squad-held-out"
+    articles = load_squad(SQUAD)
+    held = set(held_out_titles(articles, squad_pack.SEED))
+    pages, rows = squad_pack.pack_rows(
+        [a for a in articles if a["title"] in held], SQUAD_QUESTIONS, squad_pack.SEED
+    )
+    squad_pack.write_pack(out, pages, rows)
+    return out
+
+
+def pack_runs(
+    name: str, pack: Path, args: Any, llm: Any
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict]], dict[str, float]]:
+    """Every system's rows on one pack, the risk-coverage curves and the gate's mark."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for engine in ("crewai", "autogen"):
+        runs[f"supportcrew ({engine})"] = product_rows(pack, args.data_dir, engine)
+    settings = answer_set_settings(load_settings(), pack.name, args.data_dir)
+    opened = open_answer_set(pack, args.data_dir, settings)
+    runs["BM25 top-1, first two sentences"] = bm25_top1(opened)
+    if llm is not None:
+        runs["naive RAG (local model, no checks)"] = naive_rag(opened, llm)
+    opened.close()
+    curves = {"supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"])}
+    marks = {"supportcrew (crewai)": settings.evidence.answerability.answer_at}
+    if args.baseline_repo:
+        label = f"main before, {baseline_commit(args.baseline_repo)} (crewai)"
+        base_dir = args.data_dir / "baseline"
+        runs[label] = baseline_run(args.baseline_repo, pack, base_dir, answer_all=False)
+        curves[label] = answer_all_curve(
+            baseline_run(args.baseline_repo, pack, base_dir, answer_all=True)
+        )
+    return runs, curves, marks
+
+
+def baseline_commit(repo: Path) -> str:
+    return (
+        subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        or repo.name
+    )
+
+
+def script_runs(scripts: list[str], args: Any) -> tuple[list[str], dict[str, Any]]:
+    """The conversation scripts on both engines (and the baseline's kickoff): Markdown and data."""
+    systems: dict[str, list[dict[str, Any]]] = {
+        f"supportcrew ({engine})": conversations.run(engine, scripts, args.data_dir / f"conv-{engine}")
+        for engine in ("crewai", "autogen")
+    }
+    if args.baseline_repo:
+        label = f"main before, {baseline_commit(args.baseline_repo)} (crewai)"
+        systems[label] = conversations.baseline(args.baseline_repo, scripts, args.data_dir / "conv-base")
+    rows, data = conversations.summaries(systems, scripts)
+    lines = [
+        "## conversations (examples/kickoff, dev: tuned on)",
+        "",
+        *table(("system", "script", "part", *conversations.FIGURES), rows),
+        "",
+    ]
+    return lines, data
+
+
 def main() -> None:
     parser = comparison_parser(__doc__, "/tmp/supportcrew-bench-answers")
-    parser.add_argument("--packs", default="dev,test")
+    parser.add_argument("--packs", default="dev,near-miss,support-problems,support-requests,squad")
+    parser.add_argument(
+        "--scripts",
+        default="doc2dial-dev-conversations.yaml,kb-dev-conversations.yaml,conversations.yaml,"
+        "follow-ups.yaml",
+        help="conversation scripts of examples/kickoff ('' for none)",
+    )
+    parser.add_argument("--results", default="answers", help="bench/results/<name>.{md,json}")
     parser.add_argument("--no-naive-rag", action="store_true")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
@@ -204,43 +292,11 @@ def main() -> None:
 
         llm = build_llm(load_settings().llm)
     for name in [p.strip() for p in args.packs.split(",") if p.strip()]:
-        pack = PACKS[name]
+        pack = squad_held_out(args.data_dir) if name == "squad" else PACKS[name]
         if not pack.exists():
             print(f"skipped {name}: {pack} not found")
             continue
-        runs: dict[str, list[dict[str, Any]]] = {}
-        for engine in ("crewai", "autogen"):
-            runs[f"supportcrew ({engine})"] = product_rows(pack, args.data_dir, engine)
-        runs["supportcrew, learned gate (crewai)"] = product_rows(
-            pack, args.data_dir, "crewai", "learned"
-        )
-        settings = answer_set_settings(load_settings(), pack.name, args.data_dir)
-        opened = open_answer_set(pack, args.data_dir, settings)
-        runs["BM25 top-1, first two sentences"] = bm25_top1(opened)
-        if llm is not None:
-            runs["naive RAG (local model, no checks)"] = naive_rag(opened, llm)
-        opened.close()
-        learned = "supportcrew, learned gate (crewai)"
-        curves = {
-            "supportcrew (crewai)": risk_coverage(runs["supportcrew (crewai)"]),
-            learned: risk_coverage(runs[learned]),
-        }
-        marks = {
-            "supportcrew (crewai)": settings.evidence.answerability.answer_at,
-            learned: learned_points(settings.evidence.learned, settings.evidence.target_precision)[0],
-        }
-        if args.baseline_repo:
-            commit = subprocess.run(
-                ["git", "-C", str(args.baseline_repo), "rev-parse", "--short", "HEAD"],
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-            label = f"main before, {commit or args.baseline_repo.name} (crewai)"
-            base_dir = args.data_dir / "baseline"
-            runs[label] = baseline_run(args.baseline_repo, pack, base_dir, answer_all=False)
-            curves[label] = answer_all_curve(
-                baseline_run(args.baseline_repo, pack, base_dir, answer_all=True)
-            )
+        runs, curves, marks = pack_runs(name, pack, args, llm)
         results[name] = {
             label: {"summary": summarise(rows), "rows": rows} for label, rows in runs.items()
         }
@@ -249,14 +305,16 @@ def main() -> None:
             curves,
             RESULTS / f"answers_{name}_curve.png",
             marks,
-            f"doc2dial {name}: risk-coverage of the gate",
+            f"{name}: risk-coverage of the gate",
         )
     lines = [
-        "# Answers on doc2dial: supportcrew against two baselines (one run)",
+        "# Answers: supportcrew against baselines (one run)",
         "",
-        "Local model, shipped configuration (roles on auto). Each question is the first turn "
-        "of a new conversation, `access_level: public`. dev = doc2dial-support-dev (tuned "
-        "on), test = doc2dial-support (reported only).",
+        "Local model, shipped configuration (roles on auto). Each question of a pack is the "
+        "first turn of a new conversation, `access_level: public`. dev = doc2dial-support-dev "
+        "and the examples/ sets (tuned on); squad = SQuAD 2.0 held-out articles (never "
+        "trained or tuned on); test = doc2dial-support (reported only). "
+        "`wrong_source_answers`: wrong-page answers.",
         "",
     ]
     for name, runs in results.items():
@@ -284,7 +342,11 @@ def main() -> None:
             ),
             "",
         ]
-    write_results("answers", lines, results)
+    scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]
+    if scripts:
+        more, results["conversations"] = script_runs(scripts, args)
+        lines += more
+    write_results(args.results, lines, results)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,16 @@ from evaluation.kickoff import load_script, run_script
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 
-FIGURES = ("answered_right", "refused_right", "precision", "turns", "p50_s", "p95_s")
+FIGURES = (
+    "answered_right",
+    "refused_right",
+    "precision",
+    "wrong_page_answers",
+    "page_choice",
+    "turns",
+    "p50_s",
+    "p95_s",
+)
 DEV_KB = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev" / "kb"
 
 
@@ -83,6 +92,12 @@ def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
         )
         if answered
         else None,
+        # answers citing a page that does not answer the turn (or answering one no page answers)
+        "wrong_page_answers": sum(not (t["want"] == "answered" and t["right"]) for t in answered),
+        # the decision's chosen page is a gold one, answered or not (answerable turns)
+        "page_choice": round(sum(t["gate_right"] for t in answerable) / len(answerable), 3)
+        if answerable
+        else None,
         "turns": len(turns),
         "p50_s": round(percentile(seconds, 0.5), 2),
         "p95_s": round(percentile(seconds, 0.95), 2),
@@ -121,23 +136,18 @@ def run(
 
 
 def baseline(repo: Path, scripts: list[str], data_dir: Path) -> list[dict[str, Any]]:
-    """The scripts through an earlier checkout's own ``kickoff`` (its CLI, its config)."""
-    subprocess.run(
-        [
-            sys.executable,
-            "main.py",
-            "--data-dir",
-            str(data_dir),
-            "ingest",
-            str(ROOT / "examples" / "kb"),
-            "--prune",
-        ],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
+    """The scripts through an earlier checkout's own ``kickoff`` (its CLI, its config), each
+    over its own knowledge base (``knowledge_base_of``)."""
     turns = []
     for name in scripts:
+        pages = knowledge_base_of(name)
+        where = data_dir / pages.parent.name
+        subprocess.run(
+            [sys.executable, "main.py", "--data-dir", str(where), "ingest", str(pages), "--prune"],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
         with tempfile.TemporaryDirectory() as work:
             output = Path(work) / "turns.jsonl"
             subprocess.run(
@@ -145,7 +155,7 @@ def baseline(repo: Path, scripts: list[str], data_dir: Path) -> list[dict[str, A
                     sys.executable,
                     "main.py",
                     "--data-dir",
-                    str(data_dir),
+                    str(where),
                     "kickoff",
                     str(ROOT / "examples" / "kickoff" / name),
                     "--output",
@@ -161,6 +171,25 @@ def baseline(repo: Path, scripts: list[str], data_dir: Path) -> list[dict[str, A
     return turns
 
 
+def summaries(
+    systems: dict[str, list[dict[str, Any]]], scripts: list[str]
+) -> tuple[list[tuple[Any, ...]], dict[str, Any]]:
+    """Table rows and data of each system's turns: per script, all turns and follow-ups."""
+    rows, data = [], {}
+    for label, turns in systems.items():
+        for name in scripts:
+            mine = [t for t in turns if t["set"] == name]
+            for part, chosen in (
+                ("all turns", mine),
+                ("follow-ups", [t for t in mine if t["turn"] > 0]),
+            ):
+                summary = figures(chosen)
+                rows.append((label, name, part, *(summary[f] for f in FIGURES)))
+                data.setdefault(label, {}).setdefault(name, {})[part] = summary
+        data[label]["turns"] = turns
+    return rows, data
+
+
 def main() -> None:
     parser = comparison_parser(__doc__, "/tmp/supportcrew-bench-conv")
     parser.add_argument(
@@ -171,27 +200,15 @@ def main() -> None:
     parser.add_argument("--engines", default="crewai,autogen")
     args = parser.parse_args()
     scripts = [s.strip() for s in args.scripts.split(",") if s.strip()]
-    results: dict[str, Any] = {}
-    rows = []
-    systems = [e.strip() for e in args.engines.split(",") if e.strip()]
+    systems = {
+        engine: run(engine, scripts, args.data_dir / engine)
+        for engine in (e.strip() for e in args.engines.split(",") if e.strip())
+    }
     if args.baseline_repo:
-        systems.append("main before (crewai)")
-    for engine in systems:
-        turns = (
-            baseline(args.baseline_repo, scripts, args.data_dir / "baseline")
-            if engine.startswith("main before")
-            else run(engine, scripts, args.data_dir / engine)
+        systems["main before (crewai)"] = baseline(
+            args.baseline_repo, scripts, args.data_dir / "baseline"
         )
-        for name in scripts:
-            mine = [t for t in turns if t["set"] == name]
-            for part, chosen in (
-                ("all turns", mine),
-                ("follow-ups", [t for t in mine if t["turn"] > 0]),
-            ):
-                summary = figures(chosen)
-                rows.append((engine, name, part, *(summary[f] for f in FIGURES)))
-                results.setdefault(engine, {}).setdefault(name, {})[part] = summary
-        results[engine]["turns"] = turns
+    rows, results = summaries(systems, scripts)
     lines = [
         "# Multi-turn conversations (examples/kickoff), shipped configuration",
         "",

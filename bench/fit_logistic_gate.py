@@ -8,9 +8,10 @@ Training questions (never the doc2dial *test* pack):
 * for every answerable question, the same question with its answering documents taken out of
   the results (the way doc2dial's unanswerable questions were made: gold page removed).
 
-Features come from the product path: the turn's search under the set's slots, then the page
-choice (``tasks.judging.choose_page``: the window reading of the page it chooses, and the
-learned cross-encoder's reading of that page, ``learned``). A
+Features come from the product path: the turn's search under the set's slots, then the
+decision (``tasks.decision.assess``: the window reading of the page the page choice chooses,
+the learned cross-encoder's reading of that page, ``learned``, and whether it explains the
+code asked about, ``code_explained`` / ``code_unexplained``). A
 scikit-learn logistic regression on standardised features is scored by leave-one-question-out
 cross-validation (a question and its gold-removed twin are held out together); the subset
 with the most held-out real questions right (at the middle of the gap between the classes)
@@ -55,7 +56,7 @@ from config.settings import (
 )
 from evaluation.answers import risk_coverage
 from tasks.answerability import FEATURES
-from tasks.judging import choose_page
+from tasks.decision import CODE_EXPLAINED, CODE_UNEXPLAINED, assess
 from tasks.operating_points import threshold_for
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
@@ -75,22 +76,28 @@ CONVERSATIONS = (
     "kb-dev-conversations.yaml",
     "doc2dial-dev-conversations.yaml",
 )
-# the shipped gate's three features and the learned model's reading; the best subset of a
-# search over the four sets (window_similarity, section_coverage, coverage, learned) lost
-# three follow-ups of examples/kickoff/follow-ups.yaml, which the weights' fit does not see
-SHIPPED_FEATURES = ("section_coverage", "passage_relevance", "missing_rare", LEARNED_FEATURE)
+# three window-reading features, the learned model's reading and the codes the page explains;
+# the best subset of a search over the four sets (window_similarity, section_coverage,
+# coverage, learned) lost three follow-ups of examples/kickoff/follow-ups.yaml, which the
+# weights' fit does not see
+SHIPPED_FEATURES = (
+    "section_coverage",
+    "passage_relevance",
+    "missing_rare",
+    LEARNED_FEATURE,
+    CODE_EXPLAINED,
+    CODE_UNEXPLAINED,
+)
+ALL_FEATURES = (*FEATURES, LEARNED_FEATURE, CODE_EXPLAINED, CODE_UNEXPLAINED)
 AUGMENT_DEPTH = 10
 
 
 def features_of(opened: object, question: str, passages: list) -> dict[str, float]:
-    """The logistic gate's features of the page the product's page choice chooses
-    (``tasks.judging.choose_page``), with the cross-encoder's reading of it (``learned``)."""
-    if not passages:
-        return {**dict.fromkeys(FEATURES, 0.0), LEARNED_FEATURE: 0.0}
-    relevance = opened.scorer.relevance(question, [p.text for p in passages])
-    evidence = opened.settings.evidence
-    reading = choose_page(opened.scorer, question, passages, relevance, evidence)
-    return {**reading.features, LEARNED_FEATURE: reading.features.get(LEARNED_FEATURE, 0.0)}
+    """The gate's features of the page the product's decision chooses
+    (``tasks.decision.assess``)."""
+    found = assess(opened.scorer, question, passages, opened.settings.evidence)
+    features = found.reading.features if found.reading else {}
+    return {name: features.get(name, 0.0) for name in ALL_FEATURES}
 
 
 def rows_for(directory: Path, data_dir: Path) -> list[dict]:
@@ -262,7 +269,7 @@ def main() -> None:
         if directory.exists()
         for row in rows_for(directory, args.data_dir / directory.name)
     ]
-    candidates = (*FEATURES, LEARNED_FEATURE)
+    candidates = ALL_FEATURES
     subsets = (
         [list(s) for n in (2, 3, 4) for s in itertools.combinations(candidates, n)]
         if args.features == "search"

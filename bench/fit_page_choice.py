@@ -5,7 +5,7 @@ answers (the turn's gold page):
 
 * first turns: the real questions of ``../shared/datasets/doc2dial-support-dev`` and of
   ``examples/answer-sets`` (near-miss, support-problems, support-requests), each searched and
-  read as the product's gate reads them (``tasks.judging.choose_page``);
+  read as the product's gate reads them (``tasks.decision.choose_page``);
 * conversation turns: every turn of ``examples/kickoff`` (conversations, follow-ups and the
   dev dialogues over examples/kb and over the doc2dial dev pages) that expects an answer,
   through the product's turn (their candidates as the gate's trace records them), so
@@ -37,7 +37,7 @@ from sklearn.model_selection import GroupKFold
 
 from config.settings import FITTED_PAGE_CHOICE, PageChoiceModel, load_settings
 from tasks.answerability import RANK_WEIGHT
-from tasks.judging import choose_page
+from tasks.decision import choose_page
 from tasks.page_choice import FEATURES
 
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"

@@ -30,7 +30,6 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
 FITTED_ANSWERABILITY = Path(__file__).with_name("answerability.yaml")
-FITTED_LEARNED = Path(__file__).with_name("learned_answerability.yaml")
 FITTED_PAGE_CHOICE = Path(__file__).with_name("page_choice.yaml")
 
 Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
@@ -180,41 +179,6 @@ class OperatingPoint(_Strict):
     coverage: float = Field(ge=0, le=1)
 
 
-class AnswerabilityGate(_Strict):
-    """Where the learned answerability model's probability (tasks/answerability_model.py) answers
-    (``evidence.gate: learned``).
-
-    ``curve``: precision and coverage of answers per threshold on the dev data, written by
-    ``bench/fit_answerability_gate.py`` into config/learned_answerability.yaml. ``answer_at`` is the
-    lowest threshold from which every point reaches ``evidence.target_precision`` (set it to
-    override the curve; ``tasks/operating_points.py`` picks it); below ``refuse_below``
-    (``answer_at - undecided_band``) the passages do not answer; in between a judge model may
-    weigh in (it never decides alone) and, without one, the best page is offered as "this
-    article may help" (verdict ``suggest``).
-    ``page_margin``: a lower-ranked page answers instead of the top-ranked one only when its
-    best window reads better by more than this (measured on dev).
-    """
-
-    model_dir: Path | None = None
-    curve: list[OperatingPoint] = Field(default_factory=list)
-    answer_at: float | None = Field(None, ge=0, le=1)
-    refuse_below: float | None = Field(None, ge=0, le=1)
-    undecided_band: float = Field(0.1, ge=0, le=0.5)
-    page_margin: float = Field(0.1, ge=0, le=1)
-    fitted_on: str = ""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> AnswerabilityGate:
-        thresholds = [p.threshold for p in self.curve]
-        if thresholds != sorted(thresholds):
-            raise ValueError("curve thresholds must be in increasing order")
-        if self.answer_at is None and not self.curve:
-            raise ValueError("give answer_at or a curve to choose it from")
-        if None not in (self.answer_at, self.refuse_below) and self.refuse_below > self.answer_at:  # type: ignore[operator]
-            raise ValueError("refuse_below must not exceed answer_at")
-        return self
-
-
 def fitted_answerability() -> AnswerabilityModel:
     """The shipped logistic model (config/answerability.yaml)."""
     return AnswerabilityModel.model_validate(yaml.safe_load(FITTED_ANSWERABILITY.read_text()))
@@ -250,49 +214,34 @@ def fitted_page_choice() -> PageChoiceModel:
     return PageChoiceModel.model_validate(yaml.safe_load(FITTED_PAGE_CHOICE.read_text()))
 
 
-def fitted_learned_gate() -> AnswerabilityGate:
-    """The learned gate's shipped dev curve (config/learned_answerability.yaml)."""
-    return AnswerabilityGate.model_validate(yaml.safe_load(FITTED_LEARNED.read_text()))
-
-
 class EvidenceSettings(_Strict):
     """The evidence checks: the answerability gate and the support check of answer sentences.
 
-    ``gate``: ``logistic`` (the default: ``answerability``, a logistic model over question-focused
-    features and the cross-encoder's reading of the page, its ``answer_at`` fitted for
-    ``target_precision``) or ``learned`` (``learned``: the cross-encoder alone, its threshold
-    picked from its dev curve for ``target_precision``). ``target_precision``: the share of
-    answers that must cite a page that answers.
+    ``page_choice`` picks the page among the candidates; ``answerability`` (a logistic model over
+    the chosen page's evidence features, the cross-encoder's reading of it and the codes it
+    explains, its ``answer_at`` fitted for ``target_precision``) decides whether it answers
+    (``tasks/decision.py``). ``target_precision``: the share of answers that must cite a page
+    that answers. ``model_dir``: the answerability cross-encoder (None: the shipped one).
     ``support_*``: an answer sentence needs this late-interaction score (MaxSim mean over its
     word pieces) and this share of its content words in the passage it leans on; one that
     keeps ``support_lexical_close`` of its words needs only ``support_semantic_close``.
     """
 
-    gate: Literal["logistic", "learned"] = "logistic"
     target_precision: float = Field(0.95, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
     page_choice: PageChoiceModel = Field(default_factory=fitted_page_choice)
-    learned: AnswerabilityGate = Field(default_factory=fitted_learned_gate)
+    model_dir: Path | None = None
     support_semantic: float = Field(0.8, ge=0, le=1)
     support_lexical: float = Field(0.6, ge=0, le=1)
     support_semantic_close: float = Field(0.73, ge=0, le=1)
     support_lexical_close: float = Field(0.75, ge=0, le=1)
     answer_words: int = Field(60, ge=10, le=400)
 
-    @field_validator("learned", mode="before")
-    @classmethod
-    def _over_the_fitted_curve(cls, value: object) -> object:
-        """A partial ``learned`` (one key in the file or ``SUPPORTCREW_EVIDENCE__LEARNED__*``)
-        changes those keys of the shipped, fitted one; the rest stays fitted."""
-        if isinstance(value, dict):
-            return {**fitted_learned_gate().model_dump(), **value}
-        return value
-
     @property
     def reads_learned(self) -> bool:
-        """Whether a turn runs the learned cross-encoder: as the gate, or as the fitted
-        logistic gate's ``learned`` feature."""
-        return self.gate == "learned" or LEARNED_FEATURE in self.answerability.features
+        """Whether a turn runs the learned cross-encoder: a feature of the gate or of the
+        page choice."""
+        return LEARNED_FEATURE in (*self.answerability.features, *self.page_choice.features)
 
 
 class LlmSettings(_Strict):

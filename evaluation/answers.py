@@ -127,6 +127,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "wrong_source_answers": len([r for r in answered if not r["right_source"]]),
         "refused_right": share([r for r in unanswerable if r["verdict"] != "answered"], unanswerable),
         "precision": share([r for r in answered if r["right_source"]], answered),
+        # the decision's chosen page is a gold one, answered or not
+        "page_choice": share([r for r in answerable if r.get("gate_right")], answerable),
         # "this article may help": never an answer; how often, and how often the page answers
         "suggested": len([r for r in rows if r["verdict"] == "suggest"]),
         "suggested_right": len(

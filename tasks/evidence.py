@@ -74,7 +74,7 @@ class EvidenceScorer:
         self.term_stats = term_stats or (lambda: TermStats(0, {}))
         # the learned model is checked at start: a turn must not be the first to miss it
         self.answerability_dir = (
-            answerability_dir(thresholds.learned.model_dir) if thresholds.reads_learned else None
+            answerability_dir(thresholds.model_dir) if thresholds.reads_learned else None
         )
         self._answerable: LruCache[tuple[str, str], float] = LruCache(TOKEN_CACHE_SIZE)
         self.min_semantic = thresholds.support_semantic

@@ -23,7 +23,6 @@ from storage.kb.fact_kinds import ANY_CASE_CODE, CODE_TOKEN
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
-_ASKS_MEANING = re.compile(r"\bwhat (?:does|do|is)\b.*\bmean", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
 _MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")  # ... fact, whole: "SHA256", "mp3"
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
@@ -139,20 +138,20 @@ def undocumented_codes(message: str, answering: str, passages: Sequence[str]) ->
     return {c for c in asked_codes(message) - codes(answering) if _family(c) in documented}
 
 
-def explained_codes(message: str, answering: str) -> set[str]:
-    """The codes a message asks the meaning of ("What does error E-429 mean?", the question
-    a problem statement asks), when the answering passage holds every one of them. A form
-    number the page only names ("Where do I send my W-2?") is not asked the meaning of.
+def explained_codes(message: str, answering: str, passages: Sequence[str]) -> set[str]:
+    """The codes the message asks about that the answering passage holds, of a family the
+    passages document (the other side of ``undocumented_codes``; a customer's own reference
+    belongs to no documented family). An input of the decision, weighed with the rest: a form
+    number a page only names ("Where do I send my W-2?") counts for what the data says it is
+    worth.
 
-    >>> explained_codes("What does error E-429 mean?", "E-429: too many requests.")
+    >>> explained_codes("The API returned E-429.", "E-429: too many requests.", ["E-429: too many."])
     {'E-429'}
-    >>> explained_codes("Where do I send my W-2?", "Send the W-2 with your return.")
+    >>> explained_codes("Refund for ORD-55812?", "Refunds take 5 days.", ["E-429: too many."])
     set()
     """
-    if not _ASKS_MEANING.search(message):
-        return set()
-    asked = asked_codes(message)
-    return asked if asked <= codes(answering) else set()
+    documented = {_family(c) for text in passages for c in codes(text)}
+    return {c for c in asked_codes(message) & codes(answering) if _family(c) in documented}
 
 
 def missing_facts(

@@ -22,20 +22,17 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from config.settings import Settings
+from tasks.decision import decide_page
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
 from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.handoff_intent import HandoffIntent
-from tasks.judging import assess, decide
+from tasks.judging import decide
 from tasks.operating_points import operating_points
 from tasks.phrasings import grounded_phrasings
-from tasks.schemas import GateDecision, Judgement, Passage, Reformulation
-from tasks.state import EvidenceView, Route, TurnState
-
-_CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
+from tasks.schemas import Decision, GateDecision, Judgement, Reformulation
+from tasks.state import Route, TurnState
 
 
 def answer_floor(settings: Settings) -> float:
@@ -55,7 +52,8 @@ def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
     with state.step("intake") as info:
         state.verdict, state.route = "needs_human", "handoff"
         info.update(route="handoff", decided_by=why, asks_for_person=round(probability, 3))
-    return state.decide(GateDecision(gate="intake", route="handoff", reason=why))
+    decision = Decision(action="handoff", probability=round(probability, 4))
+    return state.decide(GateDecision(gate="intake", route="handoff", reason=why, evidence=decision))
 
 
 def plan_round(state: TurnState) -> GateDecision:
@@ -106,51 +104,6 @@ def merge_rewrite(state: TurnState, reformulation: Reformulation | None) -> dict
     return detail
 
 
-def strongest_evidence(
-    scorer: EvidenceScorer,
-    settings: Settings,
-    questions: list[str],
-    passages: list[Passage],
-    subject: Sequence[str] = (),
-    message: str = "",
-) -> EvidenceView:
-    """Assess each phrasing of the question; keep the one the evidence supports best.
-
-    ``subject``: the pages the conversation is about; ``message``: the customer's own words.
-    A phrasing that one of them answers sufficiently wins over another page's, however strong
-    (a follow-up belongs to the page the conversation is about); when none of them answers,
-    the strongest reading decides.
-    """
-    views: list[EvidenceView] = []
-    for text in dict.fromkeys(q for q in questions if q and q.strip()):
-        found = assess(scorer, text, passages, settings.evidence, subject, message)
-        index = found.reading.passage_index if found.reading else None
-        pages: dict[str, float] = {}
-        for candidate, probability in (found.reading.pages if found.reading else {}).items():
-            source = passages[candidate].source_id
-            pages[source] = max(pages.get(source, 0.0), probability)
-        view = EvidenceView(
-            call=found.call,
-            relevance=found.relevance,
-            coverage=found.coverage,
-            probability=found.probability,
-            features=found.reading.features if found.reading else {},
-            question=text,
-            pages=pages,
-            source_id=passages[index].source_id if index is not None else "",
-            passage_index=index,
-            candidates=[
-                {"page": passages[int(c["passage"])].source_id, **c}
-                for c in (found.reading.candidates if found.reading else [])
-            ],
-        )
-        views.append(view)
-    if not views:
-        return EvidenceView()
-    on_subject = [v for v in views if v.source_id in subject and v.call == "sufficient"]
-    return max(on_subject or views, key=lambda v: (_CALL_RANK[v.call], v.probability))
-
-
 def model_role(settings: Settings, role: str) -> bool:
     """Whether ``role`` takes the model's path in this configuration (``roles:``)."""
     return settings.roles.uses_model(role, settings.llm.provider)
@@ -169,7 +122,7 @@ def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
 def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings) -> GateDecision:
     """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
     with state.step("evidence_gate", round=state.round_index) as info:
-        state.evidence = strongest_evidence(
+        state.evidence = decide_page(
             scorer,
             settings,
             grounded_phrasings(state),
@@ -180,7 +133,9 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
         info.update(
             evidence=state.evidence.call,
             answerable=state.evidence.probability,
+            action=state.evidence.action,
             features=state.evidence.features,
+            contributions=state.evidence.contributions,
             relevance=[round(r, 3) for r in state.evidence.relevance],
             question=state.evidence.question,
             source=state.evidence.source_id,

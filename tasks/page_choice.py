@@ -3,13 +3,14 @@ only judged.
 
 The candidates are the passages retrieval ranks closest to the message (``TOP``) and the best
 passage of the page the conversation is about (what its last answer cited), at most
-``learned_answerability.READ_PASSAGES``. Each is described by
+``CANDIDATES``. Each is described by
 
     reading       how well its best window holds and reads like the question (coverage of
                   the question's rare terms + MaxSim, headings counted; tasks/answerability)
     relevance     how close it reads to the phrasing read (the gate's relevance)
-    learned       the cross-encoder's probability for its best window (all candidates'
-                  windows in one ONNX batch; tasks/learned_answerability.read)
+    learned       the cross-encoder's probability for its best window (the best
+                  pre-scored windows of all candidates, at most ``MAX_WINDOWS``, in one
+                  ONNX batch: ``learned_reading``)
     title         how much of the customer's own message its page title names ("And for
                   annual plans?" names Annual plans, whatever the conversation was about)
     conversation  1 when it is the page the conversation is about
@@ -33,12 +34,15 @@ import math
 from collections.abc import Callable, Sequence
 
 from config.settings import PageChoiceModel
-from tasks import learned_answerability as learned
-from tasks.answerability import title_coverage
+from tasks.answerability import closest_tokens, title_coverage
+from tasks.answerability_model import Window, windows
 from tasks.evidence import EvidenceScorer
+from tasks.passage_text import Unit, split_units
 from tasks.schemas import Passage
 
 TOP = 3  # the most relevant passages that compete, besides the conversation's page
+CANDIDATES = 4  # at most, the conversation's page included
+MAX_WINDOWS = 16  # windows the cross-encoder reads per phrasing: one ONNX batch
 # weighed; ``rank`` and ``fused`` are only recorded: weighed too, the held-out choice fell from
 # 314 to 311 of 320 dev turns and no threshold of the dev conversations reached precision 0.95
 # (a 0/1 "most relevant" feature instead of ``behind`` chose SCIM provisioning for "How do I
@@ -50,7 +54,7 @@ def candidate_indices(
     relevance: Sequence[float], sources: Sequence[str], subject: Sequence[str] = ()
 ) -> list[int]:
     """The ``TOP`` most relevant passages, then the most relevant passage of each page the
-    conversation is about that is not among them, at most ``learned.READ_PASSAGES``.
+    conversation is about that is not among them, at most ``CANDIDATES``.
 
     >>> candidate_indices([0.9, 0.8, 0.7, 0.6, 0.1], ["a", "b", "c", "d", "e"], ["e"])
     [0, 1, 2, 4]
@@ -60,7 +64,52 @@ def candidate_indices(
     for page in subject:
         if not any(sources[i] == page for i in chosen):
             chosen += [i for i in order if sources[i] == page][:1]
-    return chosen[: learned.READ_PASSAGES]
+    return chosen[:CANDIDATES]
+
+
+def _prescored(
+    scorer: EvidenceScorer, question: str, cut: list[list[Unit]], spans: list[list[Window]]
+) -> list[list[Window]]:
+    """At most ``MAX_WINDOWS`` windows in all, the best of each passage by a cheap pre-score
+    (the MaxSim of the question's word pieces against the window's units, whose vectors the
+    turn already holds), and at least the best two of every passage."""
+    query = scorer.token_vectors([question])[0]
+    scored: list[tuple[float, int, int]] = []
+    for index, units in enumerate(cut):
+        closest = closest_tokens(query, scorer.token_vectors([u.text for u in units]))
+        for position, span in enumerate(spans[index]):
+            rows = closest[span.first : span.last]
+            scored.append((float(rows.max(axis=0).mean()) if rows.size else 0.0, index, position))
+    scored.sort(reverse=True)
+    kept: list[list[int]] = [[] for _ in cut]
+    for _, index, position in scored:
+        if len(kept[index]) < 2:
+            kept[index].append(position)
+    total = sum(len(k) for k in kept)
+    for _, index, position in scored:
+        if total >= MAX_WINDOWS:
+            break
+        if position not in kept[index]:
+            kept[index].append(position)
+            total += 1
+    return [[spans[i][p] for p in sorted(k)] for i, k in enumerate(kept)]
+
+
+def learned_reading(
+    scorer: EvidenceScorer, question: str, texts: Sequence[str], titles: Sequence[str]
+) -> list[float]:
+    """The cross-encoder's probability for each passage: its best window's (windows of two
+    adjacent units under the page title and headings, ``tasks/answerability_model.py``), the
+    best pre-scored windows of all passages read in one batch. A page that mentions the
+    subject in passing shares words with the question; only a window that answers reads high."""
+    if not texts or not question.strip():
+        return [0.0] * len(texts)
+    cut = [split_units(text) for text in texts]
+    spans = _prescored(
+        scorer, question, cut, [windows(units, title) for units, title in zip(cut, titles, strict=True)]
+    )
+    probabilities = iter(scorer.answerable(question, [w.text for page in spans for w in page]))
+    return [round(max((next(probabilities) for _ in page), default=0.0), 4) for page in spans]
 
 
 def page_rows(
@@ -79,21 +128,14 @@ def page_rows(
     if not candidates:
         return []
     chosen = [passages[i] for i in candidates]
-    reading = learned.read(
-        scorer,
-        question,
-        [p.text for p in chosen],
-        [relevance[i] for i in candidates],
-        [p.title for p in chosen],
-        quoting=False,
-    )
+    learned = learned_reading(scorer, question, [p.text for p in chosen], [p.title for p in chosen])
     titles = title_coverage(scorer, message or question, [p.title or p.source_id for p in chosen])
     best = max(relevance[i] for i in candidates)
     return [
         {
             "rank": round(1.0 / (1.0 + index), 4),
             "fused": round(float(passage.score), 4),
-            "learned": float(reading.pages.get(position, 0.0)),
+            "learned": learned[position],
             "title": titles[position],
             "conversation": float(passage.source_id in subject),
             "behind": round(best - relevance[index], 4),

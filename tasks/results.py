@@ -70,7 +70,6 @@ def _extracted(
         question,
         passages,
         state.evidence.relevance or None,
-        settings.evidence,
         state.message,
         only=state.evidence.passage_index,
     )

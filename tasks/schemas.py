@@ -56,6 +56,7 @@ CustomerMessage = Annotated[
 Verdict = Literal["answered", "suggest", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
 EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
+DecisionAction = Literal["answer", "suggest", "refuse", "handoff"]
 # where a gate sends the turn (``TurnState.route``), and where the other steps send it
 Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
 PlanRoute = Literal["rewrite", "as_is"]
@@ -181,14 +182,18 @@ class LlmCallTrace(BaseModel):
     wait_ms: float = 0.0
 
 
-class EvidenceView(BaseModel):
-    """The evidence gate's reading of the passages for the strongest phrasing of the question."""
+class Decision(BaseModel):
+    """The answer decision for the strongest phrasing of the question (``tasks/decision.py``):
+    the chosen page, its one calibrated probability, what it means (``action``), every
+    candidate the page choice weighed and each gate feature's contribution to the logit."""
 
     call: EvidenceCall = "insufficient"
+    action: DecisionAction = "refuse"
     relevance: list[float] = Field(default_factory=list)
     coverage: float = 0.0
     probability: float = 0.0
     features: dict[str, float] = Field(default_factory=dict)
+    contributions: dict[str, float] = Field(default_factory=dict)  # feature -> share of the logit
     question: str = ""
     source_id: str = ""  # the page the reading found answering (cited if the turn answers)
     passage_index: int | None = None  # its passage among the turn's passages
@@ -211,7 +216,7 @@ class GateDecision(BaseModel):
     gate: str
     route: StepRoute
     reason: str = ""
-    evidence: EvidenceView | None = None
+    evidence: Decision | None = None
     unsupported: list[str] = Field(default_factory=list)  # the support check's failures
 
 
@@ -226,7 +231,7 @@ class Trace(BaseModel):
     duration_ms: float = 0.0
     notes: list[str] = Field(default_factory=list)
 
-    def last_evidence(self) -> EvidenceView | None:
+    def last_evidence(self) -> Decision | None:
         """The last evidence gate's reading, if a gate read the passages."""
         return next(
             (

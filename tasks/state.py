@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from storage.memory import RememberedCase, RememberedEntity
 from tasks.schemas import (
+    Decision,
     DraftAnswer,
-    EvidenceView,
     GateDecision,
     HistoryTurn,
     JudgeVerdict,
@@ -62,7 +62,7 @@ class TurnState(BaseModel):
     advisory: dict[str, str] = Field(default_factory=dict)
     hint: str = ""
     retrieval: RetrievalOutput | None = None
-    evidence: EvidenceView = Field(default_factory=EvidenceView)
+    evidence: Decision = Field(default_factory=Decision)
     route: Route | None = None
     verdict: JudgeVerdict = "insufficient"
     # the judge model answered undecided evidence: only a verified draft may answer then

@@ -83,15 +83,16 @@ def test_a_missing_learned_model_is_named_at_start_not_in_a_turn(tmp_path):
     from config.settings import EvidenceSettings
     from tasks.evidence import EvidenceScorer
 
-    learned = EvidenceSettings.model_validate({"gate": "learned", "learned": {"model_dir": tmp_path}})
-    with pytest.raises(ModelFilesError, match=r"model\.onnx"):
-        EvidenceScorer(None, learned)  # type: ignore[arg-type]
-    weighing = EvidenceSettings.model_validate({"learned": {"model_dir": tmp_path}})
-    assert "learned" in weighing.answerability.features  # the shipped logistic gate reads it too
+    weighing = EvidenceSettings.model_validate({"model_dir": tmp_path})
+    assert "learned" in weighing.answerability.features  # the shipped gate reads it
+    assert "learned" in weighing.page_choice.features  # and so does the page choice
     with pytest.raises(ModelFilesError, match=r"model\.onnx"):
         EvidenceScorer(None, weighing)  # type: ignore[arg-type]
     without = weighing.answerability.model_copy(
         update={"features": ["section_coverage"], "mean": [0.5], "scale": [0.3], "weights": [1.0]}
     )
-    logistic = weighing.model_copy(update={"answerability": without})
-    assert EvidenceScorer(None, logistic).answerability_dir is None  # type: ignore[arg-type]
+    choice = weighing.page_choice.model_copy(
+        update={"features": ["reading"], "mean": [1.0], "scale": [0.5], "weights": [1.0]}
+    )
+    reading_only = weighing.model_copy(update={"answerability": without, "page_choice": choice})
+    assert EvidenceScorer(None, reading_only).answerability_dir is None  # type: ignore[arg-type]

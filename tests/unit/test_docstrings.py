@@ -30,7 +30,7 @@ DOCTESTED = (
     "agents.progress",
     "evaluation.answers",
     "tasks.schemas",
-    "tasks.learned_answerability",
+    "tasks.decision",
     "terminal.chat",
     "terminal.safe_text",
     "service.routes.handoffs",

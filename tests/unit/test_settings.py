@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import ConfigError, load_settings
-from tasks.operating_points import learned_points, logistic_probability, operating_points
+from tasks.operating_points import logistic_probability, operating_points
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -75,18 +75,11 @@ def test_bad_env_value_is_named(monkeypatch):
             "bias: 0, answer_at: 0.3, refuse_below: 0.6}}\n",
             "refuse_below must not exceed",
         ),
-        ("evidence: {gate: neural}\n", "evidence.gate"),
-        ("evidence: {learned: {page_margin: -0.1}}\n", "learned.page_margin"),
-        ("evidence: {learned: {curve: []}}\n", "give answer_at or a curve"),
-        (
-            "evidence: {learned: {curve: [{threshold: 0.5, precision: 1, coverage: 0.2}, "
-            "{threshold: 0.1, precision: 0.9, coverage: 0.8}]}}\n",
-            "increasing order",
-        ),
-        ("evidence: {learned: {answer_at: 0.3, refuse_below: 0.6}}\n", "refuse_below must not exceed"),
-        ("evidence: {learned: {answer_at: 1.5}}\n", "learned.answer_at"),
+        # the second gate is gone: a configuration that still names it is told so
+        ("evidence: {gate: learned}\n", "evidence.gate"),
+        ("evidence: {learned: {page_margin: 0.1}}\n", "evidence.learned"),
         ("evidence: {target_precision: 0}\n", "evidence.target_precision"),
-        ("evidence: {learned: {curve: [{threshold: 0.5, precision: 2, coverage: 0}]}}\n", "precision"),
+        ("evidence: {page_choice: {features: [a], mean: [0], scale: [1], weights: []}}\n", "one length"),
         ("pilot: {encoder_threads: 0}\n", "pilot.encoder_threads"),
         ("pilot: {header_timeout_s: -1}\n", "pilot.header_timeout_s"),
         ("llm: {stream: sometimes}\n", "llm.stream"),
@@ -126,57 +119,13 @@ def test_roles_take_the_evidence_path_with_the_local_model_only_on_auto():
     assert not forced.uses_model("respond", "openai/gpt-4o-mini")
 
 
-def test_the_target_precision_picks_the_threshold_from_the_curve(tmp_path):
-    curve = (
-        "[{threshold: 0.1, precision: 0.80, coverage: 0.9}, "
-        "{threshold: 0.3, precision: 0.96, coverage: 0.8}, "
-        "{threshold: 0.5, precision: 0.94, coverage: 0.7}, "
-        "{threshold: 0.7, precision: 1.00, coverage: 0.5}]"
-    )
-
-    def gate(text):
-        evidence = load_settings(write(tmp_path, "evidence: {gate: learned, " + text)).evidence
-        return operating_points(evidence)
-
-    # every point from the threshold on must reach the target: 0.5 misses 0.95, so 0.7
-    assert gate(f"target_precision: 0.95, learned: {{curve: {curve}}}}}\n")[0] == 0.7
-    answer_at, refuse_below = gate(f"target_precision: 0.9, learned: {{curve: {curve}}}}}\n")
-    assert answer_at == 0.3 and refuse_below == pytest.approx(0.2)
-    # nothing reaches it: the strictest point
-    assert (
-        gate(
-            "target_precision: 1.0, learned: {curve: [{threshold: 0.2, precision: 0.5, coverage: 1}]}}\n"
-        )[0]
-        == 0.2
-    )
-    explicit = gate(f"target_precision: 0.95, learned: {{curve: {curve}, answer_at: 0.42}}}}\n")
-    assert explicit[0] == 0.42
-
-
 def test_the_shipped_answerability_model_orders_its_probabilities():
     evidence = load_settings().evidence
     model = evidence.answerability
     weak = dict.fromkeys(model.features, 0.0)
-    strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0}
+    strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0, "code_unexplained": 0.0}
     assert logistic_probability(model, strong) > model.answer_at > logistic_probability(model, weak)
-    assert evidence.gate == "logistic" and operating_points(evidence) == (
+    assert operating_points(evidence) == (
         model.answer_at,
         model.refuse_below,
     )
-
-
-def test_the_shipped_learned_gate_reaches_its_target_on_dev():
-    evidence = load_settings().evidence
-    gate = evidence.learned
-    assert gate.curve, "config/learned_answerability.yaml holds the dev curve"
-    answer_at, refuse_below = learned_points(gate, evidence.target_precision)
-    at = [p for p in gate.curve if p.threshold >= answer_at]
-    assert at and all(p.precision >= evidence.target_precision for p in at)
-    assert 0 < refuse_below <= answer_at < 1
-
-
-def test_one_learned_key_from_the_environment_keeps_the_fitted_curve(monkeypatch):
-    fitted = load_settings().evidence.learned
-    monkeypatch.setenv("SUPPORTCREW_EVIDENCE__LEARNED__PAGE_MARGIN", "0.3")
-    learned = load_settings().evidence.learned
-    assert learned.page_margin == 0.3 and learned.curve == fitted.curve
