@@ -38,6 +38,7 @@ EDGES: tuple[Edge, ...] = (
     Edge("context", "rewrite", "reformulator"),
     Edge("context", "as_is", "retriever"),
     Edge("context", "handoff", "closer"),
+    Edge("context", "refuse", "closer"),
     Edge("reformulator", None, "retriever"),
     Edge("retriever", None, "evidence_gate"),
     Edge("evidence_gate", "retry", "reformulator"),

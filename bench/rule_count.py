@@ -1,7 +1,8 @@
 """How much of the answer decision is hand-written rules: regexes and listed words in tasks/.
 
 Counts, per module of ``tasks/``: ``re.compile`` calls, and the string items of literal tuples,
-lists and sets of five or more strings (word lists; a ``Literal[...]`` type is not one).
+lists and sets of five or more strings (word lists; a ``Literal[...]`` type is not one, nor a
+tuple that names a model's features, ``FEATURES = ("reading", ...)``: names, not rules).
 
     python bench/rule_count.py [--json]
 """
@@ -24,6 +25,11 @@ def count(path: Path) -> tuple[int, int]:
         id(n.slice)
         for n in ast.walk(tree)
         if isinstance(n, ast.Subscript) and getattr(n.value, "id", "") == "Literal"
+    } | {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and any(getattr(t, "id", "").endswith("FEATURES") for t in n.targets)
     }
     regexes = words = 0
     for node in ast.walk(tree):

@@ -28,6 +28,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from config.sources import SourceSettings
+
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
 FITTED_ANSWERABILITY = Path(__file__).with_name("answerability.yaml")
 FITTED_PAGE_CHOICE = Path(__file__).with_name("page_choice.yaml")
@@ -344,6 +346,8 @@ class PilotSettings(_Strict):
     # concurrent turns already keep the cores busy, and threads of one small encoding that
     # spin beside them cost more CPU than they save (bench/service.py)
     encoder_threads: int = Field(1, ge=1, le=64)
+    # re-run ``sources:`` this often while serving (``main.py sync``); 0: never
+    sync_every_minutes: float = Field(0.0, ge=0, le=7 * 24 * 60)
 
     @field_validator("api_keys")
     @classmethod
@@ -376,6 +380,8 @@ class Messages(_Strict):
     handoff_busy: str = (
         "Our support team cannot take more conversations right now. Please try again later."
     )
+    # a message of courtesy alone ("Thanks, bye", "Hi!"): nothing searched
+    courtesy: str = "Happy to help. If you have a question about our products or your account, just ask."
 
 
 class Settings(BaseSettings):
@@ -404,6 +410,7 @@ class Settings(BaseSettings):
     roles: RoleSettings = RoleSettings()
     messages: Messages = Messages()
     pilot: PilotSettings = PilotSettings()
+    sources: list[SourceSettings] = Field(default_factory=list)
     telemetry: bool = False
 
     def for_serving(self) -> Settings:

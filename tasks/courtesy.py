@@ -149,6 +149,18 @@ def makes_claim(sentence: str) -> bool:
     return _says_more_than(sentence, COURTESY)
 
 
+def courtesy_only(message: str) -> bool:
+    """Whether a message is made of courtesy alone: some words, all of them greeting, thanks
+    or goodbye (a bare "why?" has no words to judge and is a follow-up, not courtesy).
+
+    >>> courtesy_only("Thanks, bye!"), courtesy_only("Hi"), courtesy_only("why?")
+    (True, True, False)
+    >>> courtesy_only("Thanks! And for annual plans?"), courtesy_only("ok 2")
+    (False, False)
+    """
+    return bool(content_words(message)) and not makes_claim(message)
+
+
 def asks_something(sentence: str) -> bool:
     """Whether a customer's sentence holds more than small talk.
 

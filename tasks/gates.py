@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 from config.settings import Settings
+from tasks.courtesy import courtesy_only
 from tasks.decision import decide_page
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
@@ -43,17 +44,31 @@ def answer_floor(settings: Settings) -> float:
 
 def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
     """Before any model call: a customer who asks for a person (the learned hand-off intent,
-    ``tasks/handoff_intent.py``) is handed off at once."""
+    ``tasks/handoff_intent.py``) is handed off at once; a message of courtesy alone ("Thanks,
+    bye", "Hi!") asks no page anything and gets the courteous reply, not a search."""
     probability = intent.probability(state.message)
     state.asks_for_person = probability >= intent.threshold
     if not state.asks_for_person:
-        return None
+        return nothing_asked(state)
     why = "the customer asked for a person"
     with state.step("intake") as info:
         state.verdict, state.route = "needs_human", "handoff"
         info.update(route="handoff", decided_by=why, asks_for_person=round(probability, 3))
     decision = Decision(action="handoff", probability=round(probability, 4))
     return state.decide(GateDecision(gate="intake", route="handoff", reason=why, evidence=decision))
+
+
+def nothing_asked(state: TurnState) -> GateDecision | None:
+    """A message made of courtesy alone (``tasks.courtesy.courtesy_only``) ends the turn."""
+    if not courtesy_only(state.message):
+        return None
+    why = "the message is courtesy alone: nothing to search"
+    with state.step("intake") as info:
+        state.verdict, state.route, state.nothing_asked = "insufficient", "refuse", True
+        info.update(route="refuse", decided_by=why)
+    return state.decide(
+        GateDecision(gate="intake", route="refuse", reason=why, evidence=Decision(action="refuse"))
+    )
 
 
 def plan_round(state: TurnState) -> GateDecision:

@@ -19,6 +19,24 @@ from tasks.facts import asked_codes
 from tasks.passage_text import split_sentences
 from tasks.state import TurnState
 
+MAX_QUESTIONS = 2  # the questions of a longer message judged alone, besides the whole of it
+
+
+def asked_questions(message: str) -> list[str]:
+    """The questions of a message of several sentences, each judged alone (at most
+    ``MAX_QUESTIONS``): the one a message wraps in context, or each of two it asks ("are you a
+    robot? anyways, how long does a refund take?": the page may answer only one).
+
+    >>> asked_questions("My order X was charged twice. How long does a refund take?")
+    ['How long does a refund take?']
+    >>> asked_questions("How long does a refund take?")
+    []
+    """
+    parts = split_sentences(" ".join(message.split()))
+    if len(parts) < 2:
+        return []
+    return [p for p in parts if p.endswith("?") and asks_something(p)][:MAX_QUESTIONS]
+
 
 def wrapped_question(message: str) -> str:
     """The one question of a message that wraps it in other sentences, else "".
@@ -26,9 +44,8 @@ def wrapped_question(message: str) -> str:
     >>> wrapped_question("My order X was charged twice. How long does a refund take?")
     'How long does a refund take?'
     """
-    parts = split_sentences(" ".join(message.split()))
-    asked = [p for p in parts if p.endswith("?") and asks_something(p)]
-    return asked[0] if len(asked) == 1 and len(parts) > 1 else ""
+    asked = asked_questions(message)
+    return asked[0] if len(asked) == 1 else ""
 
 
 def problem_question(message: str) -> str:
@@ -48,9 +65,10 @@ def problem_question(message: str) -> str:
 
 
 def first_turn_phrasings(message: str) -> list[str]:
-    """What the gate judges for a message with no history: the whole message, the one
-    question it wraps, and the question a problem statement asks about its code, if any."""
-    extra = [wrapped_question(message), problem_question(message)]
+    """What the gate judges for a message with no history: the whole message, the questions
+    it asks among other sentences, and the question a problem statement asks about its code,
+    if any."""
+    extra = [*asked_questions(message), problem_question(message)]
     return [message, *(q for q in extra if q)]
 
 

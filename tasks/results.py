@@ -130,6 +130,13 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
     ``answer_at``) and no judge model weighed in, the page it read best is offered as "this
     article may help" (verdict ``suggest``, never counted as an answer); else "no results"."""
     session_id = state.request.session_id if state.request else ""
+    if state.nothing_asked:
+        return TurnResult(
+            session_id=session_id,
+            answer=settings.messages.courtesy,
+            verdict="idk",
+            judge_verdict=state.verdict,
+        )
     suggested = None if model_role(settings, "judge") else _suggested(state)
     if suggested is not None:
         state.note(

@@ -54,6 +54,7 @@ class TurnState(BaseModel):
     turn_index: int = 0
     round_index: int = 0
     asks_for_person: bool = False  # the hand-off intent read at intake
+    nothing_asked: bool = False  # a message of courtesy alone ("Thanks, bye"): no search
     rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
     pointed_at: list[RememberedEntity] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]

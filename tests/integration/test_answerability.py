@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from config.settings import load_settings
 from main import app
-from tasks.operating_points import operating_points
 from tests.conftest import REPO
 from tests.helpers import scripted_runtime
 from tests.integration.test_turn import ask, undecided
@@ -236,7 +235,8 @@ def test_a_code_of_a_documented_family_that_no_page_explains_is_refused(settings
     result = ask(runtime, "My payment failed with PAY-407 this morning.", slots=ENTERPRISE)
     assert result.verdict == "idk" and not result.citations
     [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
-    assert gate.detail["answerable"] == 0.0
+    assert gate.detail["features"]["code_unexplained"] == 1.0
+    assert gate.detail["answerable"] < settings.evidence.answerability.refuse_below
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -203,6 +203,20 @@ def test_a_person_mentioned_in_passing_is_searched_not_handed_off(make_runtime, 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_courtesy_alone_gets_the_courteous_reply_without_a_search(make_runtime, engine, settings):
+    runtime = make_runtime(answering_llm(), engine)
+    history = [HistoryTurn(user="How long does a refund take?", answer=REFUND)]
+    for message in ("Thanks, bye!", "Hi", "ok thank you"):
+        result = ask(runtime, message, history=history)
+        assert result.verdict == "idk" and not result.citations, message
+        assert result.answer == settings.messages.courtesy
+        assert not steps(result, "retrieve") and steps(result, "intake")[0].detail["route"] == "refuse"
+    # words to judge beside the thanks: searched and answered as a follow-up
+    followed = ask(runtime, "Thanks! And for annual plans?", history=history)
+    assert followed.verdict == "answered" and steps(followed, "retrieve")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_follow_up_is_reformulated_and_the_original_still_searched(make_runtime, engine):
     llm = ScriptedLLM(model="scripted").script(
         tools=[SEARCH],
@@ -258,7 +272,7 @@ def test_a_bug_is_a_logged_error_not_a_connection_problem(
     def broken(*_args, **_kwargs):
         raise KeyError("chunk_id")
 
-    monkeypatch.setattr("tasks.gates.assess", broken)
+    monkeypatch.setattr("tasks.decision.assess", broken)
     with caplog.at_level(logging.ERROR, logger="agents.turn"):
         result = ask(runtime, "How long does a refund take?")
     assert result.verdict == "error" and result.answer == settings.messages.error
