@@ -138,7 +138,13 @@ def main(
 @app.command()
 @friendly_errors
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files or folders; a help-center site (https://.../sitemap.xml or a start URL); "
+            "a Zendesk Guide articles export (.json)."
+        ),
+    ],
     collection: Annotated[
         str | None, typer.Option(help="Collection name (default from config).")
     ] = None,
@@ -146,11 +152,31 @@ def ingest(
     prune: Annotated[bool, typer.Option(help="Remove documents whose files are gone.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Ingest Markdown, text, HTML, PDF files or a BEIR corpus.jsonl into the knowledge base."""
+    """Ingest Markdown, text, HTML, PDF files, a BEIR corpus.jsonl, a help-center site or a
+    Zendesk export into the knowledge base. Exit 1 when a path does not exist or a site or
+    export was not read whole (nothing is pruned from it then)."""
     from dataclasses import asdict
 
+    from config.sources import SourceSettings
     from storage.kb.ingest import ingest_paths
+    from storage.kb.sync import sync_source
 
+    sources = [
+        SourceSettings(kind="site" if p.startswith(("http://", "https://")) else "zendesk", location=p)
+        for p in paths
+        if p.startswith(("http://", "https://")) or p.lower().endswith(".json")
+    ]
+    files = [Path(p) for p in paths if not any(p == s.location for s in sources)]
+    incomplete = False
+    if sources:
+        with open_kb(collection) as kb:
+            kb.ensure_collection(recreate=recreate)
+            recreate = False
+            reports = [sync_source(kb, source) for source in sources]
+        print_sync(reports, as_json)
+        incomplete = not all(r.complete for r in reports)
+        if not files:
+            raise typer.Exit(1 if incomplete else 0)
     with (
         open_kb(collection) as kb,
         Progress(
@@ -165,14 +191,15 @@ def ingest(
         task = progress.add_task("ingest", total=None)
         report = ingest_paths(
             kb,
-            paths,
+            files,
             recreate=recreate,
             prune=prune,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
+    missing = any(reason == "no such file or folder" for _, reason in report.skipped)
     if as_json:
         sys.stdout.write(json.dumps({"collection": kb.collection, **asdict(report)}) + "\n")
-        return
+        raise typer.Exit(1 if missing or incomplete else 0)
     table = Table(title=f"ingest into {kb.collection!r}")
     for column in (
         "files",
@@ -207,6 +234,63 @@ def ingest(
         )
     for warning in report.warnings:
         errors.print(f"[yellow]warning[/] {warning}", highlight=False)
+    if missing or incomplete:
+        raise typer.Exit(1)
+
+
+def print_sync(reports: list[Any], as_json: bool) -> None:
+    """Each source's sync: a table (or JSON lines), then what failed or was skipped."""
+    from dataclasses import asdict
+
+    if as_json:
+        for report in reports:
+            sys.stdout.write(json.dumps({**asdict(report), "complete": report.complete}) + "\n")
+        return
+    table = Table(title="sync")
+    columns = ("source", "kind", "added", "changed", "unchanged", "removed", "requests", "failed")
+    for column in (*columns, "seconds"):
+        table.add_column(column, justify="left" if column in ("source", "kind") else "right")
+    for r in reports:
+        counts = (r.added, r.changed, r.unchanged, r.removed, r.requests, len(r.failures))
+        table.add_row(r.source, r.kind, *(str(c) for c in counts), f"{r.seconds:.1f}")
+    console.print(table)
+    for r in reports:
+        for what, why in r.failures:
+            errors.print(f"[red]failed[/] {what}: {why}", highlight=False)
+        for what, why in r.skipped:
+            errors.print(f"[yellow]skipped[/] {what}: {why}", highlight=False)
+        for warning in r.warnings:
+            errors.print(f"[yellow]warning[/] {warning}", highlight=False)
+        if not r.complete:
+            errors.print(f"[red]{r.source}: not read whole; nothing was pruned[/]", highlight=False)
+
+
+@app.command()
+@friendly_errors
+def sync(
+    source: Annotated[
+        list[str] | None, typer.Option("--source", help="Only the sources of these names.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON line per source.")] = False,
+) -> None:
+    """Re-sync every source of ``sources:`` in the configuration (folders, sites, Zendesk
+    exports): added / changed / unchanged / removed per source. Exit 1 when one was not read
+    whole."""
+    from storage.kb.sync import sync_sources
+
+    chosen = [s for s in state.settings.sources if not source or s.label in source]
+    if not chosen:
+        errors.print(
+            "[bold red]error:[/] no sources to sync: list them under sources: in the configuration"
+            + (f" (none named {', '.join(source)})" if source else ""),
+            highlight=False,
+        )
+        raise typer.Exit(2)
+    with open_kb() as kb:
+        reports = sync_sources(kb, chosen)
+    print_sync(reports, as_json)
+    if not all(r.complete for r in reports):
+        raise typer.Exit(1)
 
 
 @app.command()

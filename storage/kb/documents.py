@@ -82,6 +82,9 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     origin: str = ""
     warnings: list[str] = field(default_factory=list)
+    # a fetched page's HTTP validators (``etag``, ``last_modified``): stored beside its chunks
+    # for the next sync's conditional request, not part of its content
+    validators: dict[str, str] = field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:

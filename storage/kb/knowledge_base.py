@@ -84,6 +84,7 @@ def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
         "entities": kb_entities(f"{chunk.section}\n{chunk.text}"),
         "content_hash": doc.content_hash,
         "origin": doc.origin,
+        **doc.validators,
     }
     payload.setdefault("access", "public")
     return payload
@@ -152,11 +153,14 @@ class KnowledgeBase:
 
     # -- writing ---------------------------------------------------------------------------
     def stored_sources(self) -> dict[str, Record]:
-        """source_id → first-chunk record (content_hash, origin) of every stored document."""
+        """source_id → first-chunk record (content_hash, origin and, for a fetched page, its
+        ``etag`` / ``last_modified``) of every stored document."""
         if not self.exists():
             return {}
         records = self.store.scroll(
-            self.collection, Match("split_id", (0,)), fields=("source_id", "content_hash", "origin")
+            self.collection,
+            Match("split_id", (0,)),
+            fields=("source_id", "content_hash", "origin", "etag", "last_modified"),
         )
         return {r.payload["source_id"]: r for r in records}
 

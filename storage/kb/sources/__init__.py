@@ -1,0 +1,1 @@
+"""Sources of the knowledge base beyond files: a help-center site, a Zendesk Guide export."""

@@ -1,0 +1,230 @@
+"""Syncing the knowledge base from a help-center website served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from config.sources import PathSlots, SourceSettings
+from main import app
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.kb.sync import sync_source
+from tests.conftest import REPO
+from tests.help_site import HelpSite, huge, redirect, slow
+
+KB = REPO / "examples" / "kb"
+PUBLIC_PAGES = 23  # examples/kb's Markdown pages outside /internal/
+
+
+@pytest.fixture
+def site():
+    with HelpSite.from_folder(KB) as running:
+        yield running
+
+
+@pytest.fixture
+def kb(settings, tmp_path):
+    opened = KnowledgeBase.open(settings, tmp_path / "data")
+    yield opened
+    opened.close()
+
+
+def source_of(site: HelpSite, path: str = "/sitemap.xml", **more) -> SourceSettings:
+    return SourceSettings(
+        kind="site",
+        location=site.url(path),
+        slots=[PathSlots(path="/sso/", tiers=["enterprise"])],
+        requests_per_second=1000,
+        **more,
+    )
+
+
+def stored_pages(kb: KnowledgeBase) -> dict[str, dict]:
+    return {k: r.payload for k, r in kb.stored_sources().items()}
+
+
+def chunk_texts(kb: KnowledgeBase, url: str) -> str:
+    hits = kb.store.scroll(kb.collection, None, fields=("source_id", "text"))
+    return "\n".join(h.payload["text"] for h in hits if h.payload["source_id"] == url)
+
+
+def test_a_first_sync_ingests_the_site_without_its_chrome_or_disallowed_pages(site, kb):
+    report = sync_source(kb, source_of(site))
+    assert report.complete, report.failures
+    assert report.added == PUBLIC_PAGES and report.removed == 0
+    pages = stored_pages(kb)
+    assert len(pages) == PUBLIC_PAGES
+    assert not any("/internal/" in p for p in site.requests)  # robots.txt: never requested
+    refunds = site.url("/billing/refunds.html")
+    text = chunk_texts(kb, refunds)
+    assert "5 to 7 business days" in text
+    for chrome in ("cookies", "Privacy policy", "Home"):
+        assert chrome not in text, chrome
+    saml = kb.store.scroll(kb.collection, None, fields=("source_id", "tiers", "url", "title"))
+    [first] = [h.payload for h in saml if h.payload["source_id"] == site.url("/sso/saml-setup.html")][:1]
+    assert first["tiers"] == ["enterprise"] and first["url"] == site.url("/sso/saml-setup.html")
+    assert first["title"].startswith("Set up SAML single sign-on")
+
+
+def test_a_resync_fetches_only_what_changed_and_prunes_what_is_gone(site, kb, settings, tmp_path):
+    assert sync_source(kb, source_of(site)).complete
+    site.served.clear()
+    site.requests.clear()
+    title, text = site.pages["/billing/refunds.html"]
+    site.pages["/billing/refunds.html"] = (title, text.replace("5 to 7", "3 to 4"))
+    site.pages["/billing/gift-cards.html"] = (
+        "Gift cards",
+        "# Gift cards\n\nGift cards can be redeemed under Settings > Billing > Redeem a gift card.",
+    )
+    del site.pages["/data/import.html"]
+    report = sync_source(kb, source_of(site))
+    assert report.complete, report.failures
+    assert (report.added, report.changed, report.removed) == (1, 1, 1)
+    assert report.unchanged == PUBLIC_PAGES - 2
+    # every page asked once, conditionally; only the changed and the new one sent whole
+    assert sorted(site.served) == ["/billing/gift-cards.html", "/billing/refunds.html"]
+    assert report.requests == len(site.requests) == PUBLIC_PAGES + 2  # + robots.txt, sitemap
+    pages = stored_pages(kb)
+    assert site.url("/data/import.html") not in pages
+    assert "3 to 4 business days" in chunk_texts(kb, site.url("/billing/refunds.html"))
+    assert "5 to 7" not in chunk_texts(kb, site.url("/billing/refunds.html"))
+
+
+def test_an_answer_cites_the_synced_page_and_its_new_text(site, kb, settings, tmp_path):
+    from agents.build import build_runtime
+    from agents.turn import run_turn
+    from tasks.schemas import TurnRequest
+
+    title, text = site.pages["/billing/refunds.html"]
+    site.pages["/billing/refunds.html"] = (title, text.replace("5 to 7", "3 to 4"))
+    assert sync_source(kb, source_of(site)).complete
+    kb.close()
+    runtime = build_runtime(settings, tmp_path / "data")
+    try:
+        result = run_turn(
+            TurnRequest(session_id="s", message="How long does a refund take?", customer_id="c"),
+            runtime,
+        )
+    finally:
+        runtime.close()
+    assert result.verdict == "answered"
+    assert [c.source_id for c in result.citations] == [site.url("/billing/refunds.html")]
+    assert "3 to 4 business days" in result.answer
+
+
+def test_a_start_url_is_crawled_by_its_links_on_the_site_only(site, kb):
+    site.pages["/billing/refunds.html"] = (
+        "Refunds",
+        "# Refunds\n\nRefunds take 5 to 7 business days. See https://evil.example.net/ too.",
+    )
+    report = sync_source(kb, source_of(site, "/"))
+    assert report.complete, report.failures
+    pages = stored_pages(kb)
+    assert site.url("/billing/refunds.html") in pages and site.url("/") in pages
+    assert all(p.startswith(site.url("/")) for p in pages)
+    assert not any("/internal/" in p for p in site.requests)
+    # a page no link reaches any more, and gone from the site, is pruned on the next crawl
+    del site.pages["/data/import.html"]
+    again = sync_source(kb, source_of(site, "/"))
+    assert again.complete and again.removed == 1
+    assert site.url("/data/import.html") not in stored_pages(kb)
+
+
+@pytest.mark.parametrize(
+    ("path", "trap", "why"),
+    [
+        ("/missing.html", None, "HTTP 404"),
+        ("/slow.html", slow(2.0), "timed out"),
+        ("/moved.html", redirect("http://evil.example.net/phish.html"), "redirected off the site"),
+        ("/huge.html", huge(300_000), "over the size cap"),
+    ],
+)
+def test_a_page_that_fails_is_named_and_nothing_is_pruned(site, kb, path, trap, why):
+    assert sync_source(kb, source_of(site)).complete
+    before = stored_pages(kb)
+    if trap is None:
+        site.listed_extra.append(path)
+    else:
+        site.add_trap(path, trap)
+    del site.pages["/data/import.html"]  # gone, but the sync is incomplete: kept
+    report = sync_source(kb, source_of(site, timeout_s=0.5, max_page_bytes=100_000))
+    assert not report.complete
+    [(url, reason)] = report.failures
+    assert url == site.url(path) and why in reason
+    assert report.removed == 0 and stored_pages(kb).keys() == before.keys()
+
+
+def test_a_sitemap_that_is_not_xml_fails_the_source_and_keeps_what_was_ingested(site, kb):
+    assert sync_source(kb, source_of(site)).complete
+    before = stored_pages(kb)
+    site.sitemap_body = b"<html><body>Oops, an error page</body>"
+    report = sync_source(kb, source_of(site))
+    assert not report.complete
+    [(where, why)] = report.failures
+    assert where == site.url("/sitemap.xml") and "sitemap" in why
+    assert stored_pages(kb).keys() == before.keys()
+
+
+def run_cli(tmp_path: Path, *args: str, config: dict | None = None):
+    command = ["--data-dir", str(tmp_path / "data")]
+    if config is not None:
+        path = tmp_path / "assistant.yaml"
+        path.write_text(yaml.safe_dump(config))
+        command += ["--config", str(path)]
+    return CliRunner().invoke(app, [*command, *args])
+
+
+def test_ingest_names_a_path_that_does_not_exist_and_exits_1(tmp_path):
+    result = run_cli(tmp_path, "ingest", str(tmp_path / "nowhere"), str(KB / "billing"))
+    assert result.exit_code == 1
+    assert "nowhere" in result.output and "no such file or folder" in result.output
+
+
+def test_ingest_of_an_unreachable_site_exits_1_naming_it(tmp_path):
+    result = run_cli(tmp_path, "ingest", "http://127.0.0.1:9/sitemap.xml")
+    assert result.exit_code == 1
+    assert "127.0.0.1:9/robots.txt" in result.output and "not read whole" in result.output
+
+
+def test_sync_runs_every_configured_source_and_reports_each(site, tmp_path):
+    export = tmp_path / "articles.json"
+    export.write_text((REPO / "examples" / "zendesk" / "articles.json").read_text())
+    config = {
+        "sources": [
+            {
+                "kind": "site",
+                "location": site.url("/sitemap.xml"),
+                "name": "help site",
+                "requests_per_second": 1000,
+            },
+            {
+                "kind": "zendesk",
+                "location": str(export),
+                "name": "guide",
+                "segments": {"360000000002": {"access": "customer"}},
+            },
+        ]
+    }
+    result = run_cli(tmp_path, "sync", "--json", config=config)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["source"], r["kind"], r["complete"]) for r in lines] == [
+        ("help site", "site", True),
+        ("guide", "zendesk", True),
+    ]
+    assert lines[0]["added"] == PUBLIC_PAGES and lines[1]["added"] == 4  # one is a draft
+    again = [
+        json.loads(line)
+        for line in run_cli(tmp_path, "sync", "--json", config=config).stdout.splitlines()
+    ]
+    assert [(r["added"], r["changed"], r["removed"]) for r in again] == [(0, 0, 0), (0, 0, 0)]
+    assert again[0]["unchanged"] == PUBLIC_PAGES
+
+
+def test_sync_without_sources_says_so(tmp_path):
+    result = run_cli(tmp_path, "sync", config={})
+    assert result.exit_code == 2 and "no sources to sync" in result.output
