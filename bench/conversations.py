@@ -7,6 +7,8 @@ that mostly name no pronoun, near misses of the conversation's page, topic chang
 and ``doc2dial-dev-conversations.yaml`` over the doc2dial *dev* pages). A turn with
 ``expect: {verdict: answered, cites: [...]}`` is answered right when it answers citing one
 of those pages; ``verdict: idk`` or ``handoff`` is refused right when it does not answer.
+``evidence_held``: of the answerable turns whose expectation names the words their right
+sentences hold (``contains``), those whose answer quotes them all.
 Turns without an expectation (an opener that only states the problem) are not scored.
 
 With ``--baseline-repo DIR`` (a checkout of an earlier main) the same scripts also run through
@@ -41,6 +43,7 @@ FIGURES = (
     "precision",
     "wrong_page_answers",
     "page_choice",
+    "evidence_held",
     "turns",
     "p50_s",
     "p95_s",
@@ -74,6 +77,10 @@ def scored(line: dict[str, Any]) -> dict[str, Any] | None:
         "gate_source": gate_source,
         "gate_right": want == "answered" and gate_source in expect.get("cites", []),
         "cites": expect.get("cites", []),
+        # the words the right sentences hold (``contains``): does the answer quote them?
+        "holds_evidence": all(t.lower() in line["answer"].lower() for t in expect["contains"])
+        if expect.get("contains") and want == "answered"
+        else None,
         # the page choice's candidates, features and scores (bench/fit_page_choice.py)
         "candidates": gates[-1].get("candidates", []) if gates else [],
     }
@@ -97,6 +104,10 @@ def figures(turns: list[dict[str, Any]]) -> dict[str, Any]:
         # the decision's chosen page is a gold one, answered or not (answerable turns)
         "page_choice": round(sum(t["gate_right"] for t in answerable) / len(answerable), 3)
         if answerable
+        else None,
+        # of the answerable turns that name the words of their right sentences: quoted
+        "evidence_held": f"{sum(bool(t['holds_evidence']) for t in named)}/{len(named)}"
+        if (named := [t for t in answerable if t.get("holds_evidence") is not None])
         else None,
         "turns": len(turns),
         "p50_s": round(percentile(seconds, 0.5), 2),

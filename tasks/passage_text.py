@@ -22,9 +22,9 @@ from typing import Literal
 UnitKind = Literal["sentence", "item", "heading", "question", "table"]
 
 WINDOW = 2  # adjacent sentence units in one window, for both answer gates
-# a sentence ends at ". " before a capital or digit, and at "? " / "! " before anything
-# (customers write "are you a robot? anyways, how long ...")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+")
+# a sentence ends at ". " before a capital or digit, and at "? " / "! " before a lower-case
+# word too (customers write "are you a robot? anyways, how long ..."); "? (order 123)" does not
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+(?=[a-z])")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _SINGLE_STAR = re.compile(r"(?<!\w)\*(?=\S)([^*\n]+?)(?<=\S)\*(?!\w)")
 _LINK_MARK = re.compile(r"\s*\[\d+\s*\]")
