@@ -38,6 +38,7 @@ from service.pilot_store import PilotStore
 from service.rate_limits import RateLimits
 from service.routes import handoffs, health, me, page, reports, search, sessions
 from service.routes.page import PAGE_HEADERS, STATIC
+from service.scheduled_sync import sync_forever
 from service.session_state import SessionConflict
 from storage.qdrant.store import StoreError
 
@@ -58,8 +59,10 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
         sweeper = asyncio.create_task(sweep_forever(pilot))
+        syncer = asyncio.create_task(sync_forever(pilot))
         yield
         sweeper.cancel()
+        syncer.cancel()
         if runtime is None:
             pilot.runtime.close()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +38,11 @@ BANNER = (
 FOOTER = "<footer>(c) 2026 CloudDesk Inc. Privacy policy. Terms of service. Status page.</footer>"
 
 
+def inline_html(text: str) -> str:
+    """Escaped text with ``**bold**`` as <strong>."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(text))
+
+
 def markdown_html(text: str) -> str:
     """Headings, list items and paragraphs of simple Markdown as HTML."""
     blocks: list[str] = []
@@ -50,9 +56,9 @@ def markdown_html(text: str) -> str:
             lines = lines[1:]
         items = [line[2:] for line in lines if line.startswith(("- ", "* "))]
         if items and len(items) == len(lines):
-            blocks.append("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>")
+            blocks.append("<ul>" + "".join(f"<li>{inline_html(i)}</li>" for i in items) + "</ul>")
         elif lines:
-            blocks.append(f"<p>{html.escape(' '.join(lines))}</p>")
+            blocks.append(f"<p>{inline_html(' '.join(lines))}</p>")
     return "\n".join(blocks)
 
 

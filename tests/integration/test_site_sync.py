@@ -228,3 +228,50 @@ def test_sync_runs_every_configured_source_and_reports_each(site, tmp_path):
 def test_sync_without_sources_says_so(tmp_path):
     result = run_cli(tmp_path, "sync", config={})
     assert result.exit_code == 2 and "no sources to sync" in result.output
+
+
+def test_the_pilot_resyncs_its_sources_while_it_serves(site, settings, example_kb, tmp_path):
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from config.settings import ApiKey
+    from service.app import create_app
+    from service.auth import hash_key
+    from storage.qdrant.edge_store import EdgeStore
+    from tests.helpers import answering_llm, scripted_runtime, with_api_keys
+
+    key = ApiKey(name="site", sha256=hash_key("customer-key"), slots={"access_level": "public"})
+    source = source_of(site)
+    keyed = with_api_keys(settings, key)
+    configured = keyed.model_copy(
+        update={
+            "sources": [source],
+            "pilot": keyed.pilot.model_copy(update={"sync_every_minutes": 0.01}),
+        }
+    )
+    store = EdgeStore(tmp_path / "pilot")
+    kb = KnowledgeBase(configured, store, example_kb.encoders)
+    assert sync_source(kb, source).complete
+    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store)
+    title, text = site.pages["/billing/refunds.html"]
+    site.pages["/billing/refunds.html"] = (title, text.replace("5 to 7", "3 to 4"))
+    headers = {"Authorization": "Bearer customer-key"}
+    try:
+        with TestClient(create_app(configured, tmp_path, runtime)) as client:
+            found = ""
+            for _ in range(40):  # the first round runs 0.6 s after start
+                time.sleep(0.25)
+                response = client.post(
+                    "/v1/search", json={"query": "how long does a refund take"}, headers=headers
+                )
+                assert response.status_code == 200, response.text
+                refunds = site.url("/billing/refunds.html")
+                found = " ".join(
+                    r["body"] for r in response.json()["search_results"] if r["url"] == refunds
+                )
+                if "3 to 4 business days" in found:
+                    break
+            assert "3 to 4 business days" in found and "5 to 7 business days" not in found
+    finally:
+        store.close()
