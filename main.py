@@ -592,6 +592,61 @@ def report_gaps(
         console.print(f"{report.errors} turn(s) failed ({steps}): see the service's log")
 
 
+@report_app.command("outcomes")
+@friendly_errors
+def report_outcomes(
+    tenant: TenantOption = "",
+    days: Annotated[int, typer.Option(min=1, max=366, help="The last N days.")] = 30,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="Every conversation's label and evidence as CSV.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """What the assistant achieved: resolution, hand-off, unanswered and suggested rates and
+    satisfaction per day, and every conversation's label with the evidence behind it."""
+    import csv
+    import time
+
+    from service.outcomes import tenant_outcomes
+    from service.pilot_store import PilotStore
+    from storage.memory import MemoryStore
+
+    with open_kb() as kb:
+        report = tenant_outcomes(
+            MemoryStore(kb.store, kb.encoders),
+            PilotStore(kb.store, kb.encoders),
+            tenant,
+            time.time(),
+            state.settings.pilot,
+            days,
+        )
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    if as_csv:
+        columns = ("session_id", "customer_id", "day", "label", "why", "questions", "evidence")
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        for c in report.conversations:
+            row = c.model_dump()
+            writer.writerow([*(row[k] for k in columns[:-1]), json.dumps(c.evidence, sort_keys=True)])
+        return
+    table = Table(
+        title=f"outcomes since {report.since_day} ({report.total_conversations} conversations)"
+    )
+    shown = ("involved", "resolution_rate", "handoff_rate", "unanswered_rate", "suggested_rate")
+    for column in ("day", *shown, "satisfaction"):
+        table.add_column(column, justify="left" if column == "day" else "right")
+    for day in report.days:
+        row = day.model_dump()
+        table.add_row(
+            day.day, *("-" if row[k] is None else str(row[k]) for k in (*shown, "satisfaction"))
+        )
+    t = report.totals
+    table.add_row("all", *("-" if t.get(k) is None else str(t[k]) for k in (*shown, "satisfaction")))
+    console.print(table if report.days else "no conversations with a question in this window")
+
+
 keys_app = typer.Typer(help="Pilot API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 

@@ -348,6 +348,11 @@ class PilotSettings(_Strict):
     encoder_threads: int = Field(1, ge=1, le=64)
     # re-run ``sources:`` this often while serving (``main.py sync``); 0: never
     sync_every_minutes: float = Field(0.0, ge=0, le=7 * 24 * 60)
+    # a conversation quiet this long gets its outcome (tasks/outcomes.py); the report labels
+    # every conversation past it, so a short window shows outcomes at once
+    outcome_after_s: float = Field(86_400.0, ge=0, le=90 * 86_400)
+    # a resolved conversation whose customer comes back on its topic this soon is reopened
+    reopen_within_s: float = Field(7 * 86_400.0, ge=0, le=365 * 86_400)
 
     @field_validator("api_keys")
     @classmethod

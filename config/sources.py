@@ -11,7 +11,7 @@ Slots come from the source: ``slots`` rules by URL path for a site, ``segments``
 id) and ``labels`` for a Zendesk export. Every rule that matches adds its slots; a later rule
 wins a key an earlier one set.
 
-Usage (assistant.yaml)::
+In assistant.yaml::
 
     sources:
       - kind: site
@@ -23,6 +23,11 @@ Usage (assistant.yaml)::
         location: exports/articles.json
         segments: {"360001": {access: customer}}
         labels: {sso: {product: sso}}
+
+Usage::
+
+    source = SourceSettings(kind="site", location="https://help.example.com/sitemap.xml")
+    path_slots(source.slots, "/enterprise/sso.html")      # {} without rules
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from fastapi import Depends, Request
 from config.settings import Settings
 from service.auth import AuthError, Caller, authenticate
 from service.errors import ApiError
-from service.gaps import GapReports
+from service.gaps import ReportCache
 
 
 @dataclass
@@ -32,7 +32,8 @@ class PilotContext:
     runtime: Any = None
     store: Any = None
     limits: Any = None  # service.rate_limits.RateLimits, built with the store
-    gap_reports: GapReports = field(default_factory=GapReports)
+    gap_reports: ReportCache[Any] = field(default_factory=ReportCache)
+    outcome_reports: ReportCache[Any] = field(default_factory=ReportCache)
     locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     running: set[asyncio.Task[Any]] = field(default_factory=set)
 

@@ -7,7 +7,7 @@ Usage::
 
     report = tenant_gap_report(memory, pilot_store, retriever, "acme", since=0.0,
                                slots={"access_level": "internal"})
-    reports = GapReports()
+    reports = ReportCache()
     reports.get(("acme", 0.0), lambda: report)   # the same report for 60 s
 """
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tasks.gap_report import GapReport, cluster_gaps, failed_turns, gap_questions
 from tasks.handoff_intent import load_handoff_intent
 
+Report = TypeVar("Report")
 CACHE_S = 60.0  # an admin polling the report reads one computation a minute
 TOP = 100  # clusters kept per report, served a page at a time
 FAILED_SHOWN = 20  # the most recent failed turns listed with the error count
@@ -50,7 +51,7 @@ def tenant_gap_report(
     return report
 
 
-class GapReports:
+class ReportCache(Generic[Report]):
     """Reports kept for ``ttl_s`` per key (tenant, window, slots): polling costs one
     computation per minute. Computations run one at a time (an admin route, at most one a
     minute per key), so concurrent calls for one key compute it once, and the cache holds
@@ -58,10 +59,10 @@ class GapReports:
 
     def __init__(self, ttl_s: float = CACHE_S) -> None:
         self.ttl_s = ttl_s
-        self._kept: dict[Hashable, tuple[float, GapReport]] = {}
+        self._kept: dict[Hashable, tuple[float, Report]] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, compute: Callable[[], GapReport]) -> GapReport:
+    def get(self, key: Hashable, compute: Callable[[], Report]) -> Report:
         with self._lock:
             now = time.monotonic()
             self._kept = {k: v for k, v in self._kept.items() if now - v[0] < self.ttl_s}

@@ -282,6 +282,14 @@ class MemoryStore:
             if r.payload.get("ts", 0.0) >= since
         ]
 
+    def tenant_turns(self, tenant: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+        """``fields`` of every turn of ``tenant`` (staff reports across customers, never a
+        customer's view): one read for the outcome report, not one per conversation."""
+        self.ensure()
+        return [
+            r.payload for r in self.store.scroll(SESSIONS, Match("tenant", (tenant,)), fields=fields)
+        ]
+
     # -- entities --------------------------------------------------------------------------
     def upsert_entities(self, scope: Scope, entities: Sequence[Entity], source: str) -> None:
         """Add or refresh entities: first/last seen, attributes merged, source turns kept.
@@ -346,6 +354,12 @@ class MemoryStore:
                 "ts": time.time(),
             },
         )
+
+    def memories(self, scope: Scope, limit: int = 5) -> list[RememberedCase]:
+        """The scope's latest long-term memories, newest first (what staff see of a customer)."""
+        self.ensure()
+        cases = [RememberedCase(**r.payload) for r in self.store.scroll(MEMORIES, self._where(scope))]
+        return sorted(cases, key=lambda c: -c.ts)[:limit]
 
     def recall(self, scope: Scope, query: str, limit: int = 3) -> list[RememberedCase]:
         """The scope's long-term memories nearest in meaning to ``query``."""

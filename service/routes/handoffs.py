@@ -28,9 +28,11 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
+from service.agent_assist import suggested_reply
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext, Staff
 from service.errors import ApiError
+from service.routes.sessions import ANONYMOUS
 from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import Scope
 from tasks.memory_context import close_session, waiting_for_a_person
@@ -94,31 +96,70 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[
 
 
 def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> dict[str, Any]:
-    """What a person needs to take a conversation over, as far as their key may read it."""
+    """What a person needs to take a conversation over, as far as their key may read it: the
+    transcript, what we know of the customer (entities, earlier cases) and a suggested reply
+    to the last unanswered message, under the key's own slots (``service/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.runtime.memory
-    turns = withhold_unreadable(
-        pilot.runtime, staff_slots(who), memory.session_turns(scope, header["session_id"])
-    )
+    slots = staff_slots(who)
+    stored = memory.session_turns(scope, header["session_id"])
+    turns = withhold_unreadable(pilot.runtime, slots, stored)
     return {
         "session": header,
+        "customer": customer_label(header["customer_id"]),
         "turns": turns,
         "citations": sorted({c for t in turns for c in t.get("citations", [])}),
         "entities": [
             e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)
         ],
+        "memories": [
+            m.model_dump(include={"session_id", "summary", "resolution", "ts"})
+            for m in memory.memories(scope)
+            if m.session_id != header["session_id"]
+        ],
         "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),
+        "suggestion": suggested_reply(pilot.runtime, turns, slots, header["session_id"]),
     }
 
 
+def customer_label(customer_id: str) -> str:
+    """How the desk names a customer: the id a trusted backend gave, or an anonymous visitor.
+
+    >>> customer_label("c-001"), customer_label("anon-2876e7ddd0b1484ca3c26b3ea4cfc0e2")
+    ('c-001', 'anonymous visitor 2876e7')
+    """
+    if customer_id.startswith(ANONYMOUS):
+        return f"anonymous visitor {customer_id.removeprefix(ANONYMOUS)[:6]}"
+    return customer_id
+
+
+def handoff_why(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
+    """Why a conversation waits: the customer's message that asked for a person, else the
+    last question the assistant could not answer, else the reason given with the hand-off.
+
+    >>> handoff_why({"handoff_reason": "button"}, [{"user": "Refund?", "verdict": "idk"},
+    ...              {"user": "Can I talk to a human?", "verdict": "handoff"}])
+    'Can I talk to a human?'
+    """
+    asked = [t for t in turns if t.get("user")]
+    for verdicts in (("handoff",), ("idk", "suggest", "error")):
+        found = [t for t in asked if t.get("verdict") in verdicts]
+        if found:
+            return str(found[-1]["user"])
+    return str(header.get("handoff_reason") or "")
+
+
 def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
-    """One line of the queue: enough to choose a conversation, none of its answers."""
+    """One line of the queue: enough to choose a conversation (who, why, since when, who has
+    it), none of its answers."""
     turns = pilot.runtime.memory.session_turns(
         Scope(header["customer_id"], header["tenant"]), header["session_id"]
     )
     first = next((t["user"] for t in turns if t.get("user")), "")
     return {
         "session": {k: header.get(k) for k in QUEUE_FIELDS},
+        "customer": customer_label(header["customer_id"]),
+        "why": handoff_why(header, turns),
         "first_message": first,
         "turns": len(turns),
         "waiting": waiting_for_a_person(turns),

@@ -1,4 +1,5 @@
-"""Reports for support leads (admin keys): the knowledge-gap report of the key's tenant."""
+"""Reports for support leads (admin keys): the knowledge-gap report and the outcome report of
+the key's tenant."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from service.context import Admin, Pilot
 from service.errors import ApiError
 from service.gaps import tenant_gap_report
+from service.outcomes import OutcomeReport, tenant_outcomes
 from tasks.gap_report import parse_since
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
@@ -52,3 +54,27 @@ async def gaps(
         "offset": offset,
         "since": since,
     }
+
+
+@router.get("/outcomes", response_model=OutcomeReport)
+async def outcomes(
+    who: Admin,
+    pilot: Pilot,
+    days: int = Query(30, ge=1, le=366),
+    limit: int = Query(100, ge=0, le=1000),
+    offset: int = Query(0, ge=0),
+) -> OutcomeReport:
+    """What the assistant achieved per day over the last ``days`` days (resolution, hand-off,
+    unanswered and suggested rates, satisfaction) and every conversation's label with the
+    turns, feedback and timestamps that justify it, newest first, a page at a time. Computed
+    at most once a minute per window."""
+    now = time.time()
+    minute = int(now // 60) * 60.0
+    report = await run_in_threadpool(
+        pilot.outcome_reports.get,
+        (who.tenant, minute, days),
+        lambda: tenant_outcomes(
+            pilot.runtime.memory, pilot.store, who.tenant, now, pilot.settings.pilot, days
+        ),
+    )
+    return report.model_copy(update={"conversations": report.conversations[offset : offset + limit]})

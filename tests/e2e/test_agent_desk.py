@@ -64,10 +64,20 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         agent.goto(server + "/agent")
         agent.get_by_label("Agent key").fill("ana-key")
         agent.get_by_role("button", name="Open the queue").click()
-        agent.get_by_role("button", name="Do you ship to Antarctica?").click()
+        # the row says who, why (the message that asked for a person), since when, who has it
+        row = agent.locator("#queue button").first
+        row.wait_for()
+        assert row.inner_text().startswith("anonymous visitor ")
+        assert "“I want to talk to a human about my invoice”" in row.inner_text()
+        assert "(waiting 0 min; nobody has it)" in row.inner_text()
+        row.click()
         transcript = agent.locator("#transcript")
         transcript.get_by_text("I want to talk to a human about my invoice").wait_for()
         assert agent.locator("#gaps-section").is_hidden()  # an agent key: no report
+        assert agent.locator("#dashboard-section").is_hidden()
+        # nothing remembered, and the pages do not answer the question behind the request
+        assert agent.locator("#known-nothing").is_visible()
+        assert agent.locator("#suggestion").is_hidden()
         assert agent.locator("#reply").is_hidden()  # a person takes it before replying
         agent.get_by_role("button", name="Take this conversation").click()
         agent.get_by_text("taken by ana").first.wait_for()
@@ -95,3 +105,73 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         assert lead.locator("#gaps meter").count() >= 1
         assert not problems, problems  # no CSP violation, no script error
         browser.close()
+
+
+def test_the_lead_sees_outcomes_and_an_agent_gets_a_suggested_reply(server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    shots = tmp_path / "screenshots"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        problems: list[str] = []
+        customer = browser.new_page()
+        customer.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        customer.goto(server)
+        customer.get_by_label("Access key").fill("web-key")
+        customer.get_by_role("button", name="Start").click()
+        question = customer.get_by_label("Your question")
+        question.fill("How long does a refund take?")
+        question.press("Enter")
+        customer.locator("li.assistant").first.wait_for(timeout=60_000)
+        customer.get_by_role("button", name="Helpful", exact=True).first.click()
+        customer.get_by_text("Thanks for your feedback.").wait_for()
+        question.fill("My refund has not arrived after two weeks. I want to talk to a human.")
+        question.press("Enter")
+        customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+
+        agent = browser.new_page(viewport={"width": 1280, "height": 900})
+        agent.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        agent.goto(server + "/agent")
+        agent.get_by_label("Agent key").fill("ana-key")
+        agent.get_by_role("button", name="Open the queue").click()
+        row = agent.locator("#queue button").first
+        row.wait_for()
+        assert "“My refund has not arrived after two weeks. I want to talk to a human.”" in (
+            row.inner_text()
+        )
+        agent.screenshot(path=str(shots / "queue-desktop.png"), full_page=True)
+        row.click()
+        suggestion = agent.locator("#suggestion")
+        suggestion.wait_for(state="visible", timeout=60_000)
+        assert "billing/refunds.md" in agent.locator("#suggestion-sources").inner_text()
+        assert "business days" in agent.locator("#suggestion-text").inner_text()
+        agent.get_by_role("button", name="Take this conversation").click()
+        agent.get_by_text("taken by ana").first.wait_for()
+        agent.get_by_role("button", name="Use this reply").click()
+        assert "business days" in agent.get_by_label("Your reply").input_value()
+        assert customer.locator("li.agent").count() == 0  # nothing is sent without the person
+        agent.screenshot(path=str(shots / "conversation-desktop.png"), full_page=True)
+
+        for name, viewport in (("desktop", (1280, 900)), ("phone", (390, 844))):
+            lead = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+            lead.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+            lead.goto(server + "/agent")
+            lead.get_by_label("Agent key").fill("lead-key")
+            lead.get_by_role("button", name="Open the queue").click()
+            tiles = lead.locator("#dashboard-totals .tile")
+            tiles.first.wait_for(timeout=15_000)
+            text = " ".join(tiles.all_inner_texts())
+            assert "1\nconversations with a question" in text
+            assert "100%\nsatisfaction (1 mark)" in text
+            assert "100%\nhanded off to a person" in text
+            assert lead.locator("#chart-rates svg polyline, #chart-rates svg circle").count() >= 1
+            assert lead.locator("#chart-volume svg rect").count() >= 2
+            lead.screenshot(path=str(shots / f"dashboard-{name}.png"), full_page=True)
+        assert not problems, problems
+        browser.close()
+    import os
+    import shutil
+
+    keep = os.environ.get("DESK_SCREENSHOTS")  # a folder: a developer looks at them
+    if keep:
+        shutil.copytree(shots, keep, dirs_exist_ok=True)

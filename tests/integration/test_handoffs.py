@@ -464,3 +464,37 @@ def test_a_stale_writer_never_writes_an_old_header_back(pilot):
     header = app_pilot.store.session("acme", racing)
     assert (header["status"], header["resolution"]) == ("resolved", "racing")
     assert post(client, f"/v1/sessions/{racing}/messages", "widget", message="hello?").status_code == 409
+
+
+def test_a_suggested_reply_cites_only_what_the_agents_key_may_read(settings, example_kb, tmp_path):
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app) as client,
+    ):
+        suggestions_follow_the_keys_slots(client)
+
+
+def suggestions_follow_the_keys_slots(client) -> None:
+    session = post(client, "/v1/sessions", "backend", customer_id="c-90").json()["session_id"]
+    asked = post(
+        client,
+        f"/v1/sessions/{session}/messages",
+        "backend",
+        message="Which reason code do I use for a goodwill refund override?",
+    ).json()
+    assert asked["verdict"] != "answered"  # the runbook is internal: not for the customer
+    post(client, f"/v1/sessions/{session}/handoff", "backend", reason="needs an exception")
+    senior = client.get(f"/v1/handoffs/{session}", headers=auth("senior")).json()
+    suggestion = senior["suggestion"]
+    assert suggestion is not None and suggestion["verdict"] == "answered"
+    assert [c["source_id"] for c in suggestion["citations"]] == ["internal/runbook-refund-override.md"]
+    assert "OVR-9" in suggestion["answer"]
+    ana = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
+    cited = [c["source_id"] for c in (ana["suggestion"] or {}).get("citations", [])]
+    assert not any(c.startswith("internal/") for c in cited)  # public slots: never the runbook
+    # nothing was stored or sent: the conversation holds the customer's turns only
+    assert [t.get("from") for t in senior["turns"]] == [None]
+    assert ana["customer"] == "c-90" and ana["memories"] == []

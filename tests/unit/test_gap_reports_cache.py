@@ -4,7 +4,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from service.gaps import GapReports
+from service.gaps import ReportCache
 from tasks.gap_report import GapReport
 
 
@@ -22,7 +22,7 @@ def counting() -> tuple[list[int], object]:
 
 
 def test_concurrent_calls_for_one_key_compute_once_and_keys_stay_apart():
-    reports, (calls, compute) = GapReports(ttl_s=60), counting()
+    reports, (calls, compute) = ReportCache(ttl_s=60), counting()
     with ThreadPoolExecutor(6) as pool:
         got = list(pool.map(lambda _: reports.get(("acme", 0.0), compute), range(6)))
     assert len(calls) == 1 and {r.questions for r in got} == {1}
@@ -30,7 +30,7 @@ def test_concurrent_calls_for_one_key_compute_once_and_keys_stay_apart():
 
 
 def test_a_report_is_computed_again_after_its_time():
-    reports, (calls, compute) = GapReports(ttl_s=0.01), counting()
+    reports, (calls, compute) = ReportCache(ttl_s=0.01), counting()
     reports.get("acme", compute)
     time.sleep(0.02)
     reports.get("acme", compute)

@@ -1,0 +1,235 @@
+"""What a conversation achieved, labelled from its own record so that anyone can audit it.
+
+One label per conversation, from its turns, the customer's feedback and its header, with the
+evidence that justifies it (turn indices, feedback, timestamps):
+
+    confirmed           the last question was answered and the customer marked the answer
+                        helpful, asking nothing after it
+    assumed             the last question was answered and the customer left: quiet for
+                        ``outcome_after_s`` (or the conversation was closed) without asking
+                        again, for a person, or marking the answer not helpful
+    suggested           the last question got "this article may help"
+    unanswered          the last question got "I could not find this" (or failed, or its
+                        answer was marked not helpful)
+    handed_off          a person was asked for (by the customer or the assistant)
+    resolved_by_person  ... and a person resolved it
+    reopened            confirmed or assumed, but the same customer came back on the same
+                        topic within ``reopen_within_s``: not counted as resolved
+    pending             still going: not quiet for ``outcome_after_s`` and not closed
+
+Messages of courtesy alone ("Thanks, bye") are not questions. Rates (``daily_rates``):
+involvement = conversations with a question; resolution = (confirmed + assumed) / involved
+(reopened ones are not in it); hand-off, unanswered and suggested likewise over the involved;
+satisfaction = helpful marks / all marks.
+
+Usage::
+
+    outcome = label(header, turns, feedback, now=time.time(), outcome_after_s=86400)
+    outcome.label, outcome.evidence        # "assumed", {"answered_turn": 2, "quiet_since": ...}
+    reopened(outcomes, same_topic, reopen_within_s=7 * 86400)
+    daily_rates(outcomes, feedback)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from tasks.courtesy import courtesy_only
+
+Label = Literal[
+    "confirmed",
+    "assumed",
+    "suggested",
+    "unanswered",
+    "handed_off",
+    "resolved_by_person",
+    "reopened",
+    "pending",
+]
+RESOLVED: tuple[Label, ...] = ("confirmed", "assumed")
+LABELS: tuple[Label, ...] = (
+    "confirmed",
+    "assumed",
+    "reopened",
+    "suggested",
+    "unanswered",
+    "handed_off",
+    "resolved_by_person",
+    "pending",
+)
+
+
+@dataclass
+class Outcome:
+    """One conversation's label and what justifies it."""
+
+    session_id: str
+    customer_id: str
+    day: str  # the day the conversation started (UTC, ISO)
+    label: Label
+    why: str
+    questions: int
+    started: float
+    last_activity: float
+    evidence: dict[str, Any] = field(default_factory=dict)
+    topic: list[str] = field(default_factory=list)  # pages its answers cited
+    first_question: str = ""
+
+    def row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _questions(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [t for t in turns if t.get("user") and not courtesy_only(str(t["user"]))]
+
+
+def label(
+    header: dict[str, Any],
+    turns: Sequence[dict[str, Any]],
+    feedback: Sequence[dict[str, Any]],
+    now: float,
+    outcome_after_s: float,
+) -> Outcome | None:
+    """The conversation's outcome (None: the customer asked nothing, not an involvement)."""
+    asked = _questions(turns)
+    if not asked:
+        return None
+    started = float(header.get("created", asked[0].get("ts", now)))
+    last_activity = max(float(t.get("ts", started)) for t in turns)
+    ratings = {int(f["turn_index"]): f for f in feedback}
+    last = asked[-1]
+    index = int(last["turn_index"])
+    topic = sorted({c for t in asked for c in t.get("citations", [])})
+    outcome = Outcome(
+        session_id=str(header["session_id"]),
+        customer_id=str(header.get("customer_id", "")),
+        day=day_of(started),
+        label="pending",
+        why="",
+        questions=len(asked),
+        started=started,
+        last_activity=last_activity,
+        topic=topic,
+        first_question=str(asked[0]["user"])[:300],
+    )
+    evidence: dict[str, Any] = {"last_question_turn": index, "verdict": last.get("verdict")}
+    if index in ratings:
+        evidence["feedback"] = {k: ratings[index].get(k) for k in ("rating", "comment", "ts")}
+    closed = header.get("status") == "resolved"
+    quiet = now - last_activity >= outcome_after_s
+    if header.get("handoff_at"):
+        evidence.update(handoff_at=header["handoff_at"], handoff_reason=header.get("handoff_reason", ""))
+        if closed and header.get("resolved_by"):
+            evidence.update(resolved_by=header["resolved_by"], resolved_at=header.get("resolved_at"))
+            outcome.label, outcome.why = "resolved_by_person", "handed off, then resolved by a person"
+        else:
+            outcome.label, outcome.why = "handed_off", "handed off to a person, not resolved yet"
+    elif last.get("verdict") == "answered":
+        rating = ratings.get(index, {}).get("rating")
+        if rating == "up":
+            outcome.label, outcome.why = "confirmed", "the customer marked the last answer helpful"
+        elif rating == "down":
+            outcome.label, outcome.why = "unanswered", "the customer marked the last answer not helpful"
+        elif quiet or closed:
+            outcome.label = "assumed"
+            outcome.why = "answered; the customer left without asking again"
+            evidence["quiet_since"] = last_activity
+        else:
+            outcome.why = f"answered; not quiet for {outcome_after_s:g} s yet"
+    elif not (quiet or closed):
+        outcome.why = f"not quiet for {outcome_after_s:g} s yet"
+    elif last.get("verdict") == "suggest":
+        outcome.label, outcome.why = "suggested", "the last question got an article that may help"
+    else:
+        outcome.label, outcome.why = "unanswered", f"the last question got {last.get('verdict')!r}"
+    outcome.evidence = evidence
+    return outcome
+
+
+def reopened(
+    outcomes: Iterable[Outcome],
+    same_topic: Callable[[Outcome, Outcome], bool],
+    reopen_within_s: float,
+) -> list[Outcome]:
+    """``outcomes`` with a resolved one relabelled ``reopened`` when the same customer started
+    another conversation on the same topic within ``reopen_within_s`` of its last activity."""
+    ordered = sorted(outcomes, key=lambda o: o.started)
+    by_customer: dict[str, list[Outcome]] = defaultdict(list)
+    for outcome in ordered:
+        by_customer[outcome.customer_id].append(outcome)
+    for mine in by_customer.values():
+        for position, earlier in enumerate(mine):
+            if earlier.label not in RESOLVED:
+                continue
+            for later in mine[position + 1 :]:
+                if later.started - earlier.last_activity > reopen_within_s:
+                    break
+                if same_topic(earlier, later):
+                    earlier.evidence["reopened_by"] = later.session_id
+                    earlier.evidence["was"] = earlier.label
+                    earlier.label, earlier.why = "reopened", "the customer came back on the same topic"
+                    break
+    return ordered
+
+
+def shared_pages(earlier: Outcome, later: Outcome) -> bool:
+    """The simplest same topic: the later conversation's answers cite a page the earlier's did.
+
+    >>> a = Outcome("a", "c", "2026-12-01", "assumed", "", 1, 0.0, 1.0, topic=["billing/refunds.md"])
+    >>> b = Outcome("b", "c", "2026-12-02", "assumed", "", 1, 5.0, 6.0, topic=["billing/refunds.md"])
+    >>> shared_pages(a, b)
+    True
+    """
+    return bool(set(earlier.topic) & set(later.topic))
+
+
+def day_of(ts: float) -> str:
+    """The UTC day of a timestamp.
+
+    >>> day_of(86400.0 * 365)
+    '1971-01-01'
+    """
+    return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
+
+
+def daily_rates(
+    outcomes: Iterable[Outcome], feedback: Iterable[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Per day: involved conversations, each label's count, the rates over the decided ones
+    (not pending; None: none decided) and satisfaction from that day's marks."""
+    days: dict[str, Counter[str]] = defaultdict(Counter)
+    for outcome in outcomes:
+        days[outcome.day][outcome.label] += 1
+    marks: dict[str, Counter[str]] = defaultdict(Counter)
+    for mark in feedback:
+        marks[day_of(float(mark.get("ts", 0.0)))][str(mark.get("rating"))] += 1
+    rows = []
+    for day in sorted(set(days) | set(marks)):
+        counts = days[day]
+        involved = sum(counts.values())
+        decided = involved - counts["pending"]
+
+        def rate(*labels: str, counts: Counter[str] = counts, decided: int = decided) -> float | None:
+            return round(sum(counts[x] for x in labels) / decided, 3) if decided else None
+
+        given = marks[day]["up"] + marks[day]["down"]
+        by_label: dict[str, Any] = {name: counts[name] for name in LABELS}
+        rows.append(
+            {
+                "day": day,
+                "involved": involved,
+                **by_label,
+                "resolution_rate": rate(*RESOLVED),
+                "handoff_rate": rate("handed_off", "resolved_by_person"),
+                "unanswered_rate": rate("unanswered"),
+                "suggested_rate": rate("suggested"),
+                "satisfaction": round(marks[day]["up"] / given, 3) if given else None,
+                "feedback": given,
+                "helpful": marks[day]["up"],
+            }
+        )
+    return rows

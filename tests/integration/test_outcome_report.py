@@ -1,0 +1,119 @@
+"""The outcome report through the real service: conversations recorded by the pilot's own
+routes, then labelled with their evidence for an admin; the CLI prints the same."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from config.settings import ApiKey
+from main import app as cli
+from service.auth import hash_key
+from tests.helpers import pilot_over_own_store
+
+pytestmark = pytest.mark.integration
+KEYS = [
+    ApiKey(
+        name="backend",
+        sha256=hash_key("backend-key"),
+        tenant="acme",
+        slots={"access_level": "public", "tier": "basic"},
+        trust_customer_id=True,
+    ),
+    ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
+    ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
+]
+
+
+def auth(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {name}-key"}
+
+
+def conversation(client, customer: str, *messages: str) -> tuple[str, list[dict]]:
+    session = client.post(
+        "/v1/sessions", json={"customer_id": customer}, headers=auth("backend")
+    ).json()["session_id"]
+    replies = [
+        client.post(
+            f"/v1/sessions/{session}/messages", json={"message": m}, headers=auth("backend")
+        ).json()
+        for m in messages
+    ]
+    return session, replies
+
+
+def rate(client, session: str, turn: int, rating: str) -> None:
+    response = client.post(
+        f"/v1/sessions/{session}/feedback",
+        json={"turn_index": turn, "rating": rating},
+        headers=auth("backend"),
+    )
+    assert response.status_code == 201, response.text
+
+
+def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tmp_path):
+    quick = settings.model_copy(
+        update={"pilot": settings.pilot.model_copy(update={"outcome_after_s": 0.0})}
+    )
+    with (
+        pilot_over_own_store(quick, example_kb, tmp_path / "data" / "qdrant", *KEYS) as (app, _),
+        TestClient(app) as client,
+    ):
+        confirmed, _ = conversation(client, "c-1", "How do I reset my password?")
+        rate(client, confirmed, 0, "up")
+        reopened, _ = conversation(client, "c-2", "How long does a refund take?", "Thanks, bye!")
+        unanswered, replies = conversation(client, "c-4", "Do you offer a student discount?")
+        assert replies[0]["verdict"] != "answered"
+        person, _ = conversation(client, "c-3", "How long does a refund take?")
+        assert (
+            client.post(
+                f"/v1/sessions/{person}/handoff",
+                json={"reason": "still missing"},
+                headers=auth("backend"),
+            ).status_code
+            == 200
+        )
+        rate(client, person, 0, "up")  # helpful, but after the hand-off: a person resolves it
+        resolved = client.post(
+            f"/v1/sessions/{person}/resolve", json={"note": "refund sent"}, headers=auth("ana")
+        )
+        assert resolved.status_code == 200
+        back, _ = conversation(client, "c-2", "My refund has not arrived, how long does it take?")
+        assert client.get("/v1/reports/outcomes", headers=auth("ana")).status_code == 403
+        body = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+    labels = {c["session_id"]: c for c in body["conversations"]}
+    assert labels[confirmed]["label"] == "confirmed"
+    assert labels[confirmed]["evidence"]["feedback"]["rating"] == "up"
+    assert labels[reopened]["label"] == "reopened"
+    assert labels[reopened]["evidence"] == {
+        **labels[reopened]["evidence"],
+        "reopened_by": back,
+        "was": "assumed",
+    }
+    assert labels[reopened]["questions"] == 1  # "Thanks, bye!" asks nothing
+    assert labels[back]["label"] == "assumed"
+    assert labels[unanswered]["label"] in ("unanswered", "suggested")
+    assert labels[person]["label"] == "resolved_by_person"
+    assert labels[person]["evidence"]["resolved_by"] == "ana"
+    [day] = body["days"]
+    assert day["involved"] == 5 and day["feedback"] == 2 and day["satisfaction"] == 1.0
+    assert day["resolution_rate"] == 0.4  # confirmed + assumed (the reopened one not) of 5
+    assert body["totals"]["resolution_rate"] == 0.4
+    assert body["total_conversations"] == 5
+
+    config = tmp_path / "assistant.yaml"
+    config.write_text("pilot: {outcome_after_s: 0}\n")
+    printed = CliRunner().invoke(
+        cli,
+        [
+            *("--data-dir", str(tmp_path / "data"), "--config", str(config)),
+            *("report", "outcomes", "--tenant", "acme", "--csv"),
+        ],
+    )
+    assert printed.exit_code == 0, printed.output
+    rows = list(csv.DictReader(io.StringIO(printed.stdout)))
+    assert {r["session_id"]: r["label"] for r in rows} == {k: v["label"] for k, v in labels.items()}

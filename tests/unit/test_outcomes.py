@@ -1,0 +1,125 @@
+"""Each conversation's outcome label, from recorded conversations."""
+
+from __future__ import annotations
+
+from tasks.outcomes import daily_rates, label, reopened, shared_pages
+
+DAY = 86_400.0
+T0 = 1_796_000_000.0  # 2026-11-30
+
+
+def header(session_id="s1", customer="c1", created=T0, **more):
+    return {
+        "session_id": session_id,
+        "customer_id": customer,
+        "created": created,
+        "status": "open",
+        **more,
+    }
+
+
+def asked(index, text, verdict, ts, cites=()):
+    return {
+        "turn_index": index,
+        "user": text,
+        "verdict": verdict,
+        "status": "done",
+        "ts": ts,
+        "citations": list(cites),
+    }
+
+
+REFUND = asked(0, "How long does a refund take?", "answered", T0 + 10, ["billing/refunds.md"])
+
+
+def outcome(turns, feedback=(), now=T0 + 2 * DAY, after=DAY, **head):
+    return label(header(**head), turns, list(feedback), now, after)
+
+
+def test_an_answer_marked_helpful_with_nothing_after_is_confirmed():
+    found = outcome([REFUND], [{"turn_index": 0, "rating": "up", "ts": T0 + 20}], now=T0 + 30)
+    assert found.label == "confirmed"
+    assert found.evidence["feedback"]["rating"] == "up" and found.evidence["last_question_turn"] == 0
+
+
+def test_an_answer_the_customer_left_is_assumed_only_once_quiet():
+    assert outcome([REFUND], now=T0 + 60).label == "pending"
+    quiet = outcome([REFUND])
+    assert quiet.label == "assumed" and quiet.evidence["quiet_since"] == T0 + 10
+    # a short window labels at once
+    assert outcome([REFUND], now=T0 + 60, after=0).label == "assumed"
+
+
+def test_thanks_after_the_answer_is_no_question():
+    thanks = {"turn_index": 1, "user": "Thanks, bye!", "verdict": "idk", "status": "done", "ts": T0 + 30}
+    found = outcome([REFUND, thanks])
+    assert found.label == "assumed" and found.questions == 1
+
+
+def test_a_question_after_the_answer_decides_and_not_helpful_is_unanswered():
+    later = asked(1, "Can I get it to PayPal?", "idk", T0 + 40)
+    assert outcome([REFUND, later]).label == "unanswered"
+    suggested = asked(1, "Can I get it to PayPal?", "suggest", T0 + 40, ["billing/payment-methods.md"])
+    assert outcome([REFUND, suggested]).label == "suggested"
+    down = [{"turn_index": 0, "rating": "down", "ts": T0 + 20}]
+    assert outcome([REFUND], down).label == "unanswered"
+
+
+def test_a_hand_off_counts_as_such_even_with_a_helpful_mark_after_it():
+    handed = dict(handoff_at=T0 + 15, handoff_reason="the customer asked for a person")
+    mark = [{"turn_index": 0, "rating": "up", "ts": T0 + 50}]
+    assert outcome([REFUND], mark, **handed).label == "handed_off"
+    resolved = outcome(
+        [REFUND], mark, status="resolved", resolved_by="ana", resolved_at=T0 + 90, **handed
+    )
+    assert resolved.label == "resolved_by_person"
+    assert resolved.evidence["resolved_by"] == "ana" and resolved.evidence["handoff_at"] == T0 + 15
+
+
+def test_a_conversation_without_a_question_is_no_involvement():
+    assert outcome([{"turn_index": 0, "user": "Hi", "verdict": "idk", "ts": T0 + 5}]) is None
+    assert outcome([]) is None
+
+
+def test_the_same_customer_back_on_the_same_topic_reopens_the_earlier_one():
+    first = outcome([REFUND])
+    again = label(
+        header("s2", created=T0 + DAY),
+        [asked(0, "My refund still has not arrived", "answered", T0 + DAY + 5, ["billing/refunds.md"])],
+        [],
+        T0 + 3 * DAY,
+        DAY,
+    )
+    other_topic = label(
+        header("s3", created=T0 + DAY),
+        [asked(0, "How do I export data?", "answered", T0 + DAY + 5, ["data/export.md"])],
+        [],
+        T0 + 3 * DAY,
+        DAY,
+    )
+    assert [o.label for o in reopened([first, other_topic], shared_pages, 7 * DAY)] == [
+        "assumed",
+        "assumed",
+    ]
+    labels = {o.session_id: o for o in reopened([first, again], shared_pages, 7 * DAY)}
+    assert labels["s1"].label == "reopened" and labels["s1"].evidence["reopened_by"] == "s2"
+    assert labels["s1"].evidence["was"] == "assumed"
+    # back after the window: the first stays resolved
+    late = reopened([outcome([REFUND]), again], shared_pages, reopen_within_s=DAY / 2)
+    assert late[0].label == "assumed"
+
+
+def test_the_rates_of_a_day_count_only_decided_conversations():
+    outcomes = [
+        outcome([REFUND], session_id="a"),
+        outcome([REFUND], [{"turn_index": 0, "rating": "up", "ts": T0 + 20}], session_id="b"),
+        outcome([REFUND, asked(1, "And PayPal?", "idk", T0 + 40)], session_id="c"),
+        outcome([REFUND], handoff_at=T0 + 15, session_id="d"),
+        outcome([REFUND], now=T0 + 60, session_id="e"),  # pending
+    ]
+    feedback = [{"rating": "up", "ts": T0 + 20}, {"rating": "down", "ts": T0 + 30}]
+    [day] = daily_rates(outcomes, feedback)
+    assert day["involved"] == 5 and day["pending"] == 1
+    assert day["resolution_rate"] == 0.5  # assumed + confirmed of 4 decided
+    assert day["handoff_rate"] == 0.25 and day["unanswered_rate"] == 0.25
+    assert day["satisfaction"] == 0.5 and day["feedback"] == 2
