@@ -28,6 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from config.settings import Settings
+from service.articles import Articles
 from service.auth import authenticate
 from service.context import PilotContext
 from service.errors import ApiError, error_body, field_of
@@ -36,7 +37,7 @@ from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.pilot_store import PilotStore
 from service.rate_limits import RateLimits
-from service.routes import handoffs, health, me, page, reports, search, sessions
+from service.routes import articles, handoffs, health, me, page, reports, search, sessions
 from service.routes.page import PAGE_HEADERS, STATIC
 from service.scheduled_sync import sync_forever
 from service.session_state import SessionConflict
@@ -58,6 +59,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         kb = pilot.runtime.knowledge_base()
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
+        pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles")
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         yield
@@ -79,6 +81,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         sessions.router,
         handoffs.router,
         reports.router,
+        articles.router,
         search.router,
     ):
         app.include_router(router)

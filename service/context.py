@@ -34,6 +34,7 @@ class PilotContext:
     limits: Any = None  # service.rate_limits.RateLimits, built with the store
     gap_reports: ReportCache[Any] = field(default_factory=ReportCache)
     outcome_reports: ReportCache[Any] = field(default_factory=ReportCache)
+    articles: Any = None  # service.articles.Articles, built with the store
     locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     running: set[asyncio.Task[Any]] = field(default_factory=set)
 

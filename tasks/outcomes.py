@@ -36,7 +36,7 @@ import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from tasks.courtesy import courtesy_only
 
@@ -51,16 +51,7 @@ Label = Literal[
     "pending",
 ]
 RESOLVED: tuple[Label, ...] = ("confirmed", "assumed")
-LABELS: tuple[Label, ...] = (
-    "confirmed",
-    "assumed",
-    "reopened",
-    "suggested",
-    "unanswered",
-    "handed_off",
-    "resolved_by_person",
-    "pending",
-)
+LABELS: tuple[Label, ...] = get_args(Label)
 
 
 @dataclass

@@ -271,10 +271,52 @@ async function loadGaps() {
     const near = cluster.nearest_article ? ` (nearest article: ${cluster.nearest_article.source_id})` : "";
     const text = Object.assign(document.createElement("span"),
       { textContent: ` ${cluster.size} × ${cluster.examples.join(" / ")}${near}` });
-    entry.append(bar, text);
+    const write = Object.assign(document.createElement("button"),
+                                { type: "button", textContent: "Draft an article" });
+    write.addEventListener("click", guarded(() => draftArticle(cluster.examples)));
+    entry.append(bar, text, document.createElement("br"), write);
     list.append(entry);
   }
   $("gaps-section").hidden = false;
+}
+
+// From a gap to a tested article: draft from people's replies, save (internal), check, publish.
+async function draftArticle(questions) {
+  const proposal = await call("/v1/articles/draft", { questions });
+  desk.article = { questions, slug: null };
+  $("article-for").textContent = `For: ${questions.map((q) => `“${q}”`).join(", ")}`;
+  $("article-name").value = proposal.title;
+  $("article-slug").value = proposal.slug;
+  $("article-text").value = proposal.text;
+  const sources = $("article-sources");
+  sources.replaceChildren();
+  for (const session of new Set(proposal.sources.map((source) => source.session_id))) {
+    sources.append(Object.assign(document.createElement("li"),
+      { textContent: `from the replies in conversation ${session.slice(0, 8)}` }));
+  }
+  $("article-status").textContent = "A draft from the replies people wrote: edit, then save.";
+  $("article-check").hidden = true;
+  $("article-publish").hidden = true;
+  $("article-results").replaceChildren();
+  $("article-section").hidden = false;
+  $("article-name").focus();
+}
+
+function showArticle(record) {
+  desk.article.slug = record.slug;
+  const last = record.events[record.events.length - 1];
+  $("article-status").textContent = `${record.id}: ${record.status} (${last.action} by ${last.by})`;
+  $("article-check").hidden = false;
+  const results = $("article-results");
+  results.replaceChildren();
+  for (const row of (record.check && record.check.rows) || []) {
+    const verdict = row.answered_from_article ? "answered from the article" :
+      `not answered from it (${row.verdict}${row.cited.length ? ", cites " + row.cited.join(", ") : ""})`;
+    results.append(item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`,
+                        verdict));
+  }
+  $("article-publish").hidden = !(record.check && record.check.answered) ||
+    record.status === "published";
 }
 
 function guarded(handler) {
@@ -307,6 +349,27 @@ $("queue-newer").addEventListener("click", guarded(async () => {
 $("queue-older").addEventListener("click", guarded(async () => {
   desk.offset = Math.max(0, desk.offset - PAGE);
   await loadQueue(true);
+}));
+
+$("article-form").addEventListener("submit", guarded(async () => {
+  const tiers = $("article-tiers").value.split(",").map((t) => t.trim()).filter(Boolean);
+  const record = await call("/v1/articles", {
+    slug: $("article-slug").value.trim(),
+    title: $("article-name").value.trim(),
+    text: $("article-text").value,
+    access: $("article-access").value,
+    ...(tiers.length ? { tiers } : {}),
+    questions: desk.article.questions,
+  });
+  showArticle(record);
+}));
+
+$("article-check").addEventListener("click", guarded(async () => {
+  showArticle(await call(`/v1/articles/${desk.article.slug}/check`, {}));
+}));
+
+$("article-publish").addEventListener("click", guarded(async () => {
+  showArticle(await call(`/v1/articles/${desk.article.slug}/publish`, {}));
 }));
 
 $("use-suggestion").addEventListener("click", () => {
