@@ -19,7 +19,10 @@ Usage::
 
     articles = Articles(store, encoders, folder)
     proposal = draft(memory, "acme", ["Do you ship to Antarctica?"])
-    record = articles.save("acme", "ana", ArticleDraft(slug="shipping-antarctica", ...), kb)
+    article = ArticleDraft(slug="shipping", title="Shipping", text=proposal["text"])
+    record = articles.save("acme", "lead", {}, article, kb)
+    record = articles.check("acme", "lead", "shipping", ask)      # ask(question) -> a TurnResult
+    record = articles.publish("acme", "lead", "shipping", kb)
 """
 
 from __future__ import annotations

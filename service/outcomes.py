@@ -95,9 +95,17 @@ def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
 
 
 def tenant_outcomes(
-    memory: Any, pilot_store: Any, tenant: str, now: float, pilot: PilotSettings, days: int = 30
+    memory: Any,
+    pilot_store: Any,
+    tenant: str,
+    now: float,
+    pilot: PilotSettings,
+    days: int = 30,
+    offset: int = 0,
+    limit: int | None = None,
 ) -> OutcomeReport:
-    """Every conversation of ``tenant`` labelled; the rates of the last ``days`` days."""
+    """Every conversation of ``tenant`` labelled; the rates of the last ``days`` days and the
+    conversations ``offset`` to ``offset + limit`` of them, newest first (all: no limit)."""
     turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for turn in memory.tenant_turns(tenant, TURN_FIELDS):
         turns[turn["session_id"]].append(turn)
@@ -122,6 +130,9 @@ def tenant_outcomes(
         since_day=since,
         days=[DayRates(**row) for row in rates],
         totals=totals(rates),
-        conversations=[ConversationOutcome(**o.row()) for o in reversed(recent)],
+        conversations=[
+            ConversationOutcome(**o.row())
+            for o in list(reversed(recent))[offset : None if limit is None else offset + limit]
+        ],
         total_conversations=len(recent),
     )

@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from tasks.courtesy import courtesy_only
@@ -71,7 +71,8 @@ class Outcome:
     first_question: str = ""
 
     def row(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields as a dict (shallow: a report builds one per conversation it shows)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _questions(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

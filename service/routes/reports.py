@@ -70,11 +70,17 @@ async def outcomes(
     at most once a minute per window."""
     now = time.time()
     minute = int(now // 60) * 60.0
-    report = await run_in_threadpool(
+    return await run_in_threadpool(
         pilot.outcome_reports.get,
-        (who.tenant, minute, days),
+        (who.tenant, minute, days, offset, limit),
         lambda: tenant_outcomes(
-            pilot.runtime.memory, pilot.store, who.tenant, now, pilot.settings.pilot, days
+            pilot.runtime.memory,
+            pilot.store,
+            who.tenant,
+            now,
+            pilot.settings.pilot,
+            days,
+            offset,
+            limit,
         ),
     )
-    return report.model_copy(update={"conversations": report.conversations[offset : offset + limit]})
