@@ -1,6 +1,6 @@
 """The evidence gates of a turn: where it goes, decided by evidence wherever it can be.
 
-Agents propose, evidence decides (DESIGN.md principle 1). The engine-neutral steps
+Agents propose, evidence decides. The engine-neutral steps
 (``agents/steps.py``) call these; each returns a typed :class:`GateDecision` that the step
 records in the trace and the engine's wiring follows:
 

@@ -199,7 +199,8 @@ class KnowledgeBase:
 
     # -- reading ---------------------------------------------------------------------------
     def plan(self, query: str, pipeline: str, limit: int) -> Stage:
-        """The Qdrant query for one text under one pipeline (see DESIGN.md, Retrieval)."""
+        """The Qdrant query for one text under one pipeline (the pipelines: docs/answering.md,
+        "Retrieval quality and speed")."""
         r = self.settings.retrieval
         encoded = self.encoders.dense.encode([query])[0]
         dense = Stage(Nearest("dense", encoded.dense), r.candidates)
