@@ -239,21 +239,23 @@ def ingest(
 
 
 def print_sync(reports: list[Any], as_json: bool) -> None:
-    """Each source's sync: a table (or JSON lines), then what failed or was skipped."""
+    """Each source's sync: a line (or a JSON line) each, then what failed or was skipped."""
     from dataclasses import asdict
+
+    from rich.markup import escape
 
     if as_json:
         for report in reports:
             sys.stdout.write(json.dumps({**asdict(report), "complete": report.complete}) + "\n")
         return
-    table = Table(title="sync")
-    columns = ("source", "kind", "added", "changed", "unchanged", "removed", "requests", "failed")
-    for column in (*columns, "seconds"):
-        table.add_column(column, justify="left" if column in ("source", "kind") else "right")
     for r in reports:
-        counts = (r.added, r.changed, r.unchanged, r.removed, r.requests, len(r.failures))
-        table.add_row(r.source, r.kind, *(str(c) for c in counts), f"{r.seconds:.1f}")
-    console.print(table)
+        state = "done" if r.complete else "[red]not read whole[/]"
+        console.print(
+            f"[bold]{escape(r.source)}[/] ({r.kind}): {r.added} added, {r.changed} changed, "
+            f"{r.unchanged} the same, {r.removed} removed; {r.requests} requests, "
+            f"{len(r.failures)} failed, {r.seconds:.1f} s; {state}",
+            highlight=False,
+        )
     for r in reports:
         for what, why in r.failures:
             errors.print(f"[red]failed[/] {what}: {why}", highlight=False)
