@@ -38,7 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.kb.ingest import ingest_paths
-from storage.qdrant.store import AllOf, CollectionSpec, Match, PointData, Store
+from storage.qdrant.store import AllOf, Match, PointData, Store, ensure_records
 from tasks.passage_text import split_sentences
 
 ARTICLES = "pilot_articles"
@@ -180,16 +180,7 @@ class Articles:
 
     def __init__(self, store: Store, encoders: Any, folder: Path) -> None:
         self.store, self.encoders, self.folder = store, encoders, folder
-        if not store.has_collection(ARTICLES):
-            store.create_collection(
-                ARTICLES,
-                CollectionSpec(
-                    dense_dim=encoders.dense.dim,
-                    sparse=False,
-                    tokens=False,
-                    keyword_indexes=("tenant", "slug"),
-                ),
-            )
+        ensure_records(store, ARTICLES, encoders.dense.dim, ("tenant", "slug"))
 
     def path(self, slug: str) -> Path:
         """The article's file, inside the folder (a slug is a plain name: never outside)."""

@@ -34,7 +34,7 @@ from service.auth import Caller
 from service.errors import ApiError
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
-from storage.qdrant.store import CollectionSpec, Match, PointData, Store
+from storage.qdrant.store import Match, PointData, Store, ensure_records
 
 COUNTERS = "pilot_rate_counters"
 _NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
@@ -56,13 +56,7 @@ class QdrantCounters(Storage):
         super().__init__()
         self.store = store
         self.vector = encoders.dense.encode(["rate counter"])[0].dense
-        if not store.has_collection(COUNTERS):
-            store.create_collection(
-                COUNTERS,
-                CollectionSpec(
-                    dense_dim=encoders.dense.dim, sparse=False, tokens=False, keyword_indexes=("key",)
-                ),
-            )
+        ensure_records(store, COUNTERS, encoders.dense.dim, ("key",))
 
     @property
     def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:

@@ -296,3 +296,28 @@ def pilot_over_own_store(
         yield create_app(configured, path.parent, runtime), runtime
     finally:
         store.close()
+
+
+def acme_team() -> list[Any]:
+    """The keys of one tenant's support team: a trusted backend (public slots, basic tier),
+    an agent ``ana`` and an admin ``lead``; each key's secret is ``<name>-key``."""
+    from config.settings import ApiKey
+    from service.auth import hash_key
+
+    backend = ApiKey(
+        name="backend",
+        sha256=hash_key("backend-key"),
+        tenant="acme",
+        slots={"access_level": "public", "tier": "basic"},
+        trust_customer_id=True,
+    )
+    return [
+        backend,
+        ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
+        ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
+    ]
+
+
+def bearer(name: str) -> dict[str, str]:
+    """The Authorization header of the test key ``name`` (its secret: ``<name>-key``)."""
+    return {"Authorization": f"Bearer {name}-key"}

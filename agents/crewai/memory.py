@@ -23,13 +23,13 @@ from storage.kb.embeddings import Encoders
 from storage.memory import Scope
 from storage.qdrant.store import (
     AllOf,
-    CollectionSpec,
     Condition,
     Match,
     Nearest,
     PointData,
     Stage,
     Store,
+    ensure_records,
 )
 
 COLLECTION = "crew_memory"
@@ -62,22 +62,8 @@ class QdrantMemoryBackend:
         self.store = store
         self.encoders = encoders
         self.customer = scope
-        if not store.has_collection(COLLECTION):
-            store.create_collection(
-                COLLECTION,
-                CollectionSpec(
-                    dense_dim=encoders.dense.dim,
-                    sparse=False,
-                    tokens=False,
-                    keyword_indexes=(
-                        "customer_id",
-                        "tenant",
-                        "record_id",
-                        "scope_ancestors",
-                        "categories",
-                    ),
-                ),
-            )
+        indexes = ("customer_id", "tenant", "record_id", "scope_ancestors", "categories")
+        ensure_records(store, COLLECTION, encoders.dense.dim, indexes)
 
     # -- helpers -----------------------------------------------------------------------------
     def _where(

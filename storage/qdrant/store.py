@@ -84,6 +84,20 @@ class CollectionSpec:
     integer_indexes: tuple[str, ...] = ()
 
 
+def ensure_records(
+    store: Store, name: str, dense_dim: int, keyword_indexes: tuple[str, ...] = ()
+) -> None:
+    """A collection of records (a dense vector and a payload filtered on ``keyword_indexes``,
+    no BM25 or token vectors), created if it is missing."""
+    if not store.has_collection(name):
+        store.create_collection(
+            name,
+            CollectionSpec(
+                dense_dim=dense_dim, sparse=False, tokens=False, keyword_indexes=keyword_indexes
+            ),
+        )
+
+
 @dataclass
 class PointData:
     id: str

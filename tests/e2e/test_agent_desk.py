@@ -41,6 +41,14 @@ def server(settings, example_kb, tmp_path):
     memory_store.close()
 
 
+def open_desk(page, server: str, key: str):
+    """``page`` on the agent desk, opened with ``key``."""
+    page.goto(server + "/agent")
+    page.get_by_label("Agent key").fill(key)
+    page.get_by_role("button", name="Open the queue").click()
+    return page
+
+
 def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
     from playwright.sync_api import sync_playwright
 
@@ -61,9 +69,7 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         question.press("Enter")
         customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
 
-        agent.goto(server + "/agent")
-        agent.get_by_label("Agent key").fill("ana-key")
-        agent.get_by_role("button", name="Open the queue").click()
+        open_desk(agent, server, "ana-key")
         # the row says who, why (the message that asked for a person), since when, who has it
         row = agent.locator("#queue button").first
         row.wait_for()
@@ -93,10 +99,7 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         agent.get_by_role("button", name="Resolve").click()
         agent.get_by_text("No conversation is waiting.").wait_for()
 
-        lead = browser.new_page()
-        lead.goto(server + "/agent")
-        lead.get_by_label("Agent key").fill("lead-key")
-        lead.get_by_role("button", name="Open the queue").click()
+        lead = open_desk(browser.new_page(), server, "lead-key")
         gaps = lead.locator("#gaps li")
         gaps.first.wait_for(timeout=15_000)
         listed = " ".join(gaps.all_inner_texts())
@@ -131,9 +134,7 @@ def test_the_lead_sees_outcomes_and_an_agent_gets_a_suggested_reply(server, tmp_
 
         agent = browser.new_page(viewport={"width": 1280, "height": 900})
         agent.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        agent.goto(server + "/agent")
-        agent.get_by_label("Agent key").fill("ana-key")
-        agent.get_by_role("button", name="Open the queue").click()
+        open_desk(agent, server, "ana-key")
         row = agent.locator("#queue button").first
         row.wait_for()
         assert "“My refund has not arrived after two weeks. I want to talk to a human.”" in (
@@ -155,9 +156,7 @@ def test_the_lead_sees_outcomes_and_an_agent_gets_a_suggested_reply(server, tmp_
         for name, viewport in (("desktop", (1280, 900)), ("phone", (390, 844))):
             lead = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
             lead.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            lead.goto(server + "/agent")
-            lead.get_by_label("Agent key").fill("lead-key")
-            lead.get_by_role("button", name="Open the queue").click()
+            open_desk(lead, server, "lead-key")
             tiles = lead.locator("#dashboard-totals .tile")
             tiles.first.wait_for(timeout=15_000)
             text = " ".join(tiles.all_inner_texts())
@@ -227,9 +226,7 @@ def test_a_gap_is_drafted_checked_and_published_from_the_desk(own_server, tmp_pa
         customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
 
         agent = browser.new_page()
-        agent.goto(own_server + "/agent")
-        agent.get_by_label("Agent key").fill("ana-key")
-        agent.get_by_role("button", name="Open the queue").click()
+        open_desk(agent, own_server, "ana-key")
         agent.locator("#queue button").first.click()
         agent.get_by_role("button", name="Take this conversation").click()
         agent.get_by_text("taken by ana").first.wait_for()
@@ -242,9 +239,7 @@ def test_a_gap_is_drafted_checked_and_published_from_the_desk(own_server, tmp_pa
 
         lead = browser.new_page(viewport={"width": 1280, "height": 900})
         lead.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-        lead.goto(own_server + "/agent")
-        lead.get_by_label("Agent key").fill("lead-key")
-        lead.get_by_role("button", name="Open the queue").click()
+        open_desk(lead, own_server, "lead-key")
         gap = lead.locator("#gaps li", has_text="Antarctica")
         gap.wait_for(timeout=15_000)
         gap.get_by_role("button", name="Draft an article").click()

@@ -10,21 +10,13 @@ from fastapi.testclient import TestClient
 
 from config.settings import ApiKey
 from service.auth import hash_key
-from tests.helpers import pilot_over_own_store
+from tests.helpers import acme_team, bearer, pilot_over_own_store
 
 pytestmark = pytest.mark.integration
 QUESTION = "Do you ship to Antarctica?"
 REPLY = "We do not ship to Antarctica. Orders to every other continent arrive within 10 business days."
 KEYS = [
-    ApiKey(
-        name="backend",
-        sha256=hash_key("backend-key"),
-        tenant="acme",
-        slots={"access_level": "public", "tier": "basic"},
-        trust_customer_id=True,
-    ),
-    ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
-    ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
+    *acme_team(),
     ApiKey(
         name="junior-lead",
         sha256=hash_key("junior-lead-key"),
@@ -33,10 +25,7 @@ KEYS = [
         slots={"access_level": "customer"},
     ),
 ]
-
-
-def auth(name: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {name}-key"}
+auth = bearer
 
 
 def ask(client, customer: str, message: str) -> tuple[str, dict]:

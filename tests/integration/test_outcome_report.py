@@ -10,27 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from config.settings import ApiKey
 from main import app as cli
-from service.auth import hash_key
-from tests.helpers import pilot_over_own_store
+from tests.helpers import acme_team, bearer, pilot_over_own_store
 
 pytestmark = pytest.mark.integration
-KEYS = [
-    ApiKey(
-        name="backend",
-        sha256=hash_key("backend-key"),
-        tenant="acme",
-        slots={"access_level": "public", "tier": "basic"},
-        trust_customer_id=True,
-    ),
-    ApiKey(name="ana", sha256=hash_key("ana-key"), tenant="acme", role="agent"),
-    ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
-]
-
-
-def auth(name: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {name}-key"}
+KEYS = acme_team()
+auth = bearer
 
 
 def conversation(client, customer: str, *messages: str) -> tuple[str, list[dict]]:
