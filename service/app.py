@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +36,7 @@ from service.errors import ApiError, error_body, field_of
 from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
+from service.outcome_store import OutcomeStore, catch_up
 from service.pilot_store import PilotStore
 from service.rate_limits import RateLimits
 from service.routes import articles, handoffs, health, me, page, reports, search, sessions
@@ -60,11 +62,14 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
         pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles")
+        pilot.outcomes = OutcomeStore(kb.store, kb.encoders)
+        catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         yield
         sweeper.cancel()
         syncer.cancel()
+        catching_up.cancel()
         if runtime is None:
             pilot.runtime.close()
 

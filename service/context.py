@@ -33,8 +33,9 @@ class PilotContext:
     store: Any = None
     limits: Any = None  # service.rate_limits.RateLimits, built with the store
     gap_reports: ReportCache[Any] = field(default_factory=ReportCache)
-    outcome_reports: ReportCache[Any] = field(default_factory=ReportCache)
     articles: Any = None  # service.articles.Articles, built with the store
+    outcomes: Any = None  # service.outcome_store.OutcomeStore, built with the store
+    dirty: set[tuple[str, str]] = field(default_factory=set)  # (tenant, session) to relabel
     locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     running: set[asyncio.Task[Any]] = field(default_factory=set)
 

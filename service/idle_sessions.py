@@ -17,6 +17,7 @@ from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
+from service.outcome_store import keep_current
 from service.session_state import SessionConflict
 from storage.memory import Scope
 from tasks.memory_context import close_session
@@ -57,9 +58,15 @@ def mark_remembered(pilot: Any, header: dict[str, Any], now: float) -> None:
 
 
 async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:
+    """Every minute: idle sessions remembered, conversations' outcomes kept current."""
     while True:
         await asyncio.sleep(every_s)
-        try:
-            await run_in_threadpool(close_idle_sessions, pilot)
-        except Exception:  # the sweep retries next minute; the service keeps serving
-            log.exception("closing idle sessions failed")
+        for job, what in ((close_idle_sessions, "closing idle sessions"), (current, "outcomes")):
+            try:
+                await run_in_threadpool(job, pilot)
+            except Exception:  # the sweep retries next minute; the service keeps serving
+                log.exception("%s failed", what)
+
+
+def current(pilot: Any) -> None:
+    keep_current(pilot, time.time())

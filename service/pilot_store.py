@@ -34,6 +34,7 @@ from service.session_state import Role, SessionConflict, Verb, move
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
+from tasks.outcomes import day_of
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
 # why an open conversation is in the queue when staff took it (``taken_by`` names who; the
@@ -58,6 +59,8 @@ class PilotStore:
                 store.create_collection(name, spec)
         # the queue and the idle sweep filter on it (a store made before it had no index)
         store.add_keyword_index(SESSIONS, "status")
+        for key in ("day", "rating"):  # the outcome report counts marks by day and rating
+            store.add_keyword_index(FEEDBACK, key)
 
     def _point(self, key: str, text: str, payload: dict[str, Any]) -> PointData:
         vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"
@@ -228,18 +231,38 @@ class PilotStore:
     def add_feedback(
         self, tenant: str, session_id: str, turn_index: int, rating: Literal["up", "down"], comment: str
     ) -> dict[str, Any]:
-        record = {
+        now = time.time()
+        record: dict[str, Any] = {
             "tenant": tenant,
             "session_id": session_id,
             "turn_index": turn_index,
             "rating": rating,
             "comment": comment,
-            "ts": time.time(),
+            "ts": now,
+            "day": day_of(now),
         }
         self.store.upsert(
             FEEDBACK, [self._point(f"{tenant}/{session_id}/{turn_index}", comment, record)]
         )
         return record
+
+    def feedback_counts(self, tenant: str, day: str) -> tuple[int, int]:
+        """(helpful, all) marks given on ``day`` (UTC) in the tenant."""
+
+        def count(ratings: tuple[str, ...]) -> int:
+            where = AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("rating", ratings)))
+            return self.store.count(FEEDBACK, where)
+
+        return count(("up",)), count(("up", "down"))
+
+    def date_feedback(self) -> int:
+        """Give the marks stored before marks had a ``day`` theirs (counted by day since)."""
+        undated = [r.payload for r in self.store.scroll(FEEDBACK, Missing("day"))]
+        for mark in undated:
+            mark["day"] = day_of(float(mark.get("ts", 0.0)))
+            key = f"{mark['tenant']}/{mark['session_id']}/{mark['turn_index']}"
+            self.store.upsert(FEEDBACK, [self._point(key, mark.get("comment", ""), mark)])
+        return len(undated)
 
     def all_feedback(self, tenant: str) -> list[dict[str, Any]]:
         return [r.payload for r in self.store.scroll(FEEDBACK, Match("tenant", (tenant,)))]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
@@ -188,40 +188,47 @@ def day_of(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
 
 
+def day_row(day: str, counts: Mapping[str, int], helpful: int, given: int) -> dict[str, Any]:
+    """One day's counts by label and its rates over the decided conversations (not pending;
+    None: none decided), with satisfaction from that day's marks.
+
+    >>> row = day_row("2026-12-01", {"assumed": 3, "handed_off": 1}, helpful=1, given=2)
+    >>> row["resolution_rate"], row["handoff_rate"], row["satisfaction"]
+    (0.75, 0.25, 0.5)
+    """
+    by_label: dict[str, Any] = {name: int(counts.get(name, 0)) for name in LABELS}
+    involved = sum(by_label.values())
+    decided = involved - by_label["pending"]
+
+    def rate(*names: str) -> float | None:
+        return round(sum(by_label[n] for n in names) / decided, 3) if decided else None
+
+    return {
+        "day": day,
+        "involved": involved,
+        **by_label,
+        "resolution_rate": rate(*RESOLVED),
+        "handoff_rate": rate("handed_off", "resolved_by_person"),
+        "unanswered_rate": rate("unanswered"),
+        "suggested_rate": rate("suggested"),
+        "satisfaction": round(helpful / given, 3) if given else None,
+        "feedback": given,
+        "helpful": helpful,
+    }
+
+
 def daily_rates(
     outcomes: Iterable[Outcome], feedback: Iterable[dict[str, Any]] = ()
 ) -> list[dict[str, Any]]:
     """Per day: involved conversations, each label's count, the rates over the decided ones
-    (not pending; None: none decided) and satisfaction from that day's marks."""
+    and satisfaction from that day's marks (``day_row``)."""
     days: dict[str, Counter[str]] = defaultdict(Counter)
     for outcome in outcomes:
         days[outcome.day][outcome.label] += 1
     marks: dict[str, Counter[str]] = defaultdict(Counter)
     for mark in feedback:
         marks[day_of(float(mark.get("ts", 0.0)))][str(mark.get("rating"))] += 1
-    rows = []
-    for day in sorted(set(days) | set(marks)):
-        counts = days[day]
-        involved = sum(counts.values())
-        decided = involved - counts["pending"]
-
-        def rate(*labels: str, counts: Counter[str] = counts, decided: int = decided) -> float | None:
-            return round(sum(counts[x] for x in labels) / decided, 3) if decided else None
-
-        given = marks[day]["up"] + marks[day]["down"]
-        by_label: dict[str, Any] = {name: counts[name] for name in LABELS}
-        rows.append(
-            {
-                "day": day,
-                "involved": involved,
-                **by_label,
-                "resolution_rate": rate(*RESOLVED),
-                "handoff_rate": rate("handed_off", "resolved_by_person"),
-                "unanswered_rate": rate("unanswered"),
-                "suggested_rate": rate("suggested"),
-                "satisfaction": round(marks[day]["up"] / given, 3) if given else None,
-                "feedback": given,
-                "helpful": marks[day]["up"],
-            }
-        )
-    return rows
+    return [
+        day_row(day, days[day], marks[day]["up"], marks[day]["up"] + marks[day]["down"])
+        for day in sorted(set(days) | set(marks))
+    ]

@@ -32,6 +32,7 @@ from service.agent_assist import suggested_reply
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext, Staff
 from service.errors import ApiError
+from service.outcome_store import touched
 from service.routes.sessions import ANONYMOUS
 from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import Scope
@@ -212,6 +213,7 @@ async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, who.key_name, who.role)
+    touched(pilot, who.tenant, session_id)
     return {"session": in_tenant(header, session_id)}
 
 
@@ -228,6 +230,7 @@ async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) ->
             422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant", {"field": "agent"}
         )
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent, "admin")
+    touched(pilot, who.tenant, session_id)
     return {"session": in_tenant(header, session_id)}
 
 
@@ -246,6 +249,7 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
     index = await run_in_threadpool(
         pilot.runtime.memory.claim_turn, scope, session_id, record, "agent_reply"
     )
+    touched(pilot, who.tenant, session_id)
     return {"session_id": session_id, "turn_index": index, "from": "agent", "message": body.message}
 
 
@@ -263,4 +267,5 @@ async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -
     remembered = await run_in_threadpool(
         close_session, pilot.runtime.memory, scope, session_id, body.note
     )
+    touched(pilot, who.tenant, session_id)
     return {"session": header, "remembered": remembered}

@@ -13,7 +13,8 @@ from fastapi.concurrency import run_in_threadpool
 from service.context import Admin, Pilot
 from service.errors import ApiError
 from service.gaps import tenant_gap_report
-from service.outcomes import OutcomeReport, tenant_outcomes
+from service.outcome_store import flush
+from service.outcomes import OutcomeReport
 from tasks.gap_report import parse_since
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
@@ -66,21 +67,18 @@ async def outcomes(
 ) -> OutcomeReport:
     """What the assistant achieved per day over the last ``days`` days (resolution, hand-off,
     unanswered and suggested rates, satisfaction) and every conversation's label with the
-    turns, feedback and timestamps that justify it, newest first, a page at a time. Computed
-    at most once a minute per window."""
+    turns, feedback and timestamps that justify it, newest first, a page at a time. Read from
+    the outcomes stored as conversations change (``service/outcome_store.py``), the ones
+    touched since the last minute's sweep refreshed first."""
     now = time.time()
-    minute = int(now // 60) * 60.0
+    await run_in_threadpool(flush, pilot, now)
     return await run_in_threadpool(
-        pilot.outcome_reports.get,
-        (who.tenant, minute, days, offset, limit),
-        lambda: tenant_outcomes(
-            pilot.runtime.memory,
-            pilot.store,
-            who.tenant,
-            now,
-            pilot.settings.pilot,
-            days,
-            offset,
-            limit,
-        ),
+        pilot.outcomes.report,
+        who.tenant,
+        now,
+        pilot.settings.pilot,
+        lambda day: pilot.store.feedback_counts(who.tenant, day),
+        days,
+        offset,
+        limit,
     )

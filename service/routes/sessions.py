@@ -20,6 +20,7 @@ from agents.turn import run_turn
 from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
+from service.outcome_store import touched
 from service.session_state import SessionConflict, move
 from storage.memory import Scope, ScopeError, check_id
 from tasks.memory_context import remember_entities, save_turn_result, waiting_for_a_person
@@ -119,6 +120,7 @@ def start_turn(
             result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
             if result.handoff:  # the gate handed the conversation to people
                 result = await run_in_threadpool(hand_off_after_turn, pilot, request, result, who)
+            touched(pilot, who.tenant, request.session_id)
             return result
 
     task = asyncio.ensure_future(locked())
@@ -226,6 +228,7 @@ async def message(
     header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer")
     if header.get("handoff"):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
+        touched(pilot, who.tenant, session_id)
         if streaming:
             return StreamingResponse(
                 iter([sse_event("result", result.model_dump(mode="json"))]),
@@ -337,9 +340,11 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
     )
     if body.turn_index not in {t["turn_index"] for t in turns}:
         raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}")
-    return await run_in_threadpool(
+    mark = await run_in_threadpool(
         pilot.store.add_feedback, who.tenant, session_id, body.turn_index, body.rating, body.comment
     )
+    touched(pilot, who.tenant, session_id)
+    return mark
 
 
 @router.post("/{session_id}/handoff")
@@ -350,4 +355,5 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     if not header.get("handoff"):
         await run_in_threadpool(pilot.limits.spend, "handoffs", who)
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason)
+    touched(pilot, who.tenant, session_id)
     return {"session": customer_view(header), "message": pilot.settings.messages.handoff}

@@ -102,3 +102,33 @@ def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tm
     assert printed.exit_code == 0, printed.output
     rows = list(csv.DictReader(io.StringIO(printed.stdout)))
     assert {r["session_id"]: r["label"] for r in rows} == {k: v["label"] for k, v in labels.items()}
+
+
+def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_kb, tmp_path):
+    import time
+
+    from service.outcome_store import OUTCOMES, catch_up, keep_current
+    from storage.qdrant.store import Match
+
+    hourly = settings.model_copy(
+        update={"pilot": settings.pilot.model_copy(update={"outcome_after_s": 3600.0})}
+    )
+    with (
+        pilot_over_own_store(hourly, example_kb, tmp_path / "data" / "qdrant", *KEYS) as (app, _),
+        TestClient(app) as client,
+    ):
+        session, _ = conversation(client, "c-1", "How do I reset my password?")
+        first = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        assert [c["label"] for c in first["conversations"]] == ["pending"]
+        pilot = app.state.pilot
+        keep_current(pilot, time.time() + 7200)  # the minute sweep, two hours later
+        later = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        assert [c["label"] for c in later["conversations"]] == ["assumed"]
+        assert later["days"][0]["resolution_rate"] == 1.0
+
+        # a store from before outcomes were stored: labelled once at start
+        pilot.store.store.delete(OUTCOMES, Match("tenant", ("acme",)))
+        assert client.get("/v1/reports/outcomes", headers=auth("lead")).json()["conversations"] == []
+        catch_up(pilot, time.time() + 7200)
+        again = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        assert [(c["session_id"], c["label"]) for c in again["conversations"]] == [(session, "assumed")]

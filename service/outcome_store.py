@@ -1,0 +1,218 @@
+"""Each conversation's outcome, stored when it changes, so the report counts instead of
+reading every conversation.
+
+A conversation is (re)labelled (``tasks/outcomes.label``) when something happens to it: a
+customer turn, a rating, a hand-off, a person's reply, a resolution (``refresh``); a
+``pending`` one past ``pilot.outcome_after_s`` is relabelled by the service's minute sweep
+(``relabel_quiet``); a labelled one of the same customer on the same topic is marked
+``reopened`` when the customer comes back within ``pilot.reopen_within_s``. The report reads
+counts per day and label (indexed) and the page of conversations it shows: its cost does not
+grow with the number of conversations read whole. A store whose conversations have no stored
+outcome yet (a pilot older than this) is labelled once at start (``backfill``).
+
+Usage::
+
+    outcomes = OutcomeStore(store, encoders)
+    outcomes.refresh(pilot_store, memory, "acme", ["s1"], now, settings.pilot)
+    outcomes.report("acme", now, settings.pilot, days=30, offset=0, limit=100)
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from config.settings import PilotSettings
+from service.outcomes import DAY_S, ConversationOutcome, DayRates, OutcomeReport, totals
+from storage.memory import Scope
+from storage.qdrant.store import AllOf, Match, PointData, Store, ensure_records
+from tasks.outcomes import LABELS, Outcome, day_of, day_row, label, reopened, shared_pages
+
+OUTCOMES = "pilot_outcomes"
+_NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
+
+
+def window(now: float, days: int) -> list[str]:
+    """The ``days`` UTC days ending today, oldest first.
+
+    >>> window(86_400.0 * 2, 2)
+    ['1970-01-02', '1970-01-03']
+    """
+    return [day_of(now - (days - 1 - n) * DAY_S) for n in range(days)]
+
+
+class OutcomeStore:
+    def __init__(self, store: Store, encoders: Any) -> None:
+        self.store = store
+        self.vector = encoders.dense.encode(["outcome"])[0].dense
+        ensure_records(
+            store, OUTCOMES, encoders.dense.dim, ("tenant", "day", "label", "customer_id", "session_id")
+        )
+
+    def _write(self, tenant: str, outcomes: list[Outcome]) -> None:
+        points = [
+            PointData(
+                id=str(uuid.uuid5(_NAMESPACE, f"{tenant}/{o.session_id}")),
+                dense=self.vector,
+                payload={**o.row(), "tenant": tenant},
+            )
+            for o in outcomes
+        ]
+        if points:
+            self.store.upsert(OUTCOMES, points)
+
+    def _stored(self, where: Any) -> list[Outcome]:
+        names = set(Outcome.__dataclass_fields__)
+        return [
+            Outcome(**{k: v for k, v in r.payload.items() if k in names})
+            for r in self.store.scroll(OUTCOMES, where)
+        ]
+
+    def refresh(
+        self,
+        pilot_store: Any,
+        memory: Any,
+        tenant: str,
+        session_ids: list[str],
+        now: float,
+        pilot: PilotSettings,
+    ) -> None:
+        """Label these conversations anew, and their customers' earlier ones as reopened
+        where they came back on the same topic."""
+        fresh: dict[str, list[Outcome]] = {}
+        for session_id in dict.fromkeys(session_ids):
+            header = pilot_store.session(tenant, session_id)
+            if header is None:
+                continue
+            turns = memory.session_turns(Scope(header["customer_id"], tenant), session_id)
+            found = label(
+                header, turns, pilot_store.feedback(tenant, session_id), now, pilot.outcome_after_s
+            )
+            if found is not None:
+                fresh.setdefault(found.customer_id, []).append(found)
+        for customer, mine in fresh.items():
+            known = {
+                o.session_id: o
+                for o in self._stored(
+                    AllOf((Match("tenant", (tenant,)), Match("customer_id", (customer,))))
+                )
+            }
+            for outcome in mine:
+                known[outcome.session_id] = outcome
+            for earlier in known.values():  # reopened is decided again from the conversations
+                if earlier.label == "reopened":
+                    earlier.label = earlier.evidence.pop("was", "assumed")
+                    earlier.evidence.pop("reopened_by", None)
+            self._write(tenant, reopened(known.values(), shared_pages, pilot.reopen_within_s))
+
+    def relabel_quiet(self, pilot_store: Any, memory: Any, now: float, pilot: PilotSettings) -> int:
+        """Conversations still ``pending`` whose last activity is past the window: labelled."""
+        quiet = [
+            r.payload
+            for r in self.store.scroll(OUTCOMES, Match("label", ("pending",)))
+            if now - float(r.payload.get("last_activity", now)) >= pilot.outcome_after_s
+        ]
+        by_tenant: dict[str, list[str]] = {}
+        for payload in quiet:
+            by_tenant.setdefault(payload["tenant"], []).append(payload["session_id"])
+        for tenant, sessions in by_tenant.items():
+            self.refresh(pilot_store, memory, tenant, sessions, now, pilot)
+        return len(quiet)
+
+    def backfill(self, pilot_store: Any, memory: Any, now: float, pilot: PilotSettings) -> int:
+        """Label, once, every conversation that has no stored outcome yet."""
+        done = 0
+        for tenant in pilot_store.tenants():
+            stored = {
+                r.payload["session_id"]
+                for r in self.store.scroll(OUTCOMES, Match("tenant", (tenant,)), fields=("session_id",))
+            }
+            missing = [
+                h["session_id"] for h in pilot_store.sessions(tenant) if h["session_id"] not in stored
+            ]
+            if missing:
+                self.refresh(pilot_store, memory, tenant, missing, now, pilot)
+                done += len(missing)
+        return done
+
+    def _count(self, tenant: str, day: str, name: str) -> int:
+        return self.store.count(
+            OUTCOMES,
+            AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("label", (name,)))),
+        )
+
+    def report(
+        self,
+        tenant: str,
+        now: float,
+        pilot: PilotSettings,
+        feedback_counts: Any,
+        days: int = 30,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> OutcomeReport:
+        """Rates per day from counts, and the conversations ``offset`` to ``offset + limit``
+        newest first (read a day at a time, from today back); ``feedback_counts(day)``: the
+        day's (helpful, all) marks."""
+        rows = []
+        for day in window(now, days):
+            counts: dict[str, int] = {name: self._count(tenant, day, name) for name in LABELS}
+            helpful, given = feedback_counts(day)
+            if sum(counts.values()) or given:
+                rows.append(day_row(day, counts, helpful, given))
+        page: list[Outcome] = []
+        seen = 0
+        for day in reversed(window(now, days)):
+            if len(page) >= limit:
+                break
+            todays = sorted(
+                self._stored(AllOf((Match("tenant", (tenant,)), Match("day", (day,))))),
+                key=lambda o: -o.started,
+            )
+            for outcome in todays:
+                if seen >= offset and len(page) < limit:
+                    page.append(outcome)
+                seen += 1
+        involved = sum(r["involved"] for r in rows)
+        return OutcomeReport(
+            tenant=tenant,
+            outcome_after_s=pilot.outcome_after_s,
+            reopen_within_s=pilot.reopen_within_s,
+            since_day=window(now, days)[0],
+            days=[DayRates(**row) for row in rows],
+            totals=totals(rows),
+            conversations=[ConversationOutcome(**o.row()) for o in page],
+            total_conversations=involved,
+        )
+
+
+def touched(pilot: Any, tenant: str, session_id: str) -> None:
+    """Something happened to the conversation: its outcome is refreshed at the next flush
+    (the minute sweep, or a report read), not in the request that changed it."""
+    pilot.dirty.add((tenant, session_id))
+
+
+def flush(pilot: Any, now: float) -> int:
+    """Refresh the outcomes of the conversations touched since the last flush."""
+    taken = list(pilot.dirty)
+    pilot.dirty.difference_update(taken)
+    by_tenant: dict[str, list[str]] = {}
+    for tenant, session_id in taken:
+        by_tenant.setdefault(tenant, []).append(session_id)
+    settings = pilot.settings.pilot
+    for tenant, sessions in by_tenant.items():
+        pilot.outcomes.refresh(pilot.store, pilot.runtime.memory, tenant, sessions, now, settings)
+    return len(taken)
+
+
+def keep_current(pilot: Any, now: float) -> None:
+    """The minute sweep's part: touched conversations refreshed, quiet pending ones labelled."""
+    flush(pilot, now)
+    pilot.outcomes.relabel_quiet(pilot.store, pilot.runtime.memory, now, pilot.settings.pilot)
+
+
+def catch_up(pilot: Any, now: float) -> None:
+    """At start: marks stored before they had a day get one; conversations without a stored
+    outcome are labelled."""
+    pilot.store.date_feedback()
+    pilot.outcomes.backfill(pilot.store, pilot.runtime.memory, now, pilot.settings.pilot)
