@@ -62,7 +62,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
         pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles")
-        pilot.outcomes = OutcomeStore(kb.store, kb.encoders)
+        # outcomes live beside the conversations' turns (the memory's store)
+        turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
+        pilot.outcomes = OutcomeStore(turns_store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
