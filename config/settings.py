@@ -142,7 +142,27 @@ def _default_slots() -> dict[str, SlotRule]:
 LEARNED_FEATURE = "learned"  # the learned cross-encoder's probability, as a logistic feature
 
 
-class AnswerabilityModel(_Strict):
+class LinearModel(_Strict):
+    """Standardised features and their weights: ``weight * (feature - mean) / scale`` each
+    (``tasks/operating_points.linear_terms``); the answerability gate and the page choice."""
+
+    features: list[str] = Field(default_factory=list)
+    mean: list[float] = Field(default_factory=list)
+    scale: list[float] = Field(default_factory=list)
+    weights: list[float] = Field(default_factory=list)
+    fitted_on: str = ""
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> LinearModel:
+        sizes = {len(self.features), len(self.mean), len(self.scale), len(self.weights)}
+        if len(sizes) != 1:
+            raise ValueError("features, mean, scale and weights must have the same length")
+        if any(s <= 0 for s in self.scale):
+            raise ValueError("every scale must be positive")
+        return self
+
+
+class AnswerabilityModel(LinearModel):
     """A logistic model over the answerability features (tasks/answerability.py).
 
     ``probability = sigmoid(bias + sum(weight * (feature - mean) / scale))``
@@ -159,15 +179,9 @@ class AnswerabilityModel(_Strict):
     bias: float
     answer_at: float = Field(0.5, ge=0, le=1)
     refuse_below: float = Field(0.5, ge=0, le=1)
-    fitted_on: str = ""
 
     @model_validator(mode="after")
-    def _consistent(self) -> AnswerabilityModel:
-        sizes = {len(self.features), len(self.mean), len(self.scale), len(self.weights)}
-        if len(sizes) != 1:
-            raise ValueError("features, mean, scale and weights must have the same length")
-        if any(s <= 0 for s in self.scale):
-            raise ValueError("every scale must be positive")
+    def _points_in_order(self) -> AnswerabilityModel:
         if self.refuse_below > self.answer_at:
             raise ValueError("refuse_below must not exceed answer_at")
         return self
@@ -186,27 +200,12 @@ def fitted_answerability() -> AnswerabilityModel:
     return AnswerabilityModel.model_validate(yaml.safe_load(FITTED_ANSWERABILITY.read_text()))
 
 
-class PageChoiceModel(_Strict):
+class PageChoiceModel(LinearModel):
     """Which candidate page answers (tasks/page_choice.py): a logistic score over each
     candidate's features, ``sum(weight * (feature - mean) / scale)``; the highest scoring
     candidate answers. Fitted by ``bench/fit_page_choice.py`` into config/page_choice.yaml;
     with no ``weights`` the best window reading (with half the passage's relevance) chooses.
     """
-
-    features: list[str] = Field(default_factory=list)
-    mean: list[float] = Field(default_factory=list)
-    scale: list[float] = Field(default_factory=list)
-    weights: list[float] = Field(default_factory=list)
-    fitted_on: str = ""
-
-    @model_validator(mode="after")
-    def _same_lengths(self) -> PageChoiceModel:
-        sizes = {len(self.features), len(self.mean), len(self.scale), len(self.weights)}
-        if len(sizes) != 1:
-            raise ValueError("features, mean, scale and weights must be of one length")
-        if any(s <= 0 for s in self.scale):
-            raise ValueError("every scale must be positive")
-        return self
 
 
 def fitted_page_choice() -> PageChoiceModel:

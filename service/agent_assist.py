@@ -22,27 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agents.turn import run_turn
-from tasks.courtesy import asks_something
 from tasks.handoff_intent import load_handoff_intent
-from tasks.passage_text import split_sentences
+from tasks.judging import pages_question
 from tasks.schemas import HistoryTurn, TurnRequest
 
 ANSWERED_BY_A_PERSON = "agent_reply"
-
-
-def pages_question(message: str, asks_for_person: Callable[[str], bool]) -> str:
-    """What of a message the knowledge base could answer: its sentences that ask something,
-    without the requests for a person ("" when there are none).
-
-    >>> pages_question("My refund has not arrived. I want a human!", lambda s: "human" in s)
-    'My refund has not arrived.'
-    """
-    kept = [
-        s
-        for s in split_sentences(" ".join(message.split()))
-        if asks_something(s) and not asks_for_person(s)
-    ]
-    return " ".join(kept)
 
 
 def last_unanswered(

@@ -21,6 +21,7 @@ from config.settings import Settings
 from service.auth import AuthError, Caller, authenticate
 from service.errors import ApiError
 from service.gaps import ReportCache
+from tasks.gap_report import GapReport
 
 
 @dataclass
@@ -32,7 +33,7 @@ class PilotContext:
     runtime: Any = None
     store: Any = None
     limits: Any = None  # service.rate_limits.RateLimits, built with the store
-    gap_reports: ReportCache[Any] = field(default_factory=ReportCache)
+    gap_reports: ReportCache[GapReport] = field(default_factory=ReportCache)
     articles: Any = None  # service.articles.Articles, built with the store
     outcomes: Any = None  # service.outcome_store.OutcomeStore, built with the store
     dirty: set[tuple[str, str]] = field(default_factory=set)  # (tenant, session) to relabel

@@ -23,22 +23,13 @@ import uuid
 from typing import Any
 
 from config.settings import PilotSettings
-from service.outcomes import DAY_S, ConversationOutcome, DayRates, OutcomeReport, totals
+from service.outcomes import OutcomeReport, outcome_report, window
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Match, PointData, Store, ensure_records
-from tasks.outcomes import LABELS, Outcome, day_of, day_row, label, reopened, shared_pages
+from tasks.outcomes import LABELS, Outcome, day_row, label, reopened, shared_pages
 
 OUTCOMES = "pilot_outcomes"
 _NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
-
-
-def window(now: float, days: int) -> list[str]:
-    """The ``days`` UTC days ending today, oldest first.
-
-    >>> window(86_400.0 * 2, 2)
-    ['1970-01-02', '1970-01-03']
-    """
-    return [day_of(now - (days - 1 - n) * DAY_S) for n in range(days)]
 
 
 class OutcomeStore:
@@ -173,17 +164,7 @@ class OutcomeStore:
                 if seen >= offset and len(page) < limit:
                     page.append(outcome)
                 seen += 1
-        involved = sum(r["involved"] for r in rows)
-        return OutcomeReport(
-            tenant=tenant,
-            outcome_after_s=pilot.outcome_after_s,
-            reopen_within_s=pilot.reopen_within_s,
-            since_day=window(now, days)[0],
-            days=[DayRates(**row) for row in rows],
-            totals=totals(rows),
-            conversations=[ConversationOutcome(**o.row()) for o in page],
-            total_conversations=involved,
-        )
+        return outcome_report(tenant, pilot, window(now, days)[0], rows, page)
 
 
 def touched(pilot: Any, tenant: str, session_id: str) -> None:

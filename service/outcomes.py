@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from config.settings import PilotSettings
-from tasks.outcomes import Label, daily_rates, day_of, label, reopened, shared_pages
+from tasks.outcomes import Label, Outcome, daily_rates, day_of, label, reopened, shared_pages
 
 TURN_FIELDS = ("session_id", "turn_index", "user", "verdict", "status", "ts", "citations", "from")
 DAY_S = 86_400.0
@@ -120,19 +120,33 @@ def tenant_outcomes(
         if found is not None:
             labelled.append(found)
     outcomes = reopened(labelled, shared_pages, pilot.reopen_within_s)
-    since = day_of(now - (days - 1) * DAY_S)
+    since = window(now, days)[0]
     recent = [o for o in outcomes if o.day >= since]
     rates = daily_rates(recent, [f for f in feedback if day_of(float(f.get("ts", 0.0))) >= since])
+    page = list(reversed(recent))[offset : None if limit is None else offset + limit]
+    return outcome_report(tenant, pilot, since, rates, page)
+
+
+def window(now: float, days: int) -> list[str]:
+    """The ``days`` UTC days ending today, oldest first.
+
+    >>> window(86_400.0 * 2, 2)
+    ['1970-01-02', '1970-01-03']
+    """
+    return [day_of(now - (days - 1 - n) * DAY_S) for n in range(days)]
+
+
+def outcome_report(
+    tenant: str, pilot: PilotSettings, since_day: str, rows: list[dict[str, Any]], page: list[Outcome]
+) -> OutcomeReport:
+    """The report of the day ``rows`` (``tasks.outcomes.day_row``) and a ``page`` of outcomes."""
     return OutcomeReport(
         tenant=tenant,
         outcome_after_s=pilot.outcome_after_s,
         reopen_within_s=pilot.reopen_within_s,
-        since_day=since,
-        days=[DayRates(**row) for row in rates],
-        totals=totals(rates),
-        conversations=[
-            ConversationOutcome(**o.row())
-            for o in list(reversed(recent))[offset : None if limit is None else offset + limit]
-        ],
-        total_conversations=len(recent),
+        since_day=since_day,
+        days=[DayRates(**row) for row in rows],
+        totals=totals(rows),
+        conversations=[ConversationOutcome(**o.row()) for o in page],
+        total_conversations=sum(row["involved"] for row in rows),
     )

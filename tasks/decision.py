@@ -34,7 +34,7 @@ from tasks.answerability import Reading, read
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
 from tasks.judging import as_the_pages_read
-from tasks.operating_points import logistic_probability, operating_points
+from tasks.operating_points import linear_terms, logistic_probability, operating_points
 from tasks.page_choice import candidate_indices, chooser, page_rows
 from tasks.schemas import Decision, DecisionAction, EvidenceCall, Passage
 
@@ -79,11 +79,8 @@ def code_features(question: str, answering: str, texts: Sequence[str]) -> dict[s
 
 def contributions(settings: EvidenceSettings, features: dict[str, float]) -> dict[str, float]:
     """Each gate feature's share of the logit, ``weight * (feature - mean) / scale``."""
-    model = settings.answerability
-    return {
-        name: round(w * (features.get(name, 0.0) - m) / s, 3)
-        for name, m, s, w in zip(model.features, model.mean, model.scale, model.weights, strict=True)
-    }
+    terms = linear_terms(settings.answerability, features)
+    return {name: round(term, 3) for name, term in terms.items()}
 
 
 def assess(

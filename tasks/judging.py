@@ -11,7 +11,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from tasks.answerability import Reading, read, refocus
@@ -23,14 +23,30 @@ from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 from tasks.spelling import respell
 
 
+def _sentences_for_the_pages(message: str, asks_for_person: Callable[[str], bool]) -> Iterator[str]:
+    return (
+        s
+        for s in split_sentences(" ".join(message.split()))
+        if asks_something(s) and not asks_for_person(s)
+    )
+
+
 def asks_the_pages(message: str, asks_for_person: Callable[[str], bool]) -> bool:
     """Whether a message asks something a page could answer: more than a request for a
     person (``asks_for_person``: the hand-off intent), greetings and thanks ("I want to talk
     to a human." and "Thanks, bye!" do not; "My invoice is wrong. I want to talk to a
-    human." does)."""
-    return any(
-        asks_something(s) and not asks_for_person(s) for s in split_sentences(" ".join(message.split()))
-    )
+    human." does). Stops at the first sentence that does."""
+    return next(_sentences_for_the_pages(message, asks_for_person), None) is not None
+
+
+def pages_question(message: str, asks_for_person: Callable[[str], bool]) -> str:
+    """What of a message the knowledge base could answer: its sentences that ask something,
+    without the requests for a person ("" when there are none).
+
+    >>> pages_question("My refund has not arrived. I want a human!", lambda s: "human" in s)
+    'My refund has not arrived.'
+    """
+    return " ".join(_sentences_for_the_pages(message, asks_for_person))
 
 
 def read_passages(

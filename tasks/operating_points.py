@@ -19,17 +19,30 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from config.settings import AnswerabilityModel, EvidenceSettings, OperatingPoint
+from config.settings import AnswerabilityModel, EvidenceSettings, LinearModel, OperatingPoint
+
+
+def linear_terms(model: LinearModel, features: Mapping[str, float]) -> dict[str, float]:
+    """Each feature's term, ``weight * (feature - mean) / scale`` (its share of the logit).
+
+    >>> model = LinearModel(features=["title"], mean=[0.5], scale=[0.5], weights=[2.0])
+    >>> linear_terms(model, {"title": 1.0})
+    {'title': 2.0}
+    """
+    return {
+        name: w * (features[name] - m) / s
+        for name, m, s, w in zip(model.features, model.mean, model.scale, model.weights, strict=True)
+    }
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
 def logistic_probability(model: AnswerabilityModel, features: Mapping[str, float]) -> float:
     """``sigmoid(bias + sum(weight * (feature - mean) / scale))``: the probability that the
     passages answer, from a reading's features."""
-    z = model.bias + sum(
-        w * (features[name] - m) / s
-        for name, m, s, w in zip(model.features, model.mean, model.scale, model.weights, strict=True)
-    )
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+    return sigmoid(model.bias + sum(linear_terms(model, features).values()))
 
 
 def threshold_for(curve: Sequence[OperatingPoint], precision: float) -> float:

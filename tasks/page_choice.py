@@ -30,13 +30,13 @@ Usage::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 from config.settings import PageChoiceModel
 from tasks.answerability import closest_tokens, title_coverage
 from tasks.answerability_model import Window, windows
 from tasks.evidence import EvidenceScorer
+from tasks.operating_points import linear_terms, sigmoid
 from tasks.passage_text import Unit, split_units
 from tasks.schemas import Passage
 
@@ -151,11 +151,7 @@ def score(model: PageChoiceModel, row: dict[str, float]) -> float:
     >>> round(score(model, {"title": 1.0}), 3), round(score(model, {"title": 0.0}), 3)
     (0.881, 0.119)
     """
-    total = sum(
-        w * (row.get(f, 0.0) - m) / s
-        for f, m, s, w in zip(model.features, model.mean, model.scale, model.weights, strict=True)
-    )
-    return 1.0 / (1.0 + math.exp(-total))
+    return sigmoid(sum(linear_terms(model, row).values()))
 
 
 def chooser(

@@ -3,6 +3,7 @@ routes, then labelled with their evidence for an admin; the CLI prints the same.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 
@@ -40,14 +41,24 @@ def rate(client, session: str, turn: int, rating: str) -> None:
     assert response.status_code == 201, response.text
 
 
-def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tmp_path):
-    quick = settings.model_copy(
-        update={"pilot": settings.pilot.model_copy(update={"outcome_after_s": 0.0})}
-    )
+@contextlib.contextmanager
+def served(settings, example_kb, tmp_path, outcome_after_s: float):
+    """(client, app) of a pilot over its own store at ``tmp_path/data``, whose conversations
+    get their outcome ``outcome_after_s`` after they go quiet."""
+    pilot = settings.pilot.model_copy(update={"outcome_after_s": outcome_after_s})
+    configured = settings.model_copy(update={"pilot": pilot})
     with (
-        pilot_over_own_store(quick, example_kb, tmp_path / "data" / "qdrant", *KEYS) as (app, _),
+        pilot_over_own_store(configured, example_kb, tmp_path / "data" / "qdrant", *KEYS) as (
+            app,
+            _,
+        ),
         TestClient(app) as client,
     ):
+        yield client, app
+
+
+def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tmp_path):
+    with served(settings, example_kb, tmp_path, outcome_after_s=0.0) as (client, _):
         confirmed, _ = conversation(client, "c-1", "How do I reset my password?")
         rate(client, confirmed, 0, "up")
         reopened, _ = conversation(client, "c-2", "How long does a refund take?", "Thanks, bye!")
@@ -110,13 +121,7 @@ def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_k
     from service.outcome_store import OUTCOMES, catch_up, keep_current
     from storage.qdrant.store import Match
 
-    hourly = settings.model_copy(
-        update={"pilot": settings.pilot.model_copy(update={"outcome_after_s": 3600.0})}
-    )
-    with (
-        pilot_over_own_store(hourly, example_kb, tmp_path / "data" / "qdrant", *KEYS) as (app, _),
-        TestClient(app) as client,
-    ):
+    with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
         session, _ = conversation(client, "c-1", "How do I reset my password?")
         first = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
         assert [c["label"] for c in first["conversations"]] == ["pending"]

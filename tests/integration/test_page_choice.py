@@ -61,7 +61,7 @@ def test_a_follow_up_is_answered_from_the_conversations_page(runtime):
 @pytest.mark.parametrize(
     ("fields", "problem"),
     [
-        ({"features": ["title"], "mean": [0.1], "scale": [1.0], "weights": []}, "one length"),
+        ({"features": ["title"], "mean": [0.1], "scale": [1.0], "weights": []}, "same length"),
         ({"features": ["title"], "mean": [0.1], "scale": [0.0], "weights": [1.0]}, "positive"),
     ],
 )

@@ -79,7 +79,10 @@ def test_bad_env_value_is_named(monkeypatch):
         ("evidence: {gate: learned}\n", "evidence.gate"),
         ("evidence: {learned: {page_margin: 0.1}}\n", "evidence.learned"),
         ("evidence: {target_precision: 0}\n", "evidence.target_precision"),
-        ("evidence: {page_choice: {features: [a], mean: [0], scale: [1], weights: []}}\n", "one length"),
+        (
+            "evidence: {page_choice: {features: [a], mean: [0], scale: [1], weights: []}}\n",
+            "same length",
+        ),
         ("pilot: {encoder_threads: 0}\n", "pilot.encoder_threads"),
         ("pilot: {header_timeout_s: -1}\n", "pilot.header_timeout_s"),
         ("llm: {stream: sometimes}\n", "llm.stream"),
