@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from config.settings import ApiKey
 from service.auth import hash_key
@@ -131,3 +133,37 @@ def test_only_admins_write_articles_and_never_above_their_own_access(client, tmp
     assert client.post("/v1/articles/nothing/check", headers=auth("lead")).status_code == 404
     # the knowledge base is as it was: the refunds page still answers
     assert ask(client, "c-9", "How long does a refund take?")[1]["verdict"] == "answered"
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    # plain names (saved when the rest is valid) and any text (refused)
+    slug=st.one_of(
+        st.from_regex(r"[a-z0-9]{1,12}(-[a-z0-9]{1,8})?", fullmatch=True),
+        st.text(min_size=1, max_size=40),
+    ),
+    title=st.one_of(st.text(min_size=1, max_size=80), st.just("")),
+    text=st.one_of(st.text(max_size=400), st.just("# Shipping\n\nWe ship within 10 days.")),
+    access=st.sampled_from(["public", "customer", "internal", "secret", ""]),
+)
+def test_any_article_is_saved_or_refused_whole(client, tmp_path, slug, title, text, access):
+    body = {"slug": slug, "title": title, "text": text, "access": access}
+    response = client.post("/v1/articles", json=body, headers=auth("lead"))
+    assert response.status_code in (201, 422), response.text
+    folder = tmp_path / "articles"
+    if response.status_code == 201:
+        assert (folder / f"{slug}.md").is_file()
+        assert response.json()["status"] == "draft"
+    else:
+        error = response.json()["error"]  # names what is wrong
+        named = [error.get("field")] + [d["field"] for d in error.get("details", [])]
+        assert any(f in body or f == "body" for f in named if f), error
+        # nothing outside the folder, and no file for a refused name
+        assert not folder.exists() or all(p.parent == folder for p in folder.rglob("*"))
+        listed = {a["slug"] for a in client.get("/v1/articles", headers=auth("lead")).json()}
+        assert slug not in listed or (folder / f"{slug}.md").is_file()
