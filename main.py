@@ -675,6 +675,7 @@ def serve(
     from agents.build import build_runtime
     from service.app import create_app
     from service.header_timeout import server_config
+    from service.logs import uvicorn_log_config
 
     settings = state.settings.for_serving()
     if not settings.pilot.api_keys:
@@ -685,7 +686,10 @@ def serve(
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
     try:
         app = create_app(settings, state.data_dir, runtime)
-        server = uvicorn.Server(server_config(app, host, port, settings.pilot.header_timeout_s))
+        log_config = uvicorn_log_config(settings.observability)
+        server = uvicorn.Server(
+            server_config(app, host, port, settings.pilot.header_timeout_s, log_config=log_config)
+        )
         with contextlib.suppress(KeyboardInterrupt):
             server.run()
         if not server.started:

@@ -296,7 +296,16 @@ class ApiKey(_Strict):
     ``slots`` are the enforced slots of every caller using the key (a public website widget:
     ``{access_level: public}``); ``trust_customer_id`` lets a trusted backend name customers.
     ``role``: ``customer`` keys hold conversations; ``agent`` keys (support staff) work the
-    hand-off queue of their tenant; ``admin`` keys also read the knowledge-gap report.
+    hand-off queue of their tenant; ``admin`` keys also read the knowledge-gap report;
+    ``widget`` keys are *publishable*: pasted into a team's pages, they can only open a
+    session (``POST /v1/widget/sessions``), which hands back a short-lived token for that one
+    session's messages.
+
+    ``origins`` are the browser origins (``https://help.example.com``) that may use the key: a
+    request carrying another ``Origin`` than these or the service's own is refused (403), so a
+    secret key pasted into a web page fails at once. A widget key needs at least one.
+    ``identity_secret_env`` names the environment variable holding the secret the team's site
+    signs customer tokens with (HS256): only a signed token names a widget visitor.
     """
 
     name: str = Field(min_length=1, max_length=80)
@@ -304,10 +313,41 @@ class ApiKey(_Strict):
     tenant: str = Field("", max_length=200)
     slots: dict[str, str] = Field(default_factory=dict)
     trust_customer_id: bool = False
-    role: Literal["customer", "agent", "admin"] = "customer"
+    role: Literal["customer", "agent", "admin", "widget"] = "customer"
+    origins: list[str] = Field(default_factory=list, max_length=50)
+    identity_secret_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]{0,127}$")
+
+    @field_validator("origins")
+    @classmethod
+    def _plain_origins(cls, origins: list[str]) -> list[str]:
+        """Each one a scheme, a host and an optional port, exactly as browsers send it."""
+        for origin in origins:
+            if not ORIGIN.fullmatch(origin):
+                raise ValueError(
+                    f"origin {origin!r} is not scheme://host[:port] (no path, no wildcard, "
+                    "no trailing slash), e.g. https://help.example.com"
+                )
+        return origins
+
+    @model_validator(mode="after")
+    def _widget_has_its_origins(self) -> ApiKey:
+        if self.role == "widget":
+            if not self.origins:
+                raise ValueError(
+                    f"widget key {self.name!r} lists no origins: name the sites that embed it"
+                )
+            if self.trust_customer_id:
+                raise ValueError(
+                    f"widget key {self.name!r}: a key in a web page cannot be trusted to name "
+                    "customers (use identity_secret_env and signed customer tokens)"
+                )
+        elif self.identity_secret_env:
+            raise ValueError(f"key {self.name!r}: identity_secret_env is for widget keys only")
+        return self
 
 
 RATE = re.compile(r"[1-9][0-9]*\s*/\s*(second|minute|hour|day)")
+ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
 
 
 class PilotLimits(_Strict):
@@ -352,6 +392,11 @@ class PilotSettings(_Strict):
     outcome_after_s: float = Field(86_400.0, ge=0, le=90 * 86_400)
     # a resolved conversation whose customer comes back on its topic this soon is reopened
     reopen_within_s: float = Field(7 * 86_400.0, ge=0, le=365 * 86_400)
+    # a widget session's token (its only credential) lasts this long; the widget then opens
+    # a new session. Signed with SUPPORTCREW_SESSION_SECRET (the environment, never config).
+    session_token_minutes: float = Field(60.0, gt=0, le=24 * 60)
+    # a signed customer token from the team's site must expire within this many seconds
+    customer_token_max_age_s: float = Field(600.0, gt=0, le=86_400)
 
     @field_validator("api_keys")
     @classmethod
@@ -366,6 +411,25 @@ class PilotSettings(_Strict):
                 )
             seen.add((key.tenant, key.name))
         return keys
+
+
+class Observability(_Strict):
+    """What the pilot tells the team's monitoring (docs/operations.md).
+
+    ``metrics``: ``GET /metrics`` in Prometheus text format behind an admin key, or, with
+    ``metrics_port``, on a port of its own without one (bind it where only the scraper reaches).
+    ``otlp_endpoint``: OpenTelemetry spans of each turn and step go there (OTLP over HTTP);
+    none are made without it. ``json_logs``: one JSON object a line, with the session id; a
+    customer's message text only with ``log_message_text``.
+    """
+
+    metrics: bool = True
+    metrics_port: int | None = Field(None, ge=1, le=65535)
+    metrics_host: str = Field("127.0.0.1", min_length=1, max_length=255)
+    otlp_endpoint: str | None = Field(None, pattern=r"^https?://\S+$")
+    service_name: str = Field("supportcrew", min_length=1, max_length=100)
+    json_logs: bool = False
+    log_message_text: bool = False
 
 
 class Messages(_Strict):
@@ -414,6 +478,7 @@ class Settings(BaseSettings):
     roles: RoleSettings = RoleSettings()
     messages: Messages = Messages()
     pilot: PilotSettings = PilotSettings()
+    observability: Observability = Observability()
     sources: list[SourceSettings] = Field(default_factory=list)
     telemetry: bool = False
 

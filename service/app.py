@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -36,13 +37,28 @@ from service.errors import ApiError, error_body, field_of
 from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
+from service.logs import SessionLogContext
+from service.metrics import serve_metrics_port
 from service.outcome_store import OutcomeStore, catch_up
 from service.pilot_store import PilotStore
 from service.rate_limits import RateLimits
-from service.routes import articles, handoffs, health, me, page, reports, search, sessions
+from service.routes import (
+    articles,
+    handoffs,
+    health,
+    me,
+    metrics,
+    page,
+    reports,
+    search,
+    sessions,
+    widget,
+)
 from service.routes.page import PAGE_HEADERS, STATIC
 from service.scheduled_sync import sync_forever
 from service.session_state import SessionConflict
+from service.tracing import TurnTracer
+from service.widget_tokens import SessionTokens, SpentTokens
 from storage.qdrant.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -50,7 +66,12 @@ log = logging.getLogger(__name__)
 
 def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastAPI:
     """The service around one turn runtime (built at start unless given), routes included."""
-    pilot = PilotContext(settings=settings, runtime=runtime)
+    pilot = PilotContext(
+        settings=settings,
+        runtime=runtime,
+        session_tokens=SessionTokens.from_environment(settings.pilot),
+        tracer=TurnTracer.from_settings(settings.observability),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -65,10 +86,16 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(turns_store, kb.encoders)
+        pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
+        scrape_port = serve_metrics_port(pilot)
         yield
+        if scrape_port is not None:
+            scrape_port.shutdown()
+        if pilot.tracer is not None:
+            pilot.tracer.close()
         sweeper.cancel()
         syncer.cancel()
         catching_up.cancel()
@@ -90,6 +117,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         reports.router,
         articles.router,
         search.router,
+        widget.router,
+        metrics.router,
     ):
         app.include_router(router)
 
@@ -141,7 +170,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
     def admit(headers: Mapping[str, str], path: str) -> None:
         """Before a body is read: a valid key (401 otherwise), and no spent rate limit for
         this route (429; the first request over a limit is counted in the route itself)."""
-        who = authenticate(headers, settings.pilot.api_keys)
+        who = authenticate(headers, settings.pilot.api_keys, pilot.session_tokens)
         if pilot.limits is not None:
             pilot.limits.refuse_spent_route(path, who)
 
@@ -153,4 +182,15 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         body_timeout_s=settings.pilot.body_timeout_s,
     )
     app.add_middleware(SecurityHeaders, headers=PAGE_HEADERS)
+    app.add_middleware(SessionLogContext)
+    # outermost: browsers on the sites that embed a widget read our answers, refusals included
+    # (which key may be used from which origin is checked with the key: service/auth.py)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=sorted({o for key in settings.pilot.api_keys for o in key.origins}),
+        allow_methods=["GET", "POST"],
+        allow_headers=["Authorization", "Content-Type", "Accept", "X-API-Key"],
+        expose_headers=["Retry-After"],
+        max_age=600,
+    )
     return app

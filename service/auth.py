@@ -1,12 +1,18 @@
 """API keys of the pilot: SHA-256 at rest, each mapped to a tenant and enforced slots.
 
 Accepted as ``Authorization: Bearer KEY``, ``X-API-Key: KEY`` or HTTP Basic with the key as
-password (the watsonx custom-service integration offers basic auth or an API key).
+password (the watsonx custom-service integration offers basic auth or an API key). A widget's
+session token (:mod:`service.widget_tokens`) is presented the same way and acts as its widget
+key, for its one session only.
+
+A browser says where a request comes from (``Origin``): a key is refused (403) from any origin
+but the service's own and those configured for it, so a secret key pasted into a team's page
+fails at once, and a widget key works only on the sites that embed it.
 
 Usage::
 
     hash_key("sk-live-123")                      # what goes into config: pilot.api_keys[].sha256
-    caller = authenticate(request.headers, settings.pilot.api_keys)
+    caller = authenticate(request.headers, settings.pilot.api_keys, session_tokens)
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from config.settings import ApiKey
+from service.errors import ApiError
+from service.widget_tokens import SessionTokens, TokenError, widget_key
 
 
 class AuthError(Exception):
@@ -32,6 +40,22 @@ class Caller:
     slots: dict[str, str] = field(default_factory=dict)
     trust_customer_id: bool = False
     role: str = "customer"
+    origins: tuple[str, ...] = ()
+    session_id: str | None = None  # a widget session token: this session and no other
+
+
+def caller_of(key: ApiKey, session_id: str | None = None) -> Caller:
+    # a widget's session token holds a conversation like a customer key, for one session
+    role = "customer" if session_id else key.role
+    return Caller(
+        key.name,
+        key.tenant,
+        dict(key.slots),
+        key.trust_customer_id,
+        role,
+        tuple(key.origins),
+        session_id,
+    )
 
 
 def hash_key(key: str) -> str:
@@ -52,14 +76,65 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key") or None
 
 
-def authenticate(headers: Mapping[str, str], keys: Sequence[ApiKey]) -> Caller:
+def authenticate(
+    headers: Mapping[str, str], keys: Sequence[ApiKey], sessions: SessionTokens | None = None
+) -> Caller:
+    """The caller of an API key or a widget session token; :class:`AuthError` (401) without
+    one, an :class:`ApiError` (403) from an origin the key is not for."""
     key = presented_key(headers)
     if not key:
         raise AuthError("missing API key: send Authorization: Bearer <key> or X-API-Key")
+    who = _issued(key, keys) or (_session(key, keys, sessions) if sessions else None)
+    if who is None:
+        raise AuthError("unknown API key")
+    check_origin(headers, who)
+    return who
+
+
+def _issued(key: str, keys: Sequence[ApiKey]) -> Caller | None:
     digest = hash_key(key)
     for issued in keys:
         if hmac.compare_digest(digest, issued.sha256):
-            return Caller(
-                issued.name, issued.tenant, dict(issued.slots), issued.trust_customer_id, issued.role
-            )
-    raise AuthError("unknown API key")
+            return caller_of(issued)
+    return None
+
+
+def _session(token: str, keys: Sequence[ApiKey], sessions: SessionTokens) -> Caller | None:
+    if token.count(".") != 2:
+        return None
+    try:
+        claims = sessions.read(token)
+    except TokenError as exc:
+        raise AuthError(f"session token refused: {exc}") from None
+    key = widget_key(list(keys), claims.tenant, claims.key_name)
+    if key is None:
+        raise AuthError("session token refused: its widget key is no longer configured")
+    return caller_of(key, claims.session_id)
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether a browser's ``Origin`` is the service's own (its ``Host``, behind a proxy too).
+
+    >>> same_origin("https://support.example.com", "support.example.com")
+    True
+    >>> same_origin("http://127.0.0.1:8000", "127.0.0.1:8001")
+    False
+    """
+    return bool(host) and origin.partition("://")[2].lower() == host.lower()
+
+
+def check_origin(headers: Mapping[str, str], who: Caller) -> None:
+    """403 for a browser request from an origin the key is not configured for."""
+    origin = headers.get("origin")
+    if origin is None or origin in who.origins or same_origin(origin, headers.get("host", "")):
+        return
+    raise ApiError(
+        403,
+        "origin_not_allowed",
+        f"this key is not for pages on {origin[:200]}: "
+        + (
+            "add the origin to the key's origins"
+            if who.origins
+            else "a secret key never belongs in a web page; use a widget key (role widget)"
+        ),
+    )

@@ -21,6 +21,7 @@ from config.settings import Settings
 from service.auth import AuthError, Caller, authenticate
 from service.errors import ApiError
 from service.gaps import ReportCache
+from service.widget_tokens import SessionTokens
 from tasks.gap_report import GapReport
 
 
@@ -36,6 +37,10 @@ class PilotContext:
     gap_reports: ReportCache[GapReport] = field(default_factory=ReportCache)
     articles: Any = None  # service.articles.Articles, built with the store
     outcomes: Any = None  # service.outcome_store.OutcomeStore, built with the store
+    session_tokens: SessionTokens | None = None  # widget sessions' tokens (widget keys only)
+    spent_tokens: Any = None  # service.widget_tokens.SpentTokens, built with the store
+    metrics: Any = None  # service.metrics.Metrics
+    tracer: Any = None  # service.tracing.TurnTracer when spans go somewhere
     dirty: set[tuple[str, str]] = field(default_factory=set)  # (tenant, session) to relabel
     locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     running: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -51,7 +56,7 @@ Pilot = Annotated[PilotContext, Depends(pilot_context)]
 def caller(request: Request, pilot: Pilot) -> Caller:
     """The API key's caller (tenant, enforced slots, trust); 401 without a valid key."""
     try:
-        return authenticate(request.headers, pilot.settings.pilot.api_keys)
+        return authenticate(request.headers, pilot.settings.pilot.api_keys, pilot.session_tokens)
     except AuthError as exc:
         raise ApiError(401, "unauthorized", str(exc)) from None
 
@@ -86,7 +91,14 @@ def admin_caller(who: Authed) -> Caller:
     return who
 
 
+def widget_caller(who: Authed) -> Caller:
+    """A publishable widget key (it opens sessions and nothing else)."""
+    require_role(who, "widget")
+    return who
+
+
 Customer = Annotated[Caller, Depends(customer_caller)]
+Widget = Annotated[Caller, Depends(widget_caller)]
 Staff = Annotated[Caller, Depends(staff_caller)]
 Admin = Annotated[Caller, Depends(admin_caller)]
 
@@ -99,7 +111,10 @@ def owner_of(who: Caller) -> str:
 
 
 def owned_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
-    """The session's header, or 404 when it is not this caller's."""
+    """The session's header, or 404 when it is not this caller's (a widget session token's
+    caller owns its one session)."""
+    if who.session_id is not None and who.session_id != session_id:
+        raise ApiError(404, "unknown_session", f"no session {session_id!r} for this key")
     header = pilot.store.session(who.tenant, session_id)
     owner = header and (header.get("owner") or header.get("key"))
     if header is None or owner not in (owner_of(who), who.key_name):

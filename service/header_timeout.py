@@ -79,9 +79,21 @@ def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:
 
 
 def server_config(
-    app: Any, host: str, port: int, header_timeout_s: float, log_level: str = "info"
+    app: Any,
+    host: str,
+    port: int,
+    header_timeout_s: float,
+    log_level: str = "info",
+    log_config: dict[str, Any] | None = None,
 ) -> uvicorn.Config:
-    """How the pilot is served (``main.py serve`` and the tests' live servers alike)."""
+    """How the pilot is served (``main.py serve`` and the tests' live servers alike);
+    ``log_config`` replaces uvicorn's own (``service/logs.py``: JSON lines)."""
+    extra: dict[str, Any] = {"log_config": log_config} if log_config else {}
     return uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, http=header_timeout_protocol(header_timeout_s)
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=header_timeout_protocol(header_timeout_s),
+        **extra,
     )

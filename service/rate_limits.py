@@ -32,6 +32,7 @@ from limits.strategies import FixedWindowRateLimiter
 from config.settings import PilotLimits
 from service.auth import Caller
 from service.errors import ApiError
+from service.metrics import record_refusal
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import Match, PointData, Store, ensure_records
@@ -169,6 +170,7 @@ class RateLimits:
         self._refuse(name, reset)
 
     def _refuse(self, name: str, reset: float) -> NoReturn:
+        record_refusal(name)
         item = self.items[name]
         wait = max(1, math.ceil(reset - time.time()))
         raise ApiError(

@@ -18,6 +18,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from service.metrics import record_sync
 from storage.kb.sync import SyncReport, sync_sources
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ def sync_once(pilot: Any) -> list[SyncReport]:
     for report in reports:
         level = logging.INFO if report.complete else logging.WARNING
         log.log(level, "sync %s", {**asdict(report), "complete": report.complete})
+        record_sync(report)
     return reports
 
 

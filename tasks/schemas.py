@@ -171,6 +171,7 @@ class Citation(BaseModel):
 class Step(BaseModel):
     name: str
     ms: float = 0.0
+    at: float = 0.0  # when it began (seconds since the epoch); 0 for a step that did not run
     detail: dict[str, Any] = Field(default_factory=dict)
 
 

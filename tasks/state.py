@@ -97,7 +97,7 @@ class TurnState(BaseModel):
     @contextmanager
     def step(self, name: str, **detail: Any) -> Iterator[dict[str, Any]]:
         """Time a step and record it with the details the block adds to the yielded dict."""
-        started = time.perf_counter()
+        started, began_at = time.perf_counter(), time.time()
         info = dict(detail)
         listener = STEP_LISTENER.get()
         if listener is not None:
@@ -106,7 +106,12 @@ class TurnState(BaseModel):
             yield info
         finally:
             self.trace.steps.append(
-                Step(name=name, detail=info, ms=round((time.perf_counter() - started) * 1000, 1))
+                Step(
+                    name=name,
+                    detail=info,
+                    ms=round((time.perf_counter() - started) * 1000, 1),
+                    at=round(began_at, 4),
+                )
             )
 
     def skip(self, name: str, reason: str, **detail: Any) -> None:

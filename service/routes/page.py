@@ -31,6 +31,13 @@ async def agent_desk() -> FileResponse:
     return FileResponse(STATIC / "agent.html", headers=PAGE_HEADERS)
 
 
+@router.get("/widget.js")
+async def widget_script() -> FileResponse:
+    """The embeddable widget (docs/operations.md): pasted into a team's pages, cached briefly
+    so a fix reaches every site within minutes."""
+    return FileResponse(STATIC / "widget.js", headers={"Cache-Control": "public, max-age=300"})
+
+
 @router.get("/favicon.ico")
 async def favicon() -> Response:
     return Response(status_code=204)  # no icon, and no 404 in the browser's console

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, NoReturn
@@ -22,6 +23,7 @@ from service.context import Customer, Pilot, PilotContext, owned_session, owner_
 from service.errors import ApiError, error_body
 from service.outcome_store import touched
 from service.session_state import SessionConflict, move
+from service.turn_observer import observe_turn
 from storage.memory import Scope, ScopeError, check_id
 from tasks.memory_context import remember_entities, save_turn_result, waiting_for_a_person
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
@@ -117,10 +119,12 @@ def start_turn(
 
     async def locked() -> TurnResult:
         async with pilot.locks[lock]:
+            started = time.time()
             result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
             if result.handoff:  # the gate handed the conversation to people
                 result = await run_in_threadpool(hand_off_after_turn, pilot, request, result, who)
             touched(pilot, who.tenant, request.session_id)
+            observe_turn(pilot, request, result, started, time.time())
             return result
 
     task = asyncio.ensure_future(locked())
@@ -207,13 +211,29 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str
             )
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
-    await run_in_threadpool(pilot.limits.spend, "sessions", who)
+    if who.session_id is not None:
+        raise ApiError(
+            403,
+            "session_token",
+            "a widget session's token cannot open sessions: POST /v1/widget/sessions",
+        )
+    header = await run_in_threadpool(open_session, pilot, who, body.customer_id, dict(body.slots))
+    return {
+        "session_id": header["session_id"],
+        "customer_id": header["customer_id"],
+        "slots": header["slots"],
+    }
+
+
+def open_session(
+    pilot: PilotContext, who: Caller, customer_id: str | None, slots: dict[str, str]
+) -> dict[str, Any]:
+    """A new session of the caller's (counted against its ``sessions`` limit): its header.
+    Without a customer id the visitor is anonymous, named after the session."""
+    pilot.limits.spend("sessions", who)
     session_id = uuid.uuid4().hex
-    customer = body.customer_id or f"{ANONYMOUS}{session_id}"
-    header = await run_in_threadpool(
-        pilot.store.create_session, who.tenant, session_id, customer, owner_of(who), dict(body.slots)
-    )
-    return {"session_id": session_id, "customer_id": customer, "slots": header["slots"]}
+    customer = customer_id or f"{ANONYMOUS}{session_id}"
+    return pilot.store.create_session(who.tenant, session_id, customer, owner_of(who), slots)
 
 
 @router.post("/{session_id}/messages", response_model=None)

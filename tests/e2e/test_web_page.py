@@ -61,6 +61,7 @@ def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
         page.goto(url)
         page.get_by_label("Access key").fill("web-key")
         page.get_by_role("button", name="Start").click()
+        page.get_by_label("Your question").wait_for(timeout=20_000)  # once the key opened a session
         page.evaluate("""window.seenProgress = [];
             new MutationObserver(() => {
               const shown = document.querySelector('li.progress');

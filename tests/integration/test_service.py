@@ -300,7 +300,11 @@ def test_health_readiness_page_and_openapi(client):
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json()["ready"]
     page = client.get("/")
-    assert page.status_code == 200 and '<label for="question">' in page.text
+    assert page.status_code == 200 and '<label for="api-key">' in page.text
+    assert '<script src="/static/chat.js">' in page.text  # the conversation, shared with the widget
+    assert client.get("/static/chat.js").status_code == 200
+    widget = client.get("/widget.js")
+    assert widget.status_code == 200 and "javascript" in widget.headers["content-type"]
     assert "/v1/search" in client.get("/openapi.json").json()["paths"]
 
 

@@ -1,0 +1,82 @@
+"""The embeddable widget's one route: a publishable widget key opens a session and gets a
+short-lived token for it (``service/widget_tokens.py``); everything after goes through
+``/v1/sessions/{id}`` with that token. A signed customer token from the team's site names the
+visitor; without one the visitor is anonymous.
+
+Usage (what widget.js sends)::
+
+    POST /v1/widget/sessions   Authorization: Bearer pk_live_...   Origin: https://help.acme.com
+    {"customer_token": "<HS256 JWT the site signed>"}         # optional
+    -> 201 {"session_id", "customer_id", "token", "expires_at"}
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.auth import Caller
+from service.context import Pilot, PilotContext, Widget
+from service.errors import ApiError
+from service.routes.sessions import ANONYMOUS, open_session
+from service.widget_tokens import TokenError, read_customer_token, secret_from_environment, widget_key
+from storage.memory import ScopeError, check_id
+
+router = APIRouter(prefix="/v1/widget", tags=["widget"])
+
+
+class NewWidgetSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    customer_token: str | None = Field(default=None, min_length=1, max_length=4000)
+
+
+class WidgetSession(BaseModel):
+    session_id: str
+    customer_id: str
+    token: str
+    expires_at: float
+
+
+@router.post("/sessions", status_code=201, response_model=WidgetSession)
+async def new_widget_session(body: NewWidgetSession, who: Widget, pilot: Pilot) -> dict[str, Any]:
+    now = time.time()
+    customer = None
+    if body.customer_token is not None:
+        customer = await run_in_threadpool(vouched_customer, pilot, who, body.customer_token, now)
+    header = await run_in_threadpool(open_session, pilot, who, customer, {})
+    assert pilot.session_tokens is not None  # a widget key exists, so its tokens do
+    token, expires = pilot.session_tokens.issue(who.tenant, who.key_name, header["session_id"], now)
+    return {
+        "session_id": header["session_id"],
+        "customer_id": header["customer_id"],
+        "token": token,
+        "expires_at": expires,
+    }
+
+
+def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -> str:
+    """The customer id the team's site signed, spent once; 403 naming what is wrong."""
+    key = widget_key(pilot.settings.pilot.api_keys, who.tenant, who.key_name)
+    if key is None or not key.identity_secret_env:
+        raise ApiError(
+            403,
+            "customer_token_refused",
+            "this widget key takes no customer tokens: set identity_secret_env for it",
+        )
+    secret = secret_from_environment(key.identity_secret_env, f"widget key {key.name!r}")
+    try:
+        vouched = read_customer_token(token, secret, pilot.settings.pilot.customer_token_max_age_s, now)
+        check_id("customer_id", vouched.customer_id)
+    except (TokenError, ScopeError) as exc:
+        raise ApiError(403, "customer_token_refused", f"customer token refused: {exc}") from None
+    if vouched.customer_id.startswith(ANONYMOUS):
+        raise ApiError(403, "customer_token_refused", "customer token refused: anonymous ids are ours")
+    if not pilot.spent_tokens.spend(who.tenant, who.key_name, vouched.token_id, vouched.expires_at):
+        raise ApiError(
+            403, "customer_token_refused", "customer token refused: it has already opened a session"
+        )
+    return vouched.customer_id

@@ -1,0 +1,232 @@
+"""The embeddable widget in real headless Chromium, on a sample site page served from another
+origin than the service's: on an allowed origin a visitor asks, sees a cited answer, rates
+it, is handed off and reads a person's reply; on another origin the chat does not start; a
+signed-in visitor's customer token names them once, and a replayed or forged one is refused.
+The site's own styles never reach the widget (its shadow root)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import jwt
+import pytest
+
+from tests.e2e.test_agent_desk import ARGS
+from tests.e2e.test_web_page import CHROMIUM
+from tests.helpers import acme_team, bearer, free_port, pilot_over_own_store, running_server
+
+pytestmark = pytest.mark.integration
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "widget" / "site.html"
+IDENTITY_ENV = "ACME_WIDGET_IDENTITY_SECRET"
+IDENTITY_SECRET = "identity-" + "q" * 40
+
+
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *_args) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def site(folder: Path, port: int) -> Iterator[str]:
+    """The team's own site: static files from ``folder`` on 127.0.0.1:``port``."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(QuietFiles, directory=str(folder)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        httpd.shutdown()
+
+
+def site_page(folder: Path, name: str, service: str, customer_token: str | None = None) -> str:
+    """The sample page with the snippet pointed at ``service``, as the team would paste it."""
+    html = SAMPLE.read_text(encoding="utf-8")
+    html = html.replace("https://support.example.com", service).replace(
+        "pk_live_REPLACE_ME", "pk_live_acme"
+    )
+    if customer_token:
+        html = html.replace('data-key="', f'data-customer-token="{customer_token}" data-key="')
+    (folder / name).write_text(html, encoding="utf-8")
+    return name
+
+
+def signed(customer: str, secret: str = IDENTITY_SECRET) -> str:
+    now = int(time.time())
+    claims = {"sub": customer, "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex}
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+@pytest.fixture
+def deployment(settings, example_kb, tmp_path, monkeypatch):
+    from config.settings import ApiKey
+    from service.auth import hash_key
+    from service.widget_tokens import SESSION_SECRET_ENV
+
+    monkeypatch.setenv(SESSION_SECRET_ENV, "session-" + "p" * 40)
+    monkeypatch.setenv(IDENTITY_ENV, IDENTITY_SECRET)
+    site_port, other_port = free_port(), free_port()
+    widget = ApiKey(
+        name="site",
+        sha256=hash_key("pk_live_acme"),
+        tenant="acme",
+        role="widget",
+        slots={"access_level": "public"},
+        origins=[f"http://127.0.0.1:{site_port}"],
+        identity_secret_env=IDENTITY_ENV,
+    )
+    folder = tmp_path / "site"
+    folder.mkdir()
+    with (
+        pilot_over_own_store(
+            settings, example_kb, tmp_path / "data", *acme_team(), widget, roles="evidence"
+        ) as (app, runtime),
+        running_server(app) as (service, _server),
+        site(folder, site_port) as allowed,
+        site(folder, other_port) as other,
+    ):
+        yield {"service": service, "site": allowed, "other": other, "folder": folder, "runtime": runtime}
+
+
+def launch(p):
+    return p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+
+
+def open_widget(page):
+    page.get_by_role("button", name="Chat with CloudDesk support").click()
+    return page.get_by_role("dialog", name="CloudDesk support")
+
+
+def test_a_visitor_on_the_teams_site_is_answered_rates_and_reaches_a_person(deployment):
+    from playwright.sync_api import sync_playwright
+
+    name = site_page(deployment["folder"], "index.html", deployment["service"])
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.goto(f"{deployment['site']}/{name}")
+        launcher = page.get_by_role("button", name="Chat with CloudDesk support")
+        # the site styles its buttons hot pink; the shadow root keeps that off the launcher
+        assert launcher.evaluate("b => getComputedStyle(b).backgroundColor") == "rgb(47, 111, 219)"
+        chat = open_widget(page)
+        question = chat.get_by_label("Your question")
+        question.fill("How long does a refund take?")
+        question.press("Enter")
+        answer = chat.locator("li.assistant").first
+        answer.wait_for(timeout=60_000)
+        assert "5 to 7 business days" in answer.inner_text()
+        assert (
+            answer.get_by_role("link", name="Refunds").get_attribute("href").endswith("/billing/refunds")
+        )
+        keep = os.environ.get("WIDGET_SCREENSHOTS")  # a folder: a developer looks at them
+        if keep:
+            page.screenshot(path=str(Path(keep) / "widget-site.png"))
+        answer.get_by_role("button", name="Helpful", exact=True).click()
+        chat.get_by_text("Thanks for your feedback.").wait_for(timeout=10_000)
+
+        question.fill("I want to talk to a person please")
+        question.press("Enter")
+        chat.locator("#handoff").wait_for(state="visible", timeout=60_000)
+        with httpx.Client(base_url=deployment["service"], headers=bearer("ana"), timeout=30) as staff:
+            waiting = staff.get("/v1/handoffs").json()["handoffs"]
+            assert len(waiting) == 1
+            session = waiting[0]["session"]["session_id"]
+            assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
+            replied = staff.post(
+                f"/v1/sessions/{session}/agent-messages",
+                json={"message": "Hi, Ana here. How can I help?"},
+            )
+            assert replied.status_code in (200, 201), replied.text
+        chat.locator("li.agent").wait_for(timeout=20_000)
+        assert "Ana here" in chat.locator("li.agent").inner_text()
+
+        phone = browser.new_page(viewport={"width": 390, "height": 780})
+        phone.goto(f"{deployment['site']}/{name}")
+        open_widget(phone).get_by_label("Your question").wait_for(timeout=20_000)
+        if keep:
+            phone.screenshot(path=str(Path(keep) / "widget-phone.png"))
+        browser.close()
+        assert not problems, problems
+
+
+def test_the_widget_does_not_start_on_a_site_its_key_is_not_for(deployment):
+    from playwright.sync_api import sync_playwright
+
+    name = site_page(deployment["folder"], "index.html", deployment["service"])
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page()
+        page.goto(f"{deployment['other']}/{name}")
+        chat = open_widget(page)
+        refused = chat.get_by_role("alert")
+        refused.wait_for(timeout=20_000)
+        assert "The chat cannot start" in refused.inner_text()
+        assert chat.get_by_label("Your question").count() == 0
+        # the page's own script gets no further with the key: the service answers 403
+        status = page.evaluate(
+            """async (service) => {
+                try {
+                  const r = await fetch(service + "/v1/widget/sessions", {method: "POST",
+                    headers: {"Authorization": "Bearer pk_live_acme",
+                              "Content-Type": "application/json"},
+                    body: "{}"});
+                  return r.status;
+                } catch (e) { return "blocked"; }
+            }""",
+            deployment["service"],
+        )
+        assert status == "blocked"  # no CORS grant: the browser never hands it the answer
+        browser.close()
+    direct = httpx.post(
+        f"{deployment['service']}/v1/widget/sessions",
+        json={},
+        headers={"Authorization": "Bearer pk_live_acme", "Origin": deployment["other"]},
+    )
+    assert direct.status_code == 403
+
+
+def test_a_signed_in_visitor_is_named_once_and_forged_or_replayed_tokens_fail(deployment):
+    from playwright.sync_api import sync_playwright
+
+    from storage.memory import Scope
+
+    folder, service = deployment["folder"], deployment["service"]
+    token = signed("cust-7")
+    named = site_page(folder, "account.html", service, token)
+    forged = site_page(
+        folder, "forged.html", service, signed("cust-7", "not-the-site-secret-" + "z" * 30)
+    )
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page()
+        page.goto(f"{deployment['site']}/{named}")
+        chat = open_widget(page)
+        question = chat.get_by_label("Your question")
+        question.fill("How do I export all my files?")
+        question.press("Enter")
+        chat.locator("li.assistant").first.wait_for(timeout=60_000)
+        stored = deployment["runtime"].memory.export(Scope("cust-7", "acme"))
+        assert any(stored.values()), "the turn is stored under the customer the site signed for"
+
+        again = browser.new_page()  # the same page, token and all, loaded a second time
+        again.goto(f"{deployment['site']}/{named}")
+        refused = open_widget(again).get_by_role("alert")
+        refused.wait_for(timeout=20_000)
+        assert "already opened a session" in refused.inner_text()
+
+        fake = browser.new_page()
+        fake.goto(f"{deployment['site']}/{forged}")
+        refused = open_widget(fake).get_by_role("alert")
+        refused.wait_for(timeout=20_000)
+        assert "signature does not match" in refused.inner_text()
+        browser.close()
