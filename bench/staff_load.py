@@ -9,24 +9,33 @@ them off and sending 8,000 character messages as fast as it can. Measured per ro
 seconds, errors (5xx or an unexpected status), the flood's 429s, and whether every accepted
 customer message is stored.
 
-    python bench/staff_load.py [--seconds 120] [--customers 20]
+Every client leaves from an address of its own on the loopback network (each customer,
+agent and the admin one each; the flood 127.0.0.2), as people on the internet do. With
+``--through-nginx`` the service sits behind Debian's nginx running the shipped site file
+(deploy/nginx/supportcrew.conf: per-address request limits, body cap, SSE unbuffered), so a
+flood from one address is refused at the ingress, as a deployment would refuse it.
 
-Writes bench/results/staff_load.{md,json}.
+    python bench/staff_load.py [--seconds 120] [--customers 20] [--through-nginx]
+
+Writes bench/results/staff_load.{md,json} (staff_load_nginx.* through nginx).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from _common import ROOT, SERVICE_QUESTIONS, serving, table, write_results
+from _common import ROOT, SERVICE_QUESTIONS, free_port, serving, table, write_results
 
+from deploy.nginx_local import nginx_in_front
 from evaluation.answers import percentile
 from service.auth import hash_key
 
@@ -62,6 +71,9 @@ KEYS = [
     },
 ]
 FLOOD_THREADS = 4
+FLOOD_ADDRESS = "127.0.0.2"
+ADMIN_ADDRESS = "127.0.3.1"
+CHECK_ADDRESS = "127.0.4.1"
 THINK_S = 3.0
 ASK_FOR_PERSON = "I want to talk to a person about my invoice"
 QUESTIONS = SERVICE_QUESTIONS
@@ -85,8 +97,18 @@ class Tally:
         return response
 
 
+def client(base: str, key: str, address: str, timeout: float = 60) -> httpx.Client:
+    """A client of ``key`` whose requests leave from ``address``."""
+    return httpx.Client(
+        base_url=base,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=timeout,
+        transport=httpx.HTTPTransport(local_address=address),
+    )
+
+
 def customer(base: str, n: int, until: float, tally: Tally) -> None:
-    with httpx.Client(base_url=base, headers={"Authorization": "Bearer widget-key"}, timeout=60) as http:
+    with client(base, "widget-key", f"127.0.1.{n + 1}") as http:
         conversation = 0
         while time.time() < until:
             made = tally.call("customer", http, "POST", "/v1/sessions", json={})
@@ -115,9 +137,7 @@ def customer(base: str, n: int, until: float, tally: Tally) -> None:
 
 
 def agent(base: str, name: str, until: float, tally: Tally) -> None:
-    with httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {name}-key"}, timeout=60
-    ) as http:
+    with client(base, f"{name}-key", f"127.0.2.{1 + ('ana', 'ben', 'cai').index(name)}") as http:
         while time.time() < until:
             page = tally.call("agent", http, "GET", "/v1/handoffs?limit=20").json()
             free = [r for r in page.get("handoffs", []) if not r["session"].get("taken_by")]
@@ -146,14 +166,14 @@ def agent(base: str, name: str, until: float, tally: Tally) -> None:
 
 
 def admin(base: str, until: float, tally: Tally) -> None:
-    with httpx.Client(base_url=base, headers={"Authorization": "Bearer lead-key"}, timeout=60) as http:
+    with client(base, "lead-key", ADMIN_ADDRESS) as http:
         while time.time() < until:
             tally.call("admin", http, "GET", "/v1/reports/gaps?since=1d")
             time.sleep(5)
 
 
 def flood(base: str, until: float, tally: Tally) -> None:
-    with httpx.Client(base_url=base, headers={"Authorization": "Bearer flood-key"}, timeout=60) as http:
+    with client(base, "flood-key", FLOOD_ADDRESS) as http:
         while time.time() < until:
             made = tally.call("flood", http, "POST", "/v1/sessions", json={})
             if made.status_code == 201:
@@ -183,12 +203,33 @@ def flood_process(base: str, until: float, out: multiprocessing.Queue) -> None:
     out.put((tally.latencies["flood"], dict(tally.status["flood"])))
 
 
-def run(seconds: float, customers: int, with_flood: bool) -> dict:
-    tally = Tally()
+@contextlib.contextmanager
+def service(through_nginx: bool) -> Iterator[str]:
+    """The service's base URL: ``main.py serve`` itself, or nginx in front of it."""
     with tempfile.TemporaryDirectory() as tmp, serving(ROOT, Path(tmp) / "data", KEYS) as (base, _pid):
-        with httpx.Client(
-            base_url=base, headers={"Authorization": "Bearer widget-key"}, timeout=120
-        ) as http:  # warm-up: every question once
+        if not through_nginx:
+            yield base
+            return
+        with nginx_in_front([int(base.rsplit(":", 1)[1])], free_port()) as proxied:
+            yield proxied
+
+
+def stored_user_turns(http: httpx.Client, session: str) -> int:
+    """Customer messages stored in ``session`` (waiting out a per-address limit)."""
+    for _ in range(40):
+        read = http.get(f"/v1/sessions/{session}")
+        if read.status_code != 429:
+            return sum(1 for t in read.json()["turns"] if t.get("user"))
+        time.sleep(0.25)
+    raise RuntimeError(f"session {session} could not be read: still 429")
+
+
+def run(seconds: float, customers: int, with_flood: bool, through_nginx: bool) -> dict:
+    tally = Tally()
+    with service(through_nginx) as base:
+        with client(
+            base, "widget-key", CHECK_ADDRESS, timeout=120
+        ) as http:  # warm-up: each question once
             session = http.post("/v1/sessions", json={}).json()["session_id"]
             for question in QUESTIONS:
                 http.post(f"/v1/sessions/{session}/messages", json={"message": question})
@@ -217,12 +258,9 @@ def run(seconds: float, customers: int, with_flood: bool) -> dict:
             for status, count in statuses.items():
                 tally.status["flood"][status] = count
         lost = 0
-        with httpx.Client(
-            base_url=base, headers={"Authorization": "Bearer widget-key"}, timeout=60
-        ) as http:
+        with client(base, "widget-key", CHECK_ADDRESS) as http:
             for session, sent in tally.sent.items():
-                turns = http.get(f"/v1/sessions/{session}").json()["turns"]
-                lost += max(0, sent - sum(1 for t in turns if t.get("user")))
+                lost += max(0, sent - stored_user_turns(http, session))
     result: dict = {"lost_messages": lost}
     for role, latencies in sorted(tally.latencies.items()):
         statuses = dict(tally.status[role])
@@ -241,9 +279,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--customers", type=int, default=20)
+    parser.add_argument("--through-nginx", action="store_true", help="deploy/nginx in front")
     args = parser.parse_args()
-    quiet = run(args.seconds, args.customers, with_flood=False)
-    flooded = run(args.seconds, args.customers, with_flood=True)
+    quiet = run(args.seconds, args.customers, with_flood=False, through_nginx=args.through_nginx)
+    flooded = run(args.seconds, args.customers, with_flood=True, through_nginx=args.through_nginx)
     rows = []
     for role in ("customer", "agent", "admin", "flood"):
         for measure in ("requests", "p50_s", "p95_s", "5xx", "429"):
@@ -258,14 +297,21 @@ def main() -> None:
     rows.append(["all", "lost_messages", quiet["lost_messages"], flooded["lost_messages"], "-"])
     lines = [
         f"# Staff side under load: {args.customers} customers, 3 agents, 1 admin, "
-        f"{args.seconds:.0f} s, without and with a flood from one key",
+        f"{args.seconds:.0f} s, without and with a flood from one key and address"
+        + (", through nginx (deploy/nginx/supportcrew.conf)" if args.through_nginx else ""),
         "",
         *table(["role", "measure", "no flood", "flood", "flood / no flood"], rows),
     ]
     write_results(
-        "staff_load",
+        "staff_load_nginx" if args.through_nginx else "staff_load",
         lines,
-        {"seconds": args.seconds, "customers": args.customers, "no_flood": quiet, "flood": flooded},
+        {
+            "seconds": args.seconds,
+            "customers": args.customers,
+            "through_nginx": args.through_nginx,
+            "no_flood": quiet,
+            "flood": flooded,
+        },
     )
 
 

@@ -1,0 +1,107 @@
+"""The deploy recipe (deploy/nginx/supportcrew.conf) run by Debian's nginx in front of the
+pilot: answers and server-sent events pass through unbuffered, a body over the cap and a
+flood from one client address are refused by nginx in the service's JSON shape while other
+addresses go on, and the service still knows its own origin behind the proxy."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import httpx
+import pytest
+
+from deploy.nginx_local import NGINX, nginx_in_front, site_for
+from tests.helpers import acme_team, bearer, free_port, pilot_over_own_store, running_server
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not os.path.exists(NGINX) and os.environ.get("CI") != "true",
+        reason="Debian nginx is not installed (CI installs it)",
+    ),
+]
+
+
+def from_address(address: str, base: str, **kwargs) -> httpx.Client:
+    """A client whose requests leave from ``address`` (any 127.x.y.z is this machine)."""
+    return httpx.Client(
+        base_url=base, transport=httpx.HTTPTransport(local_address=address), timeout=60, **kwargs
+    )
+
+
+@pytest.fixture
+def proxied(settings, example_kb, tmp_path):
+    with (
+        pilot_over_own_store(
+            settings, example_kb, tmp_path / "data", *acme_team(), roles="evidence"
+        ) as (
+            app,
+            _,
+        ),
+        running_server(app) as (service, _server),
+    ):
+        port = int(service.rsplit(":", 1)[1])
+        with nginx_in_front([port], free_port()) as base:
+            yield base
+
+
+def test_the_site_file_is_rendered_only_in_its_listen_line_and_upstream():
+    rendered = site_for([9001, 9002], 8088)
+    assert "listen 127.0.0.1:8088;" in rendered and "listen 80;" not in rendered
+    assert "server 127.0.0.1:9001;\n    server 127.0.0.1:9002;\n    keepalive 32;" in rendered
+    assert "limit_req zone=supportcrew_per_client burst=20 nodelay;" in rendered
+
+
+def test_answers_and_streamed_steps_pass_through_nginx_unbuffered(proxied):
+    with from_address("127.0.0.1", proxied, headers=bearer("backend")) as http:
+        session = http.post("/v1/sessions", json={"customer_id": "c-1"}).json()["session_id"]
+        said = http.post(
+            f"/v1/sessions/{session}/messages", json={"message": "How long does a refund take?"}
+        )
+        assert said.status_code == 200 and said.json()["verdict"] == "answered"
+        arrivals: list[tuple[float, str]] = []
+        with http.stream(
+            "POST",
+            f"/v1/sessions/{session}/messages",
+            json={"message": "How long does a refund take?"},
+            headers={"Accept": "text/event-stream"},
+        ) as events:
+            assert events.headers["content-type"].startswith("text/event-stream")
+            for line in events.iter_lines():
+                if line.startswith("event: "):
+                    arrivals.append((time.perf_counter(), line.removeprefix("event: ")))
+    names = [name for _, name in arrivals]
+    assert names[-1] == "result" and names.count("step") >= 3, names
+    # the first step reached the client well before the answer: nothing held it back
+    first_step = next(t for t, name in arrivals if name == "step")
+    assert arrivals[-1][0] - first_step > 0.02, arrivals
+
+
+def test_nginx_refuses_a_flood_from_one_address_and_serves_the_others(proxied):
+    with from_address("127.0.0.2", proxied) as flood:
+        statuses = [flood.get("/healthz").status_code for _ in range(80)]
+        refused = flood.get("/healthz")
+    assert statuses.count(429) >= 40, statuses
+    assert refused.status_code == 429
+    assert refused.json()["error"]["code"] == "rate_limited" and refused.headers["retry-after"] == "1"
+    with from_address("127.0.0.3", proxied, headers=bearer("backend")) as customer:
+        assert customer.get("/healthz").status_code == 200
+        assert customer.post("/v1/sessions", json={}).status_code == 201
+
+
+def test_a_body_over_the_cap_is_refused_by_nginx_in_json(proxied):
+    with from_address("127.0.0.4", proxied, headers=bearer("backend")) as http:
+        big = http.post(
+            "/v1/sessions", content=b"x" * 200_000, headers={"Content-Type": "application/json"}
+        )
+    assert big.status_code == 413
+    assert big.json()["error"]["code"] == "too_large"
+
+
+def test_behind_nginx_the_service_still_knows_its_own_origin(proxied):
+    with from_address("127.0.0.5", proxied, headers=bearer("backend")) as http:
+        own = http.post("/v1/sessions", json={}, headers={"Origin": proxied})
+        other = http.post("/v1/sessions", json={}, headers={"Origin": "https://elsewhere.example"})
+    assert own.status_code == 201, own.text
+    assert other.status_code == 403
