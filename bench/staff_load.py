@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
+import os
 import tempfile
 import threading
 import time
@@ -191,9 +192,12 @@ def flood(base: str, until: float, tally: Tally) -> None:
                 time.sleep(0.05)
 
 
-def flood_process(base: str, until: float, out: multiprocessing.Queue) -> None:
+def flood_process(base: str, until: float, out: multiprocessing.Queue, nice: int) -> None:
     """The flood in a process of its own, as an attacker is: its threads never hold the
-    measuring process's GIL. Sends back its latencies and statuses."""
+    measuring process's GIL. At ``nice`` > 0 its own CPU yields to the service's, as an
+    attacker's machine is not the service's (here both share two cores). Sends back its
+    latencies and statuses."""
+    os.nice(nice)
     tally = Tally()
     threads = [threading.Thread(target=flood, args=(base, until, tally)) for _ in range(FLOOD_THREADS)]
     for thread in threads:
@@ -224,7 +228,9 @@ def stored_user_turns(http: httpx.Client, session: str) -> int:
     raise RuntimeError(f"session {session} could not be read: still 429")
 
 
-def run(seconds: float, customers: int, with_flood: bool, through_nginx: bool) -> dict:
+def run(
+    seconds: float, customers: int, with_flood: bool, through_nginx: bool, flood_nice: int = 0
+) -> dict:
     tally = Tally()
     with service(through_nginx) as base:
         with client(
@@ -245,7 +251,7 @@ def run(seconds: float, customers: int, with_flood: bool, through_nginx: bool) -
         spawn = multiprocessing.get_context("spawn")
         flooding, flooded = None, spawn.Queue()
         if with_flood:  # four threads of one key in another process, as fast as it is answered
-            flooding = spawn.Process(target=flood_process, args=(base, until, flooded))
+            flooding = spawn.Process(target=flood_process, args=(base, until, flooded, flood_nice))
             flooding.start()
         for thread in threads:
             thread.start()
@@ -280,9 +286,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--customers", type=int, default=20)
     parser.add_argument("--through-nginx", action="store_true", help="deploy/nginx in front")
+    parser.add_argument(
+        "--flood-nice",
+        type=int,
+        default=0,
+        help="niceness of the flooding client (19: its CPU yields to the service's, as an "
+        "attacker's own machine would)",
+    )
     args = parser.parse_args()
     quiet = run(args.seconds, args.customers, with_flood=False, through_nginx=args.through_nginx)
-    flooded = run(args.seconds, args.customers, with_flood=True, through_nginx=args.through_nginx)
+    flooded = run(
+        args.seconds,
+        args.customers,
+        with_flood=True,
+        through_nginx=args.through_nginx,
+        flood_nice=args.flood_nice,
+    )
     rows = []
     for role in ("customer", "agent", "admin", "flood"):
         for measure in ("requests", "p50_s", "p95_s", "5xx", "429"):
@@ -298,7 +317,8 @@ def main() -> None:
     lines = [
         f"# Staff side under load: {args.customers} customers, 3 agents, 1 admin, "
         f"{args.seconds:.0f} s, without and with a flood from one key and address"
-        + (", through nginx (deploy/nginx/supportcrew.conf)" if args.through_nginx else ""),
+        + (", through nginx (deploy/nginx/supportcrew.conf)" if args.through_nginx else "")
+        + (f"; the flooding client at nice {args.flood_nice}" if args.flood_nice else ""),
         "",
         *table(["role", "measure", "no flood", "flood", "flood / no flood"], rows),
     ]
@@ -309,6 +329,7 @@ def main() -> None:
             "seconds": args.seconds,
             "customers": args.customers,
             "through_nginx": args.through_nginx,
+            "flood_nice": args.flood_nice,
             "no_flood": quiet,
             "flood": flooded,
         },

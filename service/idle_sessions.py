@@ -58,10 +58,16 @@ def mark_remembered(pilot: Any, header: dict[str, Any], now: float) -> None:
 
 
 async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:
-    """Every minute: idle sessions remembered, conversations' outcomes kept current."""
+    """Every minute: idle sessions remembered, conversations' outcomes kept current, the
+    records of spent customer tokens that have expired anyway forgotten."""
+    jobs = (
+        (close_idle_sessions, "closing idle sessions"),
+        (current, "outcomes"),
+        (forget_spent_tokens, "forgetting spent tokens"),
+    )
     while True:
         await asyncio.sleep(every_s)
-        for job, what in ((close_idle_sessions, "closing idle sessions"), (current, "outcomes")):
+        for job, what in jobs:
             try:
                 await run_in_threadpool(job, pilot)
             except Exception:  # the sweep retries next minute; the service keeps serving
@@ -70,3 +76,8 @@ async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:
 
 def current(pilot: Any) -> None:
     keep_current(pilot, time.time())
+
+
+def forget_spent_tokens(pilot: Any) -> None:
+    if pilot.spent_tokens is not None:
+        pilot.spent_tokens.forget_expired()

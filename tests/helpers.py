@@ -275,11 +275,11 @@ def send_completion(
 
 @contextmanager
 def pilot_over_own_store(
-    settings: Any, example_kb: Any, path: Any, *keys: Any, roles: str = "model"
+    settings: Any, example_kb: Any, path: Any, *keys: Any, roles: str = "model", llm: Any = None
 ) -> Iterator[tuple[Any, Any]]:
     """A pilot app (and its runtime) over its own embedded store at ``path``: the example KB
-    ingested, memory and sessions beside it, the answering test double in the roles
-    (``roles="evidence"``: no role on the model path, the product's default)."""
+    ingested, memory and sessions beside it, the answering test double (or ``llm``) in the
+    roles (``roles="evidence"``: no role on the model path, the product's default)."""
     from service.app import create_app
     from storage.kb.ingest import ingest_paths
     from storage.kb.knowledge_base import KnowledgeBase
@@ -290,7 +290,7 @@ def pilot_over_own_store(
     store = EdgeStore(path)
     kb = KnowledgeBase(configured, store, example_kb.encoders)
     ingest_paths(kb, [EXAMPLE_KB])
-    runtime = scripted_runtime(configured, kb, answering_llm(), memory_store=store, roles=roles)
+    runtime = scripted_runtime(configured, kb, llm or answering_llm(), memory_store=store, roles=roles)
     runtime.memory.ensure()
     try:
         yield create_app(configured, path.parent, runtime), runtime

@@ -12,6 +12,7 @@ from typing import Any
 
 from agents.crewai.crews import RetrieveCrew
 from agents.crewai.events import flush_events, listen_to_crewai_llm_calls
+from agents.crewai.flow import CrewSetup, SupportTurnFlow
 from agents.crewai.llm import crewai_llm
 from agents.failures import TurnFailed
 from agents.runtime import TurnRuntime
@@ -28,9 +29,7 @@ class CrewAIEngine:
         self.retrieve_crew = retrieve_crew or RetrieveCrew
 
     def run(self, state: TurnState, runtime: TurnRuntime) -> TurnState:
-        from agents.crewai.flow import SupportTurnFlow
-
-        flow = SupportTurnFlow.for_turn(runtime, self)
+        flow = SupportTurnFlow.for_turn(runtime, CrewSetup(self.llm, self.process, self.retrieve_crew))
         try:
             flow.kickoff(inputs=state.model_dump())
             if not getattr(self.llm, "records_usage", False):

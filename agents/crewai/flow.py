@@ -14,20 +14,20 @@ local model), the flow continues on the sequential path and the trace says where
 
 Usage::
 
-    flow = SupportTurnFlow.for_turn(runtime, engine)
+    flow = SupportTurnFlow.for_turn(runtime, CrewSetup(llm, "sequential", RetrieveCrew))
     flow.kickoff(inputs={"request": request})
     flow.state.result          # TurnResult
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
 from pydantic import PrivateAttr
 
 from agents.crewai.crews import JudgeCrew, ReformulateCrew, RespondCrew, release
-from agents.crewai.engine import CrewAIEngine
 from agents.failures import tolerated
 from agents.runtime import TurnRuntime
 from agents.steps import Search, TurnSteps
@@ -40,6 +40,16 @@ from tasks.schemas import DraftAnswer, Judgement, Reformulation
 from tasks.state import TurnState
 
 
+@dataclass(frozen=True)
+class CrewSetup:
+    """What the flow's crews are built with (the engine's choices): the CrewAI LLM, the
+    process, and the crew class of the retrieve step."""
+
+    llm: Any
+    process: str
+    retrieve_crew: Any
+
+
 class TurnFlowState(FlowState, TurnState):
     """The turn's state as a Flow state, defined once (given a plain model, CrewAI would
     define a new state class for every turn's Flow)."""
@@ -49,16 +59,16 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     """One customer turn. Build one per turn with :meth:`for_turn`; its state is the turn's."""
 
     _runtime: TurnRuntime | None = PrivateAttr(default=None)
-    _engine: CrewAIEngine | None = PrivateAttr(default=None)
+    _setup: CrewSetup | None = PrivateAttr(default=None)
     _steps: TurnSteps | None = PrivateAttr(default=None)
     # the customer's memory is supportcrew's own (Qdrant, scoped): no CrewAI Memory (and its
     # LanceDB storage) is built for every turn's Flow, the way CrewAI's own inner flows skip it
     _skip_auto_memory: bool = PrivateAttr(default=True)
 
     @classmethod
-    def for_turn(cls, runtime: TurnRuntime, engine: CrewAIEngine) -> SupportTurnFlow:
+    def for_turn(cls, runtime: TurnRuntime, setup: CrewSetup) -> SupportTurnFlow:
         flow = cls(suppress_flow_events=True)
-        flow._runtime, flow._engine = runtime, engine
+        flow._runtime, flow._setup = runtime, setup
         return flow
 
     @property
@@ -68,10 +78,10 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         return self._steps
 
     @property
-    def engine(self) -> CrewAIEngine:
-        if self._engine is None:
+    def setup(self) -> CrewSetup:
+        if self._setup is None:
             raise RuntimeError("build the flow with SupportTurnFlow.for_turn")
-        return self._engine
+        return self._setup
 
     @property
     def runtime(self) -> TurnRuntime:
@@ -81,7 +91,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
 
     # ---- running a crew -----------------------------------------------------------------
     def _kickoff(self, crew_class: type, role: str, inputs: dict[str, str], **crew_kwargs: Any) -> Any:
-        instance = crew_class(self.engine.llm, **crew_kwargs)
+        instance = crew_class(self.setup.llm, **crew_kwargs)
         try:
             with acting_as(role):
                 return instance.crew().kickoff(inputs=inputs)
@@ -109,7 +119,7 @@ class SupportTurnFlow(Flow[TurnFlowState]):
         decision = self.steps.intake()
         if decision is not None:
             return decision.route
-        if self.engine.process == "hierarchical":
+        if self.setup.process == "hierarchical":
             return "manage"
         return self.steps.plan().route
 
@@ -141,8 +151,8 @@ class SupportTurnFlow(Flow[TurnFlowState]):
     def _search_with_crew(self, search: Search) -> None:
         """The retrieval crew's turn: its retriever searches with the bound tool, added agents
         find evidence of their own; a failure is noted and the step searches directly."""
-        instance = self.engine.retrieve_crew(
-            self.engine.llm, turn=self.state, tools={"retriever": [search.tool]}
+        instance = self.setup.retrieve_crew(
+            self.setup.llm, turn=self.state, tools={"retriever": [search.tool]}
         )
         try:
             with tolerated(self.state, "retrieve") as failure:

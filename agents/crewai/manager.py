@@ -51,7 +51,7 @@ def run_managed_turn(flow: Any) -> str:
     """Run the manager's crew and accept its answer only through the evidence gates."""
     state, steps = flow.state, flow.steps
     tool = steps.tool
-    instance = ManagedSupportCrew(flow._engine.llm, tools={"retriever": [tool]}, turn=state)
+    instance = ManagedSupportCrew(flow.setup.llm, tools={"retriever": [tool]}, turn=state)
     roles = {instance.agents_config[name]["role"]: name for name in ROLES}
     before = len(tool.calls)
     with state.step("manage") as info:

@@ -12,7 +12,15 @@ import httpx
 import pytest
 
 from deploy.nginx_local import NGINX, nginx_in_front, site_for
-from tests.helpers import acme_team, bearer, free_port, pilot_over_own_store, running_server
+from tests.helpers import (
+    REFUND,
+    acme_team,
+    answering_llm,
+    bearer,
+    free_port,
+    pilot_over_own_store,
+    running_server,
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,15 +38,19 @@ def from_address(address: str, base: str, **kwargs) -> httpx.Client:
     )
 
 
+def slow_draft(prompt: str) -> dict:
+    """The responder's draft after half a second: the turn's first steps have long been sent
+    when the answer comes, unless something on the way holds them back."""
+    time.sleep(0.5)
+    return {"answer": REFUND, "passage_ids": [1], "handoff": False}
+
+
 @pytest.fixture
 def proxied(settings, example_kb, tmp_path):
+    llm = answering_llm(DraftAnswer=[slow_draft])
+    data = tmp_path / "data"
     with (
-        pilot_over_own_store(
-            settings, example_kb, tmp_path / "data", *acme_team(), roles="evidence"
-        ) as (
-            app,
-            _,
-        ),
+        pilot_over_own_store(settings, example_kb, data, *acme_team(), llm=llm) as (app, _),
         running_server(app) as (service, _server),
     ):
         port = int(service.rsplit(":", 1)[1])
@@ -73,9 +85,10 @@ def test_answers_and_streamed_steps_pass_through_nginx_unbuffered(proxied):
                     arrivals.append((time.perf_counter(), line.removeprefix("event: ")))
     names = [name for _, name in arrivals]
     assert names[-1] == "result" and names.count("step") >= 3, names
-    # the first step reached the client well before the answer: nothing held it back
+    # the first step reached the client before the responder's half second: nothing held
+    # it back until the answer
     first_step = next(t for t, name in arrivals if name == "step")
-    assert arrivals[-1][0] - first_step > 0.02, arrivals
+    assert arrivals[-1][0] - first_step > 0.4, arrivals
 
 
 def test_nginx_refuses_a_flood_from_one_address_and_serves_the_others(proxied):

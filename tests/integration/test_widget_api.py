@@ -253,3 +253,19 @@ def test_widget_keys_need_their_secrets_and_origins_before_the_service_starts(mo
             ApiKey(**{**WIDGET.model_dump(), **bad})
     with pytest.raises(ValueError, match="widget keys only"):
         ApiKey(name="b", sha256=WIDGET.sha256, identity_secret_env=IDENTITY_ENV)
+
+
+def test_spent_token_records_go_once_their_tokens_have_expired(client):
+    from service.idle_sessions import forget_spent_tokens
+    from service.widget_tokens import SPENT
+
+    pilot = client.app.state.pilot
+    spent = pilot.spent_tokens
+    an_hour_ago = time.time() - 3600
+    assert spent.spend("acme", "site", "old-token", expires_at=an_hour_ago - 60)
+    assert spent.spend("acme", "site", "live-token", expires_at=time.time() + 300)
+    forget_spent_tokens(pilot)
+    kept = {r.payload["key"] for r in spent.store.scroll(SPENT)}
+    assert "acme/site/live-token" in kept and "acme/site/old-token" not in kept
+    # a live token stays spent: its replay is still refused
+    assert not spent.spend("acme", "site", "live-token", expires_at=time.time() + 300)

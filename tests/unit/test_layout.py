@@ -102,6 +102,54 @@ def test_no_import_cycle_between_top_level_packages():
             visit(node, [])
 
 
+def module_name(path: Path) -> str:
+    """``agents/crewai/flow.py`` -> ``agents.crewai.flow``; a package's ``__init__`` is the package."""
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def file_imports(path: Path, known: set[str]) -> set[str]:
+    """The repository's modules a file imports (lazily too): ``from a.b import c`` names the
+    module ``a.b.c`` when it is one, else ``a.b``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in known}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in known:
+                    found.add(f"{node.module}.{alias.name}")
+                elif node.module in known:
+                    found.add(node.module)
+    return found
+
+
+def test_no_import_cycle_between_files():
+    """Not between packages, and not between two files of one package either (an import
+    inside a function counts: it is a circle a reader must keep in mind all the same)."""
+    files = {module_name(path): path for path in modules()}
+    known = set(files)
+    graph = {name: file_imports(path, known) - {name} for name, path in files.items()}
+    state: dict[str, str] = {}
+    circles: list[str] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                circles.append(
+                    " -> ".join([*trail[trail.index(nxt) :], nxt] if nxt in trail else [node, nxt])
+                )
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not circles, circles
+
+
 def test_importing_storage_and_tasks_changes_no_environment_variable():
     """(CrewAI itself sets TOKENIZERS_PARALLELISM on import; that is not ours to change.)"""
     probe = (
