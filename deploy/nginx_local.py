@@ -98,7 +98,8 @@ def nginx_in_front(upstream_ports: Sequence[int], listen_port: int) -> Iterator[
             deadline = time.time() + 10
             while not _listening(listen_port):
                 if server.poll() is not None or time.time() > deadline:
-                    raise NginxError(f"nginx did not start: {server.stderr.read().decode()[-500:]}")
+                    said = server.stderr.read().decode() if server.stderr else ""
+                    raise NginxError(f"nginx did not start: {said[-500:]}")
                 time.sleep(0.05)
             yield f"http://127.0.0.1:{listen_port}"
         finally:
