@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 LLM_STAMP := $(VENV)/.installed-llm
 
-.PHONY: setup setup-llm demo test test-fast lint bench clean
+.PHONY: setup setup-llm demo test test-fast lint bench docs clean
 
 # setup: what the shipped defaults use (every role on the evidence path: no model calls)
 setup: $(STAMP)
@@ -54,6 +54,11 @@ lint: setup-llm
 
 bench: setup
 	$(PY) bench/retrieval.py
+
+# the bench figures in README.md and docs/, rendered from bench/results/*.json (a test fails
+# when a page and the results disagree)
+docs: setup
+	$(PY) bench/render_docs.py
 
 clean:
 	rm -rf $(VENV) .venv-rasa .venv-autogen .models .supportcrew

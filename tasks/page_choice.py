@@ -6,7 +6,7 @@ passage of the page the conversation is about (what its last answer cited), at m
 ``CANDIDATES``. Each is described by
 
     reading       how well its best window holds and reads like the question (coverage of
-                  the question's rare terms + MaxSim, headings counted; tasks/answerability)
+                  the question's rare terms + MaxSim, headings counted; tasks/answerability.py)
     relevance     how close it reads to the phrasing read (the gate's relevance)
     learned       the cross-encoder's probability for its best window (the best
                   pre-scored windows of all candidates, at most ``MAX_WINDOWS``, in one
