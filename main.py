@@ -663,6 +663,24 @@ def keys_hash(key: Annotated[str, typer.Argument(help="The key you hand to a cal
 
 @app.command()
 @friendly_errors
+def openapi(
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Write it here (docs/openapi.json) instead of stdout."),
+    ] = None,
+) -> None:
+    """The pilot's OpenAPI schema (every route with its request and response models)."""
+    from service.openapi import schema_text
+
+    text = schema_text(state.settings)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+@app.command()
+@friendly_errors
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,

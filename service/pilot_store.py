@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
-from service.session_state import Role, SessionConflict, Verb, move
+from service.session_state import Role, SessionConflict, Status, Verb, move
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
@@ -89,7 +89,7 @@ class PilotStore:
                     "slots": slots,
                     "created": now,
                     "handoff": False,
-                    "status": "open",
+                    "status": Status.OPEN.value,
                     # nothing to remember yet: the first message starts a spell (``reopen``)
                     "memory_written_at": now,
                 },
@@ -216,7 +216,7 @@ class PilotStore:
         those are read (the status is indexed): a poll costs the same however many sessions
         the tenant has closed."""
         found = self.store.scroll(
-            SESSIONS, AllOf((Match("tenant", (tenant,)), Match("status", ("handoff",))))
+            SESSIONS, AllOf((Match("tenant", (tenant,)), Match("status", (Status.HANDOFF.value,))))
         )
         return sorted((r.payload for r in found), key=lambda h: h.get("handoff_at", h["created"]))
 
@@ -225,7 +225,8 @@ class PilotStore:
         memory was written (the idle sweep's candidates). A new session counts as remembered
         until its first message (``create_session``), so sessions opened and never written
         to are never read."""
-        candidates = AllOf((Match("status", ("open", "handoff")), Missing("memory_written_at")))
+        live = (Status.OPEN.value, Status.HANDOFF.value)
+        candidates = AllOf((Match("status", live), Missing("memory_written_at")))
         return [r.payload for r in self.store.scroll(SESSIONS, candidates)]
 
     def add_feedback(

@@ -44,6 +44,20 @@ class SearchRequest(BaseModel):
         return {k.strip(): v.strip() for k, sep, v in pairs if sep and k.strip()}
 
 
+class SearchHit(BaseModel):
+    """One result in watsonx's custom-service schema."""
+
+    title: str
+    body: str
+    url: str | None = None
+    highlight: dict[str, list[str]]
+    result_metadata: dict[str, Any]
+
+
+class SearchResponse(BaseModel):
+    search_results: list[SearchHit]
+
+
 def _result(found: SearchResultList, index: int) -> dict[str, Any]:
     result = found.results[index]
     meta = result.metadata

@@ -19,9 +19,18 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Literal
 
-Status = Literal["open", "handoff", "resolved"]
+
+class Status(StrEnum):
+    """A session's status (stored, and answered by the API, as its value)."""
+
+    OPEN = "open"
+    HANDOFF = "handoff"  # waiting for a person (taken or not)
+    RESOLVED = "resolved"
+
+
 Verb = Literal["hand_off", "take", "reply", "resolve", "message", "feedback", "remember"]
 Role = Literal["customer", "assistant", "agent", "admin", "sweep"]
 STAFF: frozenset[str] = frozenset({"agent", "admin"})
@@ -30,19 +39,20 @@ RESOLVED_FOR_CUSTOMER = "this conversation was resolved by our support team: sta
 
 @dataclass(frozen=True)
 class Move:
-    allowed_from: frozenset[str]
+    allowed_from: frozenset[Status]
     to: Status | None  # None: the status stays
     roles: frozenset[str]
 
 
+_LIVE = frozenset({Status.OPEN, Status.HANDOFF})
 MOVES: dict[Verb, Move] = {
-    "hand_off": Move(frozenset({"open", "handoff"}), "handoff", frozenset({"customer", "assistant"})),
-    "take": Move(frozenset({"open", "handoff"}), "handoff", STAFF),
-    "reply": Move(frozenset({"handoff"}), None, STAFF),
-    "resolve": Move(frozenset({"open", "handoff"}), "resolved", STAFF),
-    "message": Move(frozenset({"open", "handoff"}), None, frozenset({"customer"})),
-    "feedback": Move(frozenset({"open", "handoff"}), None, frozenset({"customer"})),
-    "remember": Move(frozenset({"open", "handoff"}), None, frozenset({"sweep"})),
+    "hand_off": Move(_LIVE, Status.HANDOFF, frozenset({"customer", "assistant"})),
+    "take": Move(_LIVE, Status.HANDOFF, STAFF),
+    "reply": Move(frozenset({Status.HANDOFF}), None, STAFF),
+    "resolve": Move(_LIVE, Status.RESOLVED, STAFF),
+    "message": Move(_LIVE, None, frozenset({"customer"})),
+    "feedback": Move(_LIVE, None, frozenset({"customer"})),
+    "remember": Move(_LIVE, None, frozenset({"sweep"})),
 }
 
 
@@ -55,8 +65,17 @@ class SessionConflict(Exception):
         self.message = message
 
 
-def status_of(header: dict[str, Any]) -> str:
-    return str(header.get("status") or ("handoff" if header.get("handoff") else "open"))
+def status_of(header: dict[str, Any]) -> Status:
+    """The stored status (a header written before statuses existed: from its hand-off flag)."""
+    stored = header.get("status")
+    if stored:
+        return Status(stored)
+    return Status.HANDOFF if header.get("handoff") else Status.OPEN
+
+
+def waiting_for_a_person(header: dict[str, Any]) -> bool:
+    """Whether the session is with people (handed off, not resolved): the one test of it."""
+    return status_of(header) is Status.HANDOFF
 
 
 def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str, Any]:
@@ -67,7 +86,7 @@ def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str
         raise SessionConflict("wrong_role", f"a {role} cannot {verb.replace('_', ' ')} a session")
     status = status_of(header)
     if status not in rule.allowed_from:
-        if status == "resolved":
+        if status is Status.RESOLVED:
             raise SessionConflict(
                 "session_resolved",
                 RESOLVED_FOR_CUSTOMER if role == "customer" else "this conversation is already resolved",
@@ -83,8 +102,8 @@ def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str
         )
     changes: dict[str, Any] = {}
     if rule.to is not None and rule.to != status:
-        changes["status"] = rule.to
-    if verb in ("hand_off", "take") and status == "open":
+        changes["status"] = rule.to.value
+    if verb in ("hand_off", "take") and status is Status.OPEN:
         changes["handoff"] = True
     if verb == "take":
         changes["taken_by"] = actor

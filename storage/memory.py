@@ -44,6 +44,8 @@ from storage.qdrant.store import (
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
 GAP_VERDICTS = ("idk", "suggest", "handoff")  # turns the knowledge-gap report reads
+# a customer's message stored after the hand-off, for the person who takes the conversation
+WAITING_FOR_AGENT = "waiting_for_agent"
 _NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
 _MAX_ID = 200
 MAX_ENTITIES_PER_WRITE = 32  # one message naming hundreds of ids stores the first 32
@@ -271,7 +273,7 @@ class MemoryStore:
         self.ensure()
         kinds: list[Condition] = [
             Match("verdict", GAP_VERDICTS),
-            Match("status", ("waiting_for_agent", "error")),
+            Match("status", (WAITING_FOR_AGENT, "error")),
         ]
         if rated_sessions:
             kinds.append(Match("session_id", tuple(rated_sessions)))

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from storage.memory import WAITING_FOR_AGENT
 from tasks.judging import asks_the_pages
 
 GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
@@ -114,7 +115,7 @@ def gap_questions(
     asks: dict[str, bool] = {}  # the same question comes back again and again
     for turn in by_turn.values():
         kind = GAP_KINDS.get(turn.get("verdict", ""))
-        if turn.get("status") == "waiting_for_agent":
+        if turn.get("status") == WAITING_FOR_AGENT:
             kind = "handoff"
         if kind and turn["user"] not in asks:
             asks[turn["user"]] = asks_the_pages(turn["user"], asks_for_person)

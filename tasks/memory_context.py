@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.memory import MemoryStore, RememberedCase, RememberedEntity, Scope
+from storage.memory import (
+    WAITING_FOR_AGENT,
+    MemoryStore,
+    RememberedCase,
+    RememberedEntity,
+    Scope,
+)
 from tasks.entities import extract
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
 
@@ -110,17 +116,17 @@ def save_turn_result(
     save_result(memory, request, MemoryContext(scope=scope_of(request), turn_index=turn_index), result)
 
 
-def waiting_for_a_person(turns: Sequence[dict[str, Any]]) -> int:
+def messages_waiting(turns: Sequence[dict[str, Any]]) -> int:
     """The customer's messages of a session that wait for a person: those since a person last
     replied (the queue shows this count; the pilot caps it per session).
 
-    >>> waiting_for_a_person([{"status": "waiting_for_agent"}, {"from": "agent"},
+    >>> messages_waiting([{"status": "waiting_for_agent"}, {"from": "agent"},
     ...                       {"status": "waiting_for_agent"}, {"status": "waiting_for_agent"}])
     2
     """
     count = 0
     for turn in turns:
-        count = 0 if turn.get("from") == "agent" else count + (turn.get("status") == "waiting_for_agent")
+        count = 0 if turn.get("from") == "agent" else count + (turn.get("status") == WAITING_FOR_AGENT)
     return count
 
 

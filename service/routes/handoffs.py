@@ -33,10 +33,12 @@ from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext, Staff
 from service.errors import ApiError
 from service.outcome_store import touched
+from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
 from service.routes.sessions import ANONYMOUS
+from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import Scope
-from tasks.memory_context import close_session, waiting_for_a_person
+from tasks.memory_context import close_session, messages_waiting
 from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
@@ -89,7 +91,7 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[
     holder = header.get("taken_by")
     if holder == who.key_name:
         return header
-    if header.get("status") != "handoff":
+    if not waiting_for_a_person(header):
         raise ApiError(404, "unknown_session", f"no session {session_id!r} in the queue")
     if holder:
         raise ApiError(403, "taken", f"{holder} has this conversation; an admin can reassign it")
@@ -163,7 +165,7 @@ def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
         "why": handoff_why(header, turns),
         "first_message": first,
         "turns": len(turns),
-        "waiting": waiting_for_a_person(turns),
+        "waiting": messages_waiting(turns),
     }
 
 
@@ -184,7 +186,14 @@ def etag_matches(if_none_match: str, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
-@router.get("/handoffs")
+@router.get(
+    "/handoffs",
+    response_class=Response,
+    responses={
+        200: {"model": QueuePage, "description": "a page of the queue, with its ETag"},
+        304: {"description": "unchanged since the If-None-Match ETag"},
+    },
+)
 async def handoffs(
     who: Staff,
     pilot: Pilot,
@@ -202,13 +211,15 @@ async def handoffs(
     return Response(body, media_type="application/json", headers={"ETag": etag})
 
 
-@router.get("/handoffs/{session_id}")
+@router.get("/handoffs/{session_id}", response_model=Conversation, response_model_exclude_unset=True)
 async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(readable_session, pilot, who, session_id)
     return await run_in_threadpool(conversation, pilot, who, header)
 
 
-@router.post("/handoffs/{session_id}/take")
+@router.post(
+    "/handoffs/{session_id}/take", response_model=SessionChange, response_model_exclude_unset=True
+)
 async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
@@ -217,7 +228,9 @@ async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     return {"session": in_tenant(header, session_id)}
 
 
-@router.post("/handoffs/{session_id}/assign")
+@router.post(
+    "/handoffs/{session_id}/assign", response_model=SessionChange, response_model_exclude_unset=True
+)
 async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> dict[str, Any]:
     """An admin gives the conversation to one of the tenant's staff keys."""
     staff = {
@@ -234,7 +247,7 @@ async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) ->
     return {"session": in_tenant(header, session_id)}
 
 
-@router.post("/sessions/{session_id}/agent-messages", status_code=201)
+@router.post("/sessions/{session_id}/agent-messages", status_code=201, response_model=AgentReply)
 async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """A person's reply (they must have taken the conversation): stored in the session, shown
     to the customer as from our team."""
@@ -253,7 +266,9 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
     return {"session_id": session_id, "turn_index": index, "from": "agent", "message": body.message}
 
 
-@router.post("/sessions/{session_id}/resolve")
+@router.post(
+    "/sessions/{session_id}/resolve", response_model=Resolved, response_model_exclude_unset=True
+)
 async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """Close the conversation (once: a second resolve, or one racing it, gets 409); its
     long-term memory is written with the note."""

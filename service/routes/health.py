@@ -7,16 +7,21 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from service.context import Pilot
+from service.records import Health, Readiness
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=Health)
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "a check failed"}},
+)
 async def readyz(pilot: Pilot) -> JSONResponse:
     checks: dict[str, str] = {}
     current = pilot.runtime

@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.context import Authed
+from service.records import KeyInfo
 
 router = APIRouter(prefix="/v1", tags=["keys"])
 
 
-@router.get("/me")
+@router.get("/me", response_model=KeyInfo)
 async def me(who: Authed) -> dict[str, str]:
     return {"key": who.key_name, "tenant": who.tenant, "role": who.role}

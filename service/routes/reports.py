@@ -15,13 +15,14 @@ from service.errors import ApiError
 from service.gaps import tenant_gap_report
 from service.outcome_store import flush
 from service.outcomes import OutcomeReport
+from service.records import GapReportPage
 from tasks.gap_report import parse_since
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 DEFAULT_SINCE = "30d"
 
 
-@router.get("/gaps")
+@router.get("/gaps", response_model=GapReportPage)
 async def gaps(
     who: Admin,
     pilot: Pilot,

@@ -8,12 +8,12 @@ from fastapi.responses import JSONResponse
 
 from service.context import Customer, Pilot
 from service.errors import ApiError
-from service.search_api import SearchRequest, to_response
+from service.search_api import SearchRequest, SearchResponse, to_response
 
 router = APIRouter(tags=["search"])
 
 
-@router.post("/v1/search")
+@router.post("/v1/search", response_model=SearchResponse)
 async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONResponse:
     slots = dict(who.slots)
     if who.tenant:

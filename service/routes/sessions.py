@@ -22,10 +22,11 @@ from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, owned_session, owner_of
 from service.errors import ApiError, error_body
 from service.outcome_store import touched
-from service.session_state import SessionConflict, move
+from service.records import FeedbackMark, HandedOff, NewSessionView, SessionDetail
+from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
-from storage.memory import Scope, ScopeError, check_id
-from tasks.memory_context import remember_entities, save_turn_result, waiting_for_a_person
+from storage.memory import WAITING_FOR_AGENT, Scope, ScopeError, check_id
+from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -199,7 +200,7 @@ async def turn_events(
     yield sse_event("result" if status == 200 else "error", body)
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=NewSessionView)
 async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str, Any]:
     rules = pilot.settings.slots
     for name in body.slots:
@@ -236,7 +237,19 @@ def open_session(
     return pilot.store.create_session(who.tenant, session_id, customer, owner_of(who), slots)
 
 
-@router.post("/{session_id}/messages", response_model=None)
+@router.post(
+    "/{session_id}/messages",
+    response_model=None,
+    responses={
+        200: {
+            "model": TurnResult,
+            "description": "the turn's result; with Accept: text/event-stream, `step` events "
+            "and then `result` (a TurnResult) or `error`",
+            "content": {"text/event-stream": {}},
+        },
+        503: {"description": "the store or the model is unreachable; `result` holds the turn"},
+    },
+)
 async def message(
     session_id: str, body: NewMessage, who: Customer, pilot: Pilot, http: Request
 ) -> JSONResponse | StreamingResponse:
@@ -246,7 +259,7 @@ async def message(
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
     await run_in_threadpool(pilot.limits.spend, "message_bytes", who, len(body.message.encode()))
     header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer")
-    if header.get("handoff"):
+    if waiting_for_a_person(header):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         touched(pilot, who.tenant, session_id)
         if streaming:
@@ -308,12 +321,12 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
     memory = pilot.runtime.memory
     session_id = header["session_id"]
     cap = pilot.settings.pilot.limits.waiting_messages
-    waiting = waiting_for_a_person(memory.session_turns(scope, session_id))
+    waiting = messages_waiting(memory.session_turns(scope, session_id))
     if waiting >= cap:
         too_many_waiting(waiting)
-    index = memory.claim_turn(scope, session_id, {"user": message}, status="waiting_for_agent")
+    index = memory.claim_turn(scope, session_id, {"user": message}, status=WAITING_FOR_AGENT)
     turns = memory.session_turns(scope, session_id)
-    ahead = waiting_for_a_person([t for t in turns if t["turn_index"] <= index])
+    ahead = messages_waiting([t for t in turns if t["turn_index"] <= index])
     if ahead > cap:
         memory.release_turn(scope, session_id, index)
         too_many_waiting(ahead - 1)
@@ -338,7 +351,7 @@ def too_many_waiting(waiting: int) -> NoReturn:
     )
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
 async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     scope = Scope(header["customer_id"], who.tenant)
@@ -351,7 +364,12 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     }
 
 
-@router.post("/{session_id}/feedback", status_code=201)
+@router.post(
+    "/{session_id}/feedback",
+    status_code=201,
+    response_model=FeedbackMark,
+    response_model_exclude_unset=True,
+)
 async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
@@ -367,12 +385,12 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
     return mark
 
 
-@router.post("/{session_id}/handoff")
+@router.post("/{session_id}/handoff", response_model=HandedOff, response_model_exclude_unset=True)
 async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -> dict[str, Any]:
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
-    if not header.get("handoff"):
+    if not waiting_for_a_person(header):
         await run_in_threadpool(pilot.limits.spend, "handoffs", who)
     header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason)
     touched(pilot, who.tenant, session_id)

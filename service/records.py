@@ -1,0 +1,162 @@
+"""What the pilot's routes answer, as typed models: each route declares one, so
+``/openapi.json`` (written to docs/openapi.json, checked by a test) tells a client what comes
+back. Records read from the store (session headers, turns, feedback marks) declare the fields
+every client relies on and keep whatever else the record holds (``extra="allow"``); routes
+answer them with ``response_model_exclude_unset`` so a field a record lacks stays absent.
+
+Usage::
+
+    @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.session_state import Status
+from tasks.gap_report import GapReport
+from tasks.schemas import Citation, Verdict
+
+
+class _Record(BaseModel):
+    """A stored record: its declared fields, and the rest as stored."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    ready: bool
+    checks: dict[str, str]
+
+
+class KeyInfo(BaseModel):
+    key: str
+    tenant: str
+    role: str
+
+
+class NewSessionView(BaseModel):
+    session_id: str
+    customer_id: str
+    slots: dict[str, str]
+
+
+class SessionView(_Record):
+    """A session header (as its customer sees it, or whole for staff)."""
+
+    session_id: str
+    customer_id: str
+    slots: dict[str, str] = {}
+    created: float | None = None
+    status: Status | None = None
+    handoff: bool | None = None
+    handoff_reason: str | None = None
+    handoff_at: float | None = None
+    resolved_at: float | None = None
+
+
+class TurnRecord(_Record):
+    """One stored turn: the customer's message and the answer (or a person's reply)."""
+
+    turn_index: int | None = None
+    user: str | None = None
+    answer: str | None = None
+    verdict: str | None = None
+    status: str | None = None
+    citations: list[Any] = []
+    ts: float | None = None
+
+
+class FeedbackMark(_Record):
+    turn_index: int
+    rating: str
+    comment: str = ""
+    ts: float | None = None
+
+
+class SessionDetail(BaseModel):
+    session: SessionView
+    turns: list[TurnRecord]
+    feedback: list[FeedbackMark]
+
+
+class HandedOff(BaseModel):
+    session: SessionView
+    message: str
+
+
+class QueueSession(BaseModel):
+    session_id: str | None = None
+    customer_id: str | None = None
+    status: Status | None = None
+    handoff_reason: str | None = None
+    handoff_at: float | None = None
+    taken_by: str | None = None
+    taken_at: float | None = None
+    created: float | None = None
+
+
+class QueueRow(BaseModel):
+    session: QueueSession
+    customer: str
+    why: str
+    first_message: str
+    turns: int
+    waiting: int
+
+
+class QueuePage(BaseModel):
+    handoffs: list[QueueRow]
+    total: int
+    limit: int
+    offset: int
+
+
+class SuggestedReply(BaseModel):
+    for_turn: int
+    message: str
+    asked: str
+    answer: str
+    verdict: Verdict
+    citations: list[Citation]
+
+
+class Conversation(BaseModel):
+    session: SessionView
+    customer: str
+    turns: list[TurnRecord]
+    citations: list[str]
+    entities: list[dict[str, Any]]
+    memories: list[dict[str, Any]]
+    feedback: list[FeedbackMark]
+    suggestion: SuggestedReply | None
+
+
+class SessionChange(BaseModel):
+    session: SessionView
+
+
+class Resolved(SessionChange):
+    remembered: bool
+
+
+class AgentReply(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    session_id: str
+    turn_index: int
+    from_: str = Field(alias="from")
+    message: str
+
+
+class GapReportPage(GapReport):
+    total_clusters: int
+    limit: int
+    offset: int
+    since: str
