@@ -31,9 +31,9 @@ from agents.runtime import TurnRuntime
 from agents.turn import run_turn
 from config.settings import Settings
 from evaluation.answer_sets import AnswerSet, LabelledQuestion
+from storage.text import WORD_CHARS
 from tasks.schemas import TurnRequest, TurnResult
 
-_TOKEN = re.compile(r"\w+")
 _ARTICLES = frozenset({"a", "an", "the"})
 _CITATION = re.compile(r"\s*\[\d+\]")
 CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
@@ -41,7 +41,7 @@ CALIBRATION_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
 
 def answer_tokens(text: str) -> list[str]:
     """SQuAD-style tokens: lower case, punctuation and articles dropped, citations removed."""
-    return [t for t in _TOKEN.findall(_CITATION.sub("", text).lower()) if t not in _ARTICLES]
+    return [t for t in WORD_CHARS.findall(_CITATION.sub("", text).lower()) if t not in _ARTICLES]
 
 
 def overlap(answer: str, gold: str) -> tuple[float, float]:

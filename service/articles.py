@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Match, PointData, Store, ensure_records
-from tasks.passage_text import split_sentences
+from storage.text import ALNUM, split_sentences
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
@@ -145,7 +145,7 @@ def slugify(title: str) -> str:
     >>> slugify("Do you ship to Antarctica?")
     'do-you-ship-to-antarctica'
     """
-    return "-".join(re.findall(r"[a-z0-9]+", title.lower()))[:80] or "article"
+    return "-".join(ALNUM.findall(title.lower()))[:80] or "article"
 
 
 def front_matter(article: ArticleDraft, access: str, tenant: str) -> str:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tasks.passage_text import WINDOW, Unit, split_sentences
+from storage.text import split_sentences
+from tasks.passage_text import WINDOW, Unit
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

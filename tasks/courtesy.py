@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 
 from storage.kb.model_files import stopwords
-from tasks.passage_text import split_sentences
+from storage.text import TERM, split_sentences
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9\-]*")
 _STOP = stopwords()
 
 # the words of courtesy: a sentence made of nothing else ("Of course.", "Sure, I can help you
@@ -126,7 +125,7 @@ SMALL_TALK = COURTESY | frozenset(
 
 
 def _content_in_order(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1]
+    return [w for w in TERM.findall(text.lower()) if w not in _STOP and len(w) > 1]
 
 
 def content_words(text: str) -> set[str]:

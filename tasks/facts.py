@@ -19,13 +19,14 @@ import re
 from collections.abc import Callable, Sequence
 
 from storage.kb.fact_kinds import ANY_CASE_CODE, CODE_TOKEN
+from storage.text import WORD
 
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
 _MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")  # ... fact, whole: "SHA256", "mp3"
-_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+_WORD = WORD
 _PUNCT = re.compile(r"[,;:!?()\[\]\"']|\.(?!\d)")
 _RANGE = re.compile(r"(?<=\d)[–—/-](?=\d)")
 _ARROWS = re.compile(r"\s*(?:→|->|>|›)\s*")

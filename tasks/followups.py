@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from storage.memory import RememberedEntity
+from storage.text import TERM
 from tasks.courtesy import content_words
 from tasks.entities import extract, referenced
 from tasks.schemas import HistoryTurn
@@ -65,11 +66,7 @@ def subject_terms(text: str) -> list[str]:
     """The content words of a message in order, entity values kept as written."""
     values = [e.value for e in extract(text)]
     keep = content_words(text)
-    words = [
-        w
-        for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9\-]*", text)
-        if w.lower() in keep and w not in values
-    ]
+    words = [w for w in TERM.findall(text) if w.lower() in keep and w not in values]
     return list(dict.fromkeys([*values, *words]))[:SUBJECT_TERMS]
 
 

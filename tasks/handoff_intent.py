@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.passage_text import split_sentences
+from storage.text import split_sentences
 
 MODEL_FILE = (
     Path(__file__).resolve().parents[1] / "storage" / "kb" / "assets" / "handoff_intent" / "model.json"

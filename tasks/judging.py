@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
+from storage.text import split_sentences
 from tasks.answerability import Reading, read, refocus
 from tasks.courtesy import asks_something
 from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
-from tasks.passage_text import split_sentences
 from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
 from tasks.spelling import respell
 

@@ -19,12 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from storage.text import split_sentences
+
 UnitKind = Literal["sentence", "item", "heading", "question", "table"]
 
 WINDOW = 2  # adjacent sentence units in one window, for both answer gates
-# a sentence ends at ". " before a capital or digit, and at "? " / "! " before a lower-case
-# word too (customers write "are you a robot? anyways, how long ..."); "? (order 123)" does not
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[!?])\s+(?=[a-z])")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _SINGLE_STAR = re.compile(r"(?<!\w)\*(?=\S)([^*\n]+?)(?<=\S)\*(?!\w)")
 _LINK_MARK = re.compile(r"\s*\[\d+\s*\]")
@@ -86,11 +85,6 @@ def _line_units(line: str) -> list[Unit]:
     return [
         Unit(part, "item" if item and index == 0 else "sentence") for index, part in enumerate(parts)
     ]
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of one line of text."""
-    return [p.strip() for p in _SENTENCE_END.split(text) if len(p.strip()) > 2]
 
 
 def split_units(text: str) -> list[Unit]:

@@ -14,9 +14,9 @@ Usage::
 
 from __future__ import annotations
 
+from storage.text import split_sentences
 from tasks.courtesy import asks_something, subject
 from tasks.facts import asked_codes
-from tasks.passage_text import split_sentences
 from tasks.state import TurnState
 
 MAX_QUESTIONS = 2  # the questions of a longer message judged alone, besides the whole of it

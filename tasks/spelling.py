@@ -19,14 +19,15 @@ Usage::
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
 from rapidfuzz import process
 from rapidfuzz.distance import DamerauLevenshtein
 
-_WORD = re.compile(r"[A-Za-z]+")
+from storage.text import LETTERS
+
+_WORD = LETTERS
 MIN_LETTERS = 5
 LONG_WORD = 8  # from this length two slips are allowed
 

@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from storage.text import CHUNKER, TOKEN_PIECES, sentence_spans
+
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
-# a sentence ends at . ! ? (optionally followed by quotes/brackets) before whitespace, or at a
-# line break (list items, table rows and headings stand alone)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-_PIECE = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,7 @@ class Chunk:
 
 def estimate_tokens(text: str) -> int:
     """A cheap word-piece estimate: words and punctuation marks, long words counted twice."""
-    return sum(2 if len(p) > 9 else 1 for p in _PIECE.findall(text))
+    return sum(2 if len(p) > 9 else 1 for p in TOKEN_PIECES.findall(text))
 
 
 def _sections(text: str) -> list[tuple[int, int, str]]:
@@ -47,14 +45,9 @@ def _sections(text: str) -> list[tuple[int, int, str]]:
 
 
 def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    spans, cursor = [], start
-    for match in _SENTENCE_END.finditer(text, start, end):
-        if match.start() > cursor:
-            spans.append((cursor, match.start()))
-        cursor = match.end()
-    if cursor < end and text[cursor:end].strip():
-        spans.append((cursor, end))
-    return [(s, e) for s, e in spans if text[s:e].strip()]
+    # a chunk's sentences end at . ! ? before whitespace, or at a line break (list items,
+    # table rows and headings stand alone)
+    return sentence_spans(text, start, end, rule=CHUNKER)
 
 
 def _split_long(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:

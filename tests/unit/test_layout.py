@@ -206,3 +206,21 @@ def test_each_agent_framework_is_imported_only_in_its_own_room():
             if room is not None and not where.startswith(room):
                 wrong.append(f"{where} imports {name}")
     assert not wrong, wrong
+
+
+def test_sentence_ends_and_word_patterns_are_defined_once():
+    """storage/text.py holds the sentence rules and the word patterns; a second copy drifts."""
+    copies = []
+    for path in modules():
+        if path == REPO / "storage" / "text.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for needle in (
+            "(?<=[.!?])",
+            r're.compile(r"\w+")',
+            r"[A-Za-z0-9][A-Za-z0-9\-]*",
+            r"[a-z0-9][a-z0-9\-]*",
+        ):
+            if needle in text:
+                copies.append(f"{path.relative_to(REPO)}: {needle}")
+    assert not copies, copies
