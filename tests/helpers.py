@@ -318,6 +318,22 @@ def acme_team() -> list[Any]:
     ]
 
 
+def widget_key(name: str, key: str, origins: list[str], identity_env: str | None = None) -> Any:
+    """A publishable widget key of tenant ``acme`` for public pages on ``origins``."""
+    from config.settings import ApiKey
+    from service.auth import hash_key
+
+    return ApiKey(
+        name=name,
+        sha256=hash_key(key),
+        tenant="acme",
+        role="widget",
+        slots={"access_level": "public"},
+        origins=origins,
+        identity_secret_env=identity_env,
+    )
+
+
 def bearer(name: str) -> dict[str, str]:
     """The Authorization header of the test key ``name`` (its secret: ``<name>-key``)."""
     return {"Authorization": f"Bearer {name}-key"}

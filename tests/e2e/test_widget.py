@@ -22,7 +22,14 @@ import pytest
 
 from tests.e2e.test_agent_desk import ARGS
 from tests.e2e.test_web_page import CHROMIUM
-from tests.helpers import acme_team, bearer, free_port, pilot_over_own_store, running_server
+from tests.helpers import (
+    acme_team,
+    bearer,
+    free_port,
+    pilot_over_own_store,
+    running_server,
+    widget_key,
+)
 
 pytestmark = pytest.mark.integration
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "widget" / "site.html"
@@ -67,22 +74,12 @@ def signed(customer: str, secret: str = IDENTITY_SECRET) -> str:
 
 @pytest.fixture
 def deployment(settings, example_kb, tmp_path, monkeypatch):
-    from config.settings import ApiKey
-    from service.auth import hash_key
     from service.widget_tokens import SESSION_SECRET_ENV
 
     monkeypatch.setenv(SESSION_SECRET_ENV, "session-" + "p" * 40)
     monkeypatch.setenv(IDENTITY_ENV, IDENTITY_SECRET)
     site_port, other_port = free_port(), free_port()
-    widget = ApiKey(
-        name="site",
-        sha256=hash_key("pk_live_acme"),
-        tenant="acme",
-        role="widget",
-        slots={"access_level": "public"},
-        origins=[f"http://127.0.0.1:{site_port}"],
-        identity_secret_env=IDENTITY_ENV,
-    )
+    widget = widget_key("site", "pk_live_acme", [f"http://127.0.0.1:{site_port}"], IDENTITY_ENV)
     folder = tmp_path / "site"
     folder.mkdir()
     with (
@@ -103,6 +100,21 @@ def launch(p):
 def open_widget(page):
     page.get_by_role("button", name="Chat with CloudDesk support").click()
     return page.get_by_role("dialog", name="CloudDesk support")
+
+
+def widget_on(browser, url: str):
+    """A new page at ``url`` with the widget opened: (page, the chat panel)."""
+    page = browser.new_page()
+    page.goto(url)
+    return page, open_widget(page)
+
+
+def refusal(browser, url: str) -> str:
+    """What the widget says when it cannot start on the page at ``url``."""
+    _page, chat = widget_on(browser, url)
+    alert = chat.get_by_role("alert")
+    alert.wait_for(timeout=20_000)
+    return alert.inner_text()
 
 
 def test_a_visitor_on_the_teams_site_is_answered_rates_and_reaches_a_person(deployment):
@@ -165,12 +177,9 @@ def test_the_widget_does_not_start_on_a_site_its_key_is_not_for(deployment):
     name = site_page(deployment["folder"], "index.html", deployment["service"])
     with sync_playwright() as p:
         browser = launch(p)
-        page = browser.new_page()
-        page.goto(f"{deployment['other']}/{name}")
-        chat = open_widget(page)
-        refused = chat.get_by_role("alert")
-        refused.wait_for(timeout=20_000)
-        assert "The chat cannot start" in refused.inner_text()
+        assert "The chat cannot start" in refusal(browser, f"{deployment['other']}/{name}")
+        page, chat = widget_on(browser, f"{deployment['other']}/{name}")
+        chat.get_by_role("alert").wait_for(timeout=20_000)
         assert chat.get_by_label("Your question").count() == 0
         # the page's own script gets no further with the key: the service answers 403
         status = page.evaluate(
@@ -208,9 +217,7 @@ def test_a_signed_in_visitor_is_named_once_and_forged_or_replayed_tokens_fail(de
     )
     with sync_playwright() as p:
         browser = launch(p)
-        page = browser.new_page()
-        page.goto(f"{deployment['site']}/{named}")
-        chat = open_widget(page)
+        _page, chat = widget_on(browser, f"{deployment['site']}/{named}")
         question = chat.get_by_label("Your question")
         question.fill("How do I export all my files?")
         question.press("Enter")
@@ -218,15 +225,7 @@ def test_a_signed_in_visitor_is_named_once_and_forged_or_replayed_tokens_fail(de
         stored = deployment["runtime"].memory.export(Scope("cust-7", "acme"))
         assert any(stored.values()), "the turn is stored under the customer the site signed for"
 
-        again = browser.new_page()  # the same page, token and all, loaded a second time
-        again.goto(f"{deployment['site']}/{named}")
-        refused = open_widget(again).get_by_role("alert")
-        refused.wait_for(timeout=20_000)
-        assert "already opened a session" in refused.inner_text()
-
-        fake = browser.new_page()
-        fake.goto(f"{deployment['site']}/{forged}")
-        refused = open_widget(fake).get_by_role("alert")
-        refused.wait_for(timeout=20_000)
-        assert "signature does not match" in refused.inner_text()
+        # the same page, token and all, loaded a second time; then a forged token
+        assert "already opened a session" in refusal(browser, f"{deployment['site']}/{named}")
+        assert "signature does not match" in refusal(browser, f"{deployment['site']}/{forged}")
         browser.close()

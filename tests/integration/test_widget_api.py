@@ -16,31 +16,15 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from config.settings import ApiKey, ConfigError
-from service.auth import hash_key
 from service.widget_tokens import SESSION_SECRET_ENV, SessionTokens
-from tests.helpers import acme_team, bearer, pilot_over_own_store
+from tests.helpers import acme_team, bearer, pilot_over_own_store, widget_key
 
 pytestmark = pytest.mark.integration
 SITE = "https://help.acme.example"
 IDENTITY_ENV = "ACME_WIDGET_IDENTITY_SECRET"
 IDENTITY_SECRET = "site-secret-" + "s" * 40
-WIDGET = ApiKey(
-    name="site",
-    sha256=hash_key("pk_live_acme"),
-    tenant="acme",
-    role="widget",
-    slots={"access_level": "public"},
-    origins=[SITE],
-    identity_secret_env=IDENTITY_ENV,
-)
-ANONYMOUS_WIDGET = ApiKey(
-    name="docs-site",
-    sha256=hash_key("pk_live_docs"),
-    tenant="acme",
-    role="widget",
-    slots={"access_level": "public"},
-    origins=["https://docs.acme.example"],
-)
+WIDGET = widget_key("site", "pk_live_acme", [SITE], IDENTITY_ENV)
+ANONYMOUS_WIDGET = widget_key("docs-site", "pk_live_docs", ["https://docs.acme.example"])
 
 
 @pytest.fixture
