@@ -17,30 +17,46 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from agents.runtime import TurnRuntime
 from config.settings import Settings
+from service.articles import Articles
 from service.auth import AuthError, Caller, authenticate
 from service.errors import ApiError
 from service.gaps import ReportCache
-from service.widget_tokens import SessionTokens
+from service.outcome_store import OutcomeStore
+from service.pilot_store import PilotStore
+from service.rate_limits import RateLimits
+from service.session_state import Role
+from service.tracing import TurnTracer
+from service.widget_tokens import SessionTokens, SpentTokens
+from storage.memory import MemoryStore
 from tasks.gap_report import GapReport
 
 
 @dataclass
 class PilotContext:
     """The running service: settings, the turn runtime, the pilot store, per-session locks and
-    the turns running now."""
+    the turns running now. The stores are built when the service starts (its lifespan), from
+    the runtime's knowledge base; a route never runs before that."""
 
     settings: Settings
-    runtime: Any = None
-    store: Any = None
-    limits: Any = None  # service.rate_limits.RateLimits, built with the store
+    runtime: TurnRuntime = field(default=None)  # type: ignore[assignment]  # built at start
+    store: PilotStore = field(init=False)
+    limits: RateLimits = field(init=False)
+    articles: Articles = field(init=False)
+    outcomes: OutcomeStore = field(init=False)
+    spent_tokens: SpentTokens = field(init=False)
     gap_reports: ReportCache[GapReport] = field(default_factory=ReportCache)
-    articles: Any = None  # service.articles.Articles, built with the store
-    outcomes: Any = None  # service.outcome_store.OutcomeStore, built with the store
     session_tokens: SessionTokens | None = None  # widget sessions' tokens (widget keys only)
-    spent_tokens: Any = None  # service.widget_tokens.SpentTokens, built with the store
-    metrics: Any = None  # service.metrics.Metrics
-    tracer: Any = None  # service.tracing.TurnTracer when spans go somewhere
+    tracer: TurnTracer | None = None  # when spans go somewhere
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The customers' memory, where the pilot keeps every session's turns."""
+        if self.runtime.memory is None:
+            raise RuntimeError("the pilot needs the customer memory (the runtime was built without)")
+        return self.runtime.memory
+
     dirty: set[tuple[str, str]] = field(default_factory=set)  # (tenant, session) to relabel
     locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     running: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -101,6 +117,19 @@ Customer = Annotated[Caller, Depends(customer_caller)]
 Widget = Annotated[Caller, Depends(widget_caller)]
 Staff = Annotated[Caller, Depends(staff_caller)]
 Admin = Annotated[Caller, Depends(admin_caller)]
+
+
+def staff_role(who: Caller) -> Role:
+    """The session role of a staff key (the ``Staff`` dependency admitted only these two)."""
+    return "admin" if who.role == "admin" else "agent"
+
+
+def found(header: dict[str, Any] | None, session_id: str) -> dict[str, Any]:
+    """The header a store call found in the caller's tenant, or 404 (store writes return
+    None for a session they do not find: no read before them is needed)."""
+    if header is None:
+        raise ApiError(404, "unknown_session", f"no session {session_id!r} in this tenant")
+    return header
 
 
 def owner_of(who: Caller) -> str:

@@ -35,7 +35,7 @@ def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
     remembered = []
     for header in pilot.store.unremembered():
         scope = Scope(header["customer_id"], header["tenant"])
-        turns = pilot.runtime.memory.session_turns(scope, header["session_id"])
+        turns = pilot.memory.session_turns(scope, header["session_id"])
         last = max((t.get("ts", 0.0) for t in turns), default=None)
         if last is None:  # never written to: nothing to remember, and no reason to look again
             if header.get("created", now) < older_than:  # until a first message reopens it
@@ -43,7 +43,7 @@ def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
             continue
         if last >= older_than:
             continue
-        if close_session(pilot.runtime.memory, scope, header["session_id"]):
+        if close_session(pilot.memory, scope, header["session_id"]):
             remembered.append(header["session_id"])
         mark_remembered(pilot, header, now)
     return remembered

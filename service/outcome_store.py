@@ -182,18 +182,18 @@ def flush(pilot: Any, now: float) -> int:
         by_tenant.setdefault(tenant, []).append(session_id)
     settings = pilot.settings.pilot
     for tenant, sessions in by_tenant.items():
-        pilot.outcomes.refresh(pilot.store, pilot.runtime.memory, tenant, sessions, now, settings)
+        pilot.outcomes.refresh(pilot.store, pilot.memory, tenant, sessions, now, settings)
     return len(taken)
 
 
 def keep_current(pilot: Any, now: float) -> None:
     """The minute sweep's part: touched conversations refreshed, quiet pending ones labelled."""
     flush(pilot, now)
-    pilot.outcomes.relabel_quiet(pilot.store, pilot.runtime.memory, now, pilot.settings.pilot)
+    pilot.outcomes.relabel_quiet(pilot.store, pilot.memory, now, pilot.settings.pilot)
 
 
 def catch_up(pilot: Any, now: float) -> None:
     """At start: marks stored before they had a day get one; conversations without a stored
     outcome are labelled."""
     pilot.store.date_feedback()
-    pilot.outcomes.backfill(pilot.store, pilot.runtime.memory, now, pilot.settings.pilot)
+    pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.agent_assist import suggested_reply
 from service.auth import Caller
-from service.context import Admin, Pilot, PilotContext, Staff
+from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
 from service.errors import ApiError
 from service.outcome_store import touched
 from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
@@ -69,17 +69,9 @@ class Assignment(BaseModel):
     agent: PlainText = Field(min_length=1, max_length=200)
 
 
-def in_tenant(header: dict[str, Any] | None, session_id: str) -> dict[str, Any]:
-    """The header a store call found in the caller's tenant, or 404 (store writes return
-    None for a session they do not find: no read before them is needed)."""
-    if header is None:
-        raise ApiError(404, "unknown_session", f"no session {session_id!r} in this tenant")
-    return header
-
-
 def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> dict[str, Any]:
     """Any session of the tenant, or 404."""
-    return in_tenant(pilot.store.session(tenant, session_id), session_id)
+    return found(pilot.store.session(tenant, session_id), session_id)
 
 
 def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
@@ -103,7 +95,7 @@ def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> di
     transcript, what we know of the customer (entities, earlier cases) and a suggested reply
     to the last unanswered message, under the key's own slots (``service/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
-    memory = pilot.runtime.memory
+    memory = pilot.memory
     slots = staff_slots(who)
     stored = memory.session_turns(scope, header["session_id"])
     turns = withhold_unreadable(pilot.runtime, slots, stored)
@@ -155,7 +147,7 @@ def handoff_why(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
 def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
     """One line of the queue: enough to choose a conversation (who, why, since when, who has
     it), none of its answers."""
-    turns = pilot.runtime.memory.session_turns(
+    turns = pilot.memory.session_turns(
         Scope(header["customer_id"], header["tenant"]), header["session_id"]
     )
     first = next((t["user"] for t in turns if t.get("user")), "")
@@ -223,9 +215,11 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
 async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
-    header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, who.key_name, who.role)
+    header = await run_in_threadpool(
+        pilot.store.take, who.tenant, session_id, who.key_name, staff_role(who)
+    )
     touched(pilot, who.tenant, session_id)
-    return {"session": in_tenant(header, session_id)}
+    return {"session": found(header, session_id)}
 
 
 @router.post(
@@ -244,24 +238,22 @@ async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) ->
         )
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent, "admin")
     touched(pilot, who.tenant, session_id)
-    return {"session": in_tenant(header, session_id)}
+    return {"session": found(header, session_id)}
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201, response_model=AgentReply)
 async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """A person's reply (they must have taken the conversation): stored in the session, shown
     to the customer as from our team."""
-    header = in_tenant(
+    header = found(
         await run_in_threadpool(
-            pilot.store.reopen, who.tenant, session_id, "reply", who.role, who.key_name
+            pilot.store.reopen, who.tenant, session_id, "reply", staff_role(who), who.key_name
         ),
         session_id,
     )
     scope = Scope(header["customer_id"], who.tenant)
     record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
-    index = await run_in_threadpool(
-        pilot.runtime.memory.claim_turn, scope, session_id, record, "agent_reply"
-    )
+    index = await run_in_threadpool(pilot.memory.claim_turn, scope, session_id, record, "agent_reply")
     touched(pilot, who.tenant, session_id)
     return {"session_id": session_id, "turn_index": index, "from": "agent", "message": body.message}
 
@@ -272,15 +264,13 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
 async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> dict[str, Any]:
     """Close the conversation (once: a second resolve, or one racing it, gets 409); its
     long-term memory is written with the note."""
-    header = in_tenant(
+    header = found(
         await run_in_threadpool(
-            pilot.store.resolve, who.tenant, session_id, body.note, who.key_name, who.role
+            pilot.store.resolve, who.tenant, session_id, body.note, who.key_name, staff_role(who)
         ),
         session_id,
     )
     scope = Scope(header["customer_id"], who.tenant)
-    remembered = await run_in_threadpool(
-        close_session, pilot.runtime.memory, scope, session_id, body.note
-    )
+    remembered = await run_in_threadpool(close_session, pilot.memory, scope, session_id, body.note)
     touched(pilot, who.tenant, session_id)
     return {"session": header, "remembered": remembered}

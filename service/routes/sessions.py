@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from agents.progress import progress_label
 from agents.turn import run_turn
 from service.auth import Caller
-from service.context import Customer, Pilot, PilotContext, owned_session, owner_of
+from service.context import Customer, Pilot, PilotContext, found, owned_session, owner_of
 from service.errors import ApiError, error_body
 from service.outcome_store import touched
 from service.records import FeedbackMark, HandedOff, NewSessionView, SessionDetail
@@ -151,7 +151,7 @@ def hand_off_after_turn(
             }
         )
         busy.trace.notes.append(f"hand-off refused: {refused.message}")
-        save_turn_result(pilot.runtime.memory, request, result.turn_index or 0, busy)
+        save_turn_result(pilot.memory, request, result.turn_index or 0, busy)
         return busy
     try:
         pilot.store.mark_handoff(
@@ -258,7 +258,10 @@ async def message(
     streaming = "text/event-stream" in http.headers.get("accept", "")
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
     await run_in_threadpool(pilot.limits.spend, "message_bytes", who, len(body.message.encode()))
-    header = await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer")
+    header = found(
+        await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer"),
+        session_id,
+    )
     if waiting_for_a_person(header):
         result = await run_in_threadpool(wait_for_agent, pilot, who, header, body.message)
         touched(pilot, who.tenant, session_id)
@@ -318,7 +321,7 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
     at once too: a message is kept only if it is within the cap among the waiting messages
     claimed before it (turn indices are claimed in order), else its claim is taken back."""
     scope = Scope(header["customer_id"], who.tenant)
-    memory = pilot.runtime.memory
+    memory = pilot.memory
     session_id = header["session_id"]
     cap = pilot.settings.pilot.limits.waiting_messages
     waiting = messages_waiting(memory.session_turns(scope, session_id))
@@ -355,7 +358,7 @@ def too_many_waiting(waiting: int) -> NoReturn:
 async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     scope = Scope(header["customer_id"], who.tenant)
-    turns = await run_in_threadpool(pilot.runtime.memory.session_turns, scope, session_id)
+    turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
     feedback = await run_in_threadpool(pilot.store.feedback, who.tenant, session_id)
     return {
         "session": customer_view(header),
@@ -374,7 +377,7 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
     turns = await run_in_threadpool(
-        pilot.runtime.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
+        pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
     )
     if body.turn_index not in {t["turn_index"] for t in turns}:
         raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}")
@@ -392,6 +395,9 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
     if not waiting_for_a_person(header):
         await run_in_threadpool(pilot.limits.spend, "handoffs", who)
-    header = await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason)
+    header = found(
+        await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason),
+        session_id,
+    )
     touched(pilot, who.tenant, session_id)
     return {"session": customer_view(header), "message": pilot.settings.messages.handoff}
