@@ -19,12 +19,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 # what the pilot's load benches ask (three answerable over examples/kb, one not)
 SERVICE_QUESTIONS = [
     "How long does a refund take?",
@@ -39,75 +37,8 @@ from config.telemetry import apply_telemetry_policy  # noqa: E402
 
 apply_telemetry_policy()  # a bench script is where its process starts
 
-from agents.build import build_runtime  # noqa: E402
-from config.settings import Settings, load_settings  # noqa: E402
-from evaluation.answer_sets import AnswerSet, load_answer_set  # noqa: E402
-from evaluation.answers import answer_set_settings, evaluate_answers  # noqa: E402
-from storage.kb.ingest import ingest_paths  # noqa: E402
-from storage.kb.knowledge_base import KnowledgeBase  # noqa: E402
-from storage.retrieval.retriever import QdrantRetriever  # noqa: E402
-from tasks.evidence import EvidenceScorer  # noqa: E402
-from tasks.schemas import Passage  # noqa: E402
-
-
-@dataclass
-class OpenedSet:
-    answer_set: AnswerSet
-    settings: Settings
-    kb: KnowledgeBase
-    retriever: QdrantRetriever
-    scorer: EvidenceScorer
-
-    def search(self, question: str, top_k: int | None = None) -> list[Passage]:
-        found = self.retriever.search_queries([question], self.answer_set.slots, top_k=top_k)
-        return Passage.numbered(found.results)
-
-    def close(self) -> None:
-        self.kb.close()
-
-
-def open_answer_set(directory: Path, data_dir: Path, settings: Settings | None = None) -> OpenedSet:
-    """The answer set's knowledge base ingested (idempotently) into ``data_dir``."""
-    settings = settings or load_settings()
-    answer_set = load_answer_set(directory)
-    kb = KnowledgeBase.open(settings, data_dir)
-    ingest_paths(kb, [answer_set.kb], prune=True)
-    scorer = EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics)
-    return OpenedSet(answer_set, settings, kb, QdrantRetriever(kb=kb), scorer)
-
-
-def product_rows(
-    pack: Path, data_dir: Path, engine: str, settings: Settings | None = None
-) -> list[dict]:
-    """``main.py eval answers`` on ``pack``: every question as the first turn of a new
-    conversation, through the product's turn on ``engine`` (``settings``: another
-    configuration than the loaded one)."""
-    settings = answer_set_settings(settings or load_settings(), pack.name, data_dir)
-    opened = open_answer_set(pack, data_dir, settings)  # ingests, idempotently
-    answer_set = opened.answer_set
-    opened.close()
-    runtime = build_runtime(settings, data_dir, engine=engine, process="sequential")
-    try:
-        return evaluate_answers(runtime, answer_set).rows
-    finally:
-        runtime.close()
-
-
-def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-    """A Markdown table."""
-    return [
-        "| " + " | ".join(columns) + " |",
-        "|---" * len(columns) + "|",
-        *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows),
-    ]
-
-
-def write_results(name: str, lines: list[str], data: object) -> None:
-    """Print the Markdown and write bench/results/<name>.md and .json."""
-    print("\n".join(lines))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+from evaluation.dev_runs import OpenedSet, open_answer_set, product_rows  # noqa: E402, F401
+from evaluation.reporting import RESULTS, table, write_results  # noqa: E402, F401
 
 
 def comparison_parser(doc: str | None, data_dir: str) -> argparse.ArgumentParser:

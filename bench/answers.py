@@ -55,7 +55,6 @@ from _common import (
     table,
     write_results,
 )
-from answerability_data import SQUAD, held_out_titles, load_squad
 
 from config.settings import load_settings
 from evaluation.answers import (
@@ -65,6 +64,7 @@ from evaluation.answers import (
     risk_coverage,
     summarise,
 )
+from evaluation.squad import SQUAD, held_out_titles, load_squad
 from storage.retrieval.filters import build_filters
 from tasks.passage_text import split_units
 
@@ -166,7 +166,10 @@ def baseline_run(repo: Path, pack: Path, data_dir: Path, answer_all: bool) -> li
     """The rows of an earlier checkout's own ``eval answers`` (its CLI, its config)."""
     config = yaml.safe_load((repo / "config" / "assistant.yaml").read_text())
     if answer_all:  # its fitted gate with both operating points at 0: every question answers
-        fitted = yaml.safe_load((repo / "config" / "answerability.yaml").read_text())
+        shipped = repo / "storage" / "kb" / "assets" / "decision" / "gate.yaml"
+        if not shipped.exists():  # a checkout from before the fitted files moved
+            shipped = repo / "config" / "answerability.yaml"
+        fitted = yaml.safe_load(shipped.read_text())
         config.setdefault("evidence", {})["answerability"] = {
             **fitted,
             "answer_at": 0.0,

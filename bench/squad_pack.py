@@ -25,8 +25,8 @@ import re
 from pathlib import Path
 
 from _common import ROOT
-from answerability_data import SQUAD, held_out_titles, load_squad
 
+from evaluation.squad import SQUAD, held_out_titles, load_squad
 from tasks.passage_text import split_units
 
 SEED = 13

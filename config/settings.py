@@ -31,8 +31,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from config.sources import SourceSettings
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
-FITTED_ANSWERABILITY = Path(__file__).with_name("answerability.yaml")
-FITTED_PAGE_CHOICE = Path(__file__).with_name("page_choice.yaml")
+# the fitted decision models ship beside the models they read (training/ writes them there)
+FITTED_DECISION = Path(__file__).resolve().parent.parent / "storage" / "kb" / "assets" / "decision"
+FITTED_ANSWERABILITY = FITTED_DECISION / "gate.yaml"
+FITTED_PAGE_CHOICE = FITTED_DECISION / "page_choice.yaml"
 
 Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
 PIPELINES: tuple[str, ...] = ("bm25", "dense", "hybrid", "dense+late", "hybrid+late")
@@ -169,7 +171,7 @@ class AnswerabilityModel(LinearModel):
     (``tasks/operating_points.py``). At or above
     ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
     evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
-    ``bench/fit_logistic_gate.py`` into config/answerability.yaml.
+    ``training/gate.py`` into storage/kb/assets/decision/gate.yaml.
     """
 
     features: list[str] = Field(min_length=1)
@@ -196,20 +198,22 @@ class OperatingPoint(_Strict):
 
 
 def fitted_answerability() -> AnswerabilityModel:
-    """The shipped logistic model (config/answerability.yaml)."""
+    """The shipped logistic model (storage/kb/assets/decision/gate.yaml)."""
     return AnswerabilityModel.model_validate(yaml.safe_load(FITTED_ANSWERABILITY.read_text()))
 
 
 class PageChoiceModel(LinearModel):
     """Which candidate page answers (tasks/page_choice.py): a logistic score over each
     candidate's features, ``sum(weight * (feature - mean) / scale)``; the highest scoring
-    candidate answers. Fitted by ``bench/fit_page_choice.py`` into config/page_choice.yaml;
-    with no ``weights`` the best window reading (with half the passage's relevance) chooses.
+    candidate answers. Fitted by ``training/page_choice.py`` into
+    storage/kb/assets/decision/page_choice.yaml; with no ``weights`` the best window reading
+    (with half the passage's relevance) chooses.
     """
 
 
 def fitted_page_choice() -> PageChoiceModel:
-    """The shipped page chooser (config/page_choice.yaml; none fitted: the reading chooses)."""
+    """The shipped page chooser (storage/kb/assets/decision/page_choice.yaml; none fitted:
+    the reading chooses)."""
     if not FITTED_PAGE_CHOICE.exists():
         return PageChoiceModel()
     return PageChoiceModel.model_validate(yaml.safe_load(FITTED_PAGE_CHOICE.read_text()))

@@ -7,6 +7,7 @@ answer them with ``response_model_exclude_unset`` so a field a record lacks stay
 Usage::
 
     @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
+    async def get_session(session_id: str) -> dict[str, Any]: ...
 """
 
 from __future__ import annotations

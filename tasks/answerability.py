@@ -7,7 +7,7 @@ passage that holds the question's rare terms (IDF-weighted, BM25 terms of the kn
 and reads close to it (MaxSim of MiniLM token vectors). Headings count too: of two passages
 that hold the words, the one under a heading about the question's subject answers ("Set up SAML
 single sign-on"), not the one that mentions it in passing. Its features feed a logistic model
-fitted on the dev data (``bench/train_answerability.py``); the model's probability decides.
+fitted on the dev data (``training/cross_encoder.py``); the model's probability decides.
 
 The same reading picks what an extractive answer quotes: the best-focused quotable units of the
 passage that answers, contiguous, after the FAQ question that introduces them.

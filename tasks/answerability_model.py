@@ -1,7 +1,7 @@
 """The learned answerability model: does this window of a passage answer the question?
 
 A cross-encoder fine-tuned from the shipped all-MiniLM-L6-v2 on SQuAD 2.0 (questions with
-adversarial unanswerables) by ``bench/train_answerability.py``, exported to int8 ONNX and run
+adversarial unanswerables) by ``training/cross_encoder.py``, exported to int8 ONNX and run
 with onnxruntime. It reads (question, window): a window is two adjacent units of a passage
 (sentences, list items) with the headings they stand under, the same cut in training and at
 turn time (``windows``). The probability that a passage answers is the best window's.

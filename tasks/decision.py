@@ -6,12 +6,12 @@ does. One component, one reader, one threshold file, one fitting script.
     2. reading     each candidate's best window, read for the message's terms and meaning
                    (``tasks/answerability.read``), and by the cross-encoder in one batch
                    (``tasks/page_choice.learned_reading``)
-    3. page        a logistic score per candidate picks the page (config/page_choice.yaml,
-                   ``bench/fit_page_choice.py``)
+    3. page        a logistic score per candidate picks the page
+                   (storage/kb/assets/decision/page_choice.yaml, ``training/page_choice.py``)
     4. probability a logistic model over the chosen page's features (its window reading, the
                    cross-encoder's probability, and whether it explains the code the message
-                   asks about) gives one calibrated probability (config/answerability.yaml,
-                   ``bench/fit_logistic_gate.py``); nothing overwrites it afterwards
+                   asks about) gives one calibrated probability (storage/kb/assets/decision/gate.yaml,
+                   ``training/gate.py``); nothing overwrites it afterwards
     5. action      at or above ``answer_at``: answer; below ``refuse_below``: refuse; in
                    between: a judge model weighs in or, without one, the page is suggested
 

@@ -1,7 +1,7 @@
 """Does the customer ask for a person? A small learned classifier, not a pattern.
 
 A logistic regression over the MiniLM sentence embedding the turn already computes, fitted by
-``bench/fit_handoff_intent.py`` on labelled examples we wrote (``examples/intents/
+``training/handoff_intent.py`` on labelled examples we wrote (``examples/intents/
 handoff.jsonl``: asks for a person; mentions a person, an agent or a robot in passing;
 complains; asks a question). Its weights and model card ship in
 ``storage/kb/assets/handoff_intent/model.json``. A message asks for a person when the whole
@@ -48,7 +48,8 @@ class HandoffIntent:
     def __init__(self, encoders: Any, model_file: Path = MODEL_FILE) -> None:
         if not model_file.exists():
             raise FileNotFoundError(
-                f"the hand-off intent model {model_file} is missing: run bench/fit_handoff_intent.py"
+                f"the hand-off intent model {model_file} is missing: "
+                "run python -m training.handoff_intent"
             )
         fitted = json.loads(model_file.read_text())
         self.encoders = encoders

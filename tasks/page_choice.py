@@ -17,9 +17,9 @@ passage of the page the conversation is about (what its last answer cited), at m
     behind        how far its relevance is behind the most relevant candidate's (0 for it)
 
 (its retrieval ``rank`` and ``fused`` score are recorded beside them, not weighed), and a
-logistic score fitted on the dev sets (``bench/fit_page_choice.py`` ->
-config/page_choice.yaml) picks the one that answers. The trace lists every candidate's
-features and score.
+logistic score fitted on the dev sets (``training/page_choice.py`` ->
+storage/kb/assets/decision/page_choice.yaml) picks the one that answers. The trace lists every
+candidate's features and score.
 
 Usage::
 

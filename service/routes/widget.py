@@ -3,11 +3,13 @@ short-lived token for it (``service/widget_tokens.py``); everything after goes t
 ``/v1/sessions/{id}`` with that token. A signed customer token from the team's site names the
 visitor; without one the visitor is anonymous.
 
-Usage (what widget.js sends)::
+Usage (what widget.js sends; the customer token is optional)::
 
-    POST /v1/widget/sessions   Authorization: Bearer pk_live_...   Origin: https://help.acme.com
-    {"customer_token": "<HS256 JWT the site signed>"}         # optional
-    -> 201 {"session_id", "customer_id", "token", "expires_at"}
+    opened = client.post(
+        "/v1/widget/sessions",
+        json={"customer_token": signed_by_the_site},
+        headers={"Authorization": "Bearer pk_live_acme", "Origin": "https://help.acme.com"},
+    )  # 201 {"session_id", "customer_id", "token", "expires_at"}
 """
 
 from __future__ import annotations

@@ -109,13 +109,13 @@ _ANSWERABILITY_FILES = ("model.onnx", "tokenizer.json", "model_card.json")
 
 
 def answerability_dir(override: Path | None = None) -> Path:
-    """The answerability cross-encoder (int8 ONNX, trained by ``bench/train_answerability.py``)
+    """The answerability cross-encoder (int8 ONNX, trained by ``training/cross_encoder.py``)
     shipped in the repository, or a user's directory of the same files; checked."""
     directory = override or ANSWERABILITY_ASSETS
     for name in _ANSWERABILITY_FILES:
         if not (directory / name).is_file():
             raise ModelFilesError(
                 f"answerability model file missing: {directory / name} "
-                "(bench/train_answerability.py writes it)"
+                "(training/cross_encoder.py writes it)"
             )
     return directory

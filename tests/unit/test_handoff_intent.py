@@ -55,5 +55,5 @@ def test_the_shipped_weights_come_from_the_shipped_examples_and_beat_the_old_pat
 
 
 def test_a_missing_model_file_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match="fit_handoff_intent"):
+    with pytest.raises(FileNotFoundError, match=r"training\.handoff_intent"):
         HandoffIntent(None, tmp_path / "model.json")

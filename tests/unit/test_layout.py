@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("config", "storage", "tasks", "integrations", "agents", "service", "terminal", "evaluation")
+PACKAGES = (
+    "config",
+    "storage",
+    "tasks",
+    "integrations",
+    "agents",
+    "service",
+    "terminal",
+    "evaluation",
+    "training",
+)
 # what each top-level package may import (interfaces -> agents -> tasks -> storage -> config)
 ALLOWED = {
     "config": {"config"},
@@ -24,7 +34,9 @@ ALLOWED = {
     "service": {"config", "storage", "tasks", "agents", "service"},
     "terminal": {"config", "storage", "tasks", "agents", "terminal"},
     "evaluation": {"config", "storage", "tasks", "agents", "evaluation"},
-    "main": {*PACKAGES},
+    # a developer step: it fits what the product ships, the product never imports it
+    "training": {"config", "storage", "tasks", "agents", "evaluation", "training"},
+    "main": {*PACKAGES} - {"training"},
 }
 FRAMEWORKS = (
     "crewai",
@@ -224,3 +236,17 @@ def test_sentence_ends_and_word_patterns_are_defined_once():
             if needle in text:
                 copies.append(f"{path.relative_to(REPO)}: {needle}")
     assert not copies, copies
+
+
+def test_bench_measures_and_training_fits_without_reaching_into_each_other():
+    """bench/ runs training only through its command line; training/ needs no bench helper
+    and no sys.path edit (``python -m training.gate`` from the repository)."""
+    reach = []
+    for path in sorted((REPO / "bench").glob("*.py")):
+        reach += [f"{path.name} imports {n}" for n in imports(path) if n.split(".")[0] == "training"]
+    for path in sorted((REPO / "training").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        reach += [f"{path.name} imports {n}" for n in imports(path) if n in ("_common", "conversations")]
+        if "sys.path" in text:
+            reach.append(f"{path.name} edits sys.path")
+    assert not reach, reach

@@ -1,4 +1,4 @@
-"""Fit the answerability gate on data we may tune on, and write config/answerability.yaml.
+"""Fit the answerability gate on data we may tune on, and write storage/kb/assets/decision/gate.yaml.
 
 Training questions (never the doc2dial *test* pack):
 
@@ -28,9 +28,9 @@ them the evidence is undecided: a judge model is asked (its "sufficient" counts 
 a draft that passes the support check) or, without one, the page is offered as "this
 article may help" (verdict ``suggest``, never an answer).
 
-    python bench/fit_logistic_gate.py [--data-dir DIR] [--features a,b,...] [--dry-run]
+    python -m training.gate [--data-dir DIR] [--features a,b,...] [--dry-run]
 
-Writes config/answerability.yaml (unless --dry-run) and bench/results/answerability.{md,json}.
+Writes storage/kb/assets/decision/gate.yaml (unless --dry-run) and bench/results/answerability.{md,json}.
 """
 
 from __future__ import annotations
@@ -39,27 +39,30 @@ import argparse
 import itertools
 import shutil
 from pathlib import Path
+from typing import Any
 
-import conversations
 import numpy as np
 import yaml
-from _common import ROOT, open_answer_set, product_rows, table, write_results
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import LeaveOneGroupOut
 
 from config.settings import (
+    FITTED_ANSWERABILITY,
     LEARNED_FEATURE,
     AnswerabilityModel,
     OperatingPoint,
     Settings,
     load_settings,
 )
+from config.telemetry import apply_telemetry_policy
 from evaluation.answers import risk_coverage
+from evaluation.dev_runs import OpenedSet, open_answer_set, product_rows, run_scripts
+from evaluation.reporting import DATASETS, ROOT, table, write_results
 from tasks.answerability import FEATURES
 from tasks.decision import CODE_EXPLAINED, CODE_UNEXPLAINED, assess
 from tasks.operating_points import threshold_for
 
-DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
+DEV = DATASETS / "doc2dial-support-dev"
 SETS = [
     DEV,
     *(
@@ -92,7 +95,7 @@ ALL_FEATURES = (*FEATURES, LEARNED_FEATURE, CODE_EXPLAINED, CODE_UNEXPLAINED)
 AUGMENT_DEPTH = 10
 
 
-def features_of(opened: object, question: str, passages: list) -> dict[str, float]:
+def features_of(opened: OpenedSet, question: str, passages: list) -> dict[str, float]:
     """The gate's features of the page the product's decision chooses
     (``tasks.decision.assess``)."""
     found = assess(opened.scorer, question, passages, opened.settings.evidence)
@@ -151,7 +154,7 @@ def conversation_turns(settings: Settings, data_dir: Path) -> list[dict]:
     shutil.rmtree(data_dir, ignore_errors=True)
     return [
         {**turn, "answerable": turn["want"] == "answered"}
-        for turn in conversations.run("crewai", list(CONVERSATIONS), data_dir, settings)
+        for turn in run_scripts("crewai", list(CONVERSATIONS), data_dir, settings)
         if turn["probability"] is not None
     ]
 
@@ -251,6 +254,7 @@ def operating_point(rows: list[dict], probability: np.ndarray) -> float:
 
 
 def main() -> None:
+    apply_telemetry_policy()  # where the training process starts
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -275,7 +279,7 @@ def main() -> None:
         if args.features == "search"
         else [args.features.split(",")]
     )
-    ranking = []
+    ranking: list[dict[str, Any]] = []
     for subset in subsets:
         held_out = cross_validated(rows, subset, args.c)
         threshold = operating_point(rows, held_out)
@@ -308,7 +312,7 @@ def main() -> None:
         + ", ".join(p.name for p in SETS if p.exists())
         + f" (+ gold-removed twins); answer_at / refuse_below: product turn, precision {target}"
         + f" / {target - UNDECIDED_DROP:.2f}; "
-        "bench/fit_logistic_gate.py"
+        "training/gate.py"
     )
     lines = [
         "# Answerability gate: feature subsets, leave-one-question-out",
@@ -360,10 +364,8 @@ def main() -> None:
         "answerability", lines, {"model": fitted, "table": ranking, "curves": curves, "rows": rows}
     )
     if not args.dry_run:
-        header = "# Fitted by bench/fit_logistic_gate.py; do not edit by hand.\n"
-        (ROOT / "config" / "answerability.yaml").write_text(
-            header + yaml.safe_dump(fitted, sort_keys=False, width=100)
-        )
+        header = "# Fitted by training/gate.py; do not edit by hand.\n"
+        FITTED_ANSWERABILITY.write_text(header + yaml.safe_dump(fitted, sort_keys=False, width=100))
 
 
 if __name__ == "__main__":

@@ -13,27 +13,26 @@ units under the passage's heading, here the article title). For each question:
 A share of questions is wrapped the way customers write (a greeting before, "can you help me
 with that?" after, no capital or question mark): the wrapper must not change the label.
 
-Articles are split by a fixed seed into training and held-out articles (``HELD_OUT_ARTICLES``).
+Articles are split by a fixed seed into training and held-out articles
+(``evaluation.squad.HELD_OUT_ARTICLES``).
 
 Usage::
 
-    pairs = squad_pairs(load_squad(SQUAD), seed=13)
+    pairs = squad_pairs(load_squad(), seed=13)       # evaluation.squad.load_squad
     train, held_out = pairs["train"], pairs["held_out"]    # lists of Pair
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
+from evaluation.squad import held_out_indices
+from storage.text import ALNUM
 from tasks.answerability_model import windows
 from tasks.passage_text import split_units
 
-SQUAD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "squad-v2.0" / "dev-v2.0.json"
-HELD_OUT_ARTICLES = 7
 WRAP_SHARE = 0.3
 OPENERS = (
     "Hi, good morning. ",
@@ -61,11 +60,6 @@ class Pair:
     label: int
     group: str  # the question's id: held-out figures are per question
     kind: str  # gold | same_paragraph | other_paragraph | plausible | unanswerable
-
-
-def load_squad(path: Path = SQUAD) -> list[dict]:
-    """The articles of a SQuAD 2.0 file."""
-    return json.loads(path.read_text(encoding="utf-8"))["data"]
 
 
 def wrap(question: str, topic: str, rng: random.Random) -> str:
@@ -103,7 +97,7 @@ def _holding(spans: list[Span], starts: list[int]) -> list[int]:
 
 
 def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2)
+    return frozenset(w for w in ALNUM.findall(text.lower()) if len(w) > 2)
 
 
 def _hardest(question: str, spans: list[Span]) -> Span | None:
@@ -112,7 +106,7 @@ def _hardest(question: str, spans: list[Span]) -> Span | None:
     return max(spans, key=lambda s: len(asked & _words(s.text)), default=None)
 
 
-def _article_pairs(article: dict, rng: random.Random) -> list[Pair]:
+def _article_pairs(article: dict[str, Any], rng: random.Random) -> list[Pair]:
     """Per question: the gold window (or SQuAD's plausible-answer window, negative), the
     hardest other window of its paragraph and the hardest window of another paragraph of
     the article (both negative)."""
@@ -147,20 +141,12 @@ def _article_pairs(article: dict, rng: random.Random) -> list[Pair]:
     return pairs
 
 
-def squad_pairs(articles: list[dict], seed: int) -> dict[str, list[Pair]]:
-    """Pairs of the training articles and of the held-out articles."""
+def squad_pairs(articles: list[dict[str, Any]], seed: int) -> dict[str, list[Pair]]:
+    """Pairs of the training articles and of the held-out articles
+    (``evaluation.squad.held_out_titles`` names the same held-out draw)."""
     rng = random.Random(seed)
-    order = list(range(len(articles)))
-    rng.shuffle(order)
-    held = set(order[:HELD_OUT_ARTICLES])
+    held = held_out_indices(len(articles), rng)
     split: dict[str, list[Pair]] = {"train": [], "held_out": []}
     for index, article in enumerate(articles):
         split["held_out" if index in held else "train"] += _article_pairs(article, rng)
     return split
-
-
-def held_out_titles(articles: list[dict], seed: int) -> list[str]:
-    """The titles of the held-out articles (the same draw as ``squad_pairs``)."""
-    order = list(range(len(articles)))
-    random.Random(seed).shuffle(order)
-    return sorted(articles[i]["title"] for i in order[:HELD_OUT_ARTICLES])

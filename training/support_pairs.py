@@ -46,16 +46,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from answerability_data import Pair, wrap
 
+from evaluation.reporting import DATASETS, ROOT
 from storage.kb.documents import discover, read_file
 from storage.kb.fact_kinds import ERROR_CODE
 from tasks.answerability_model import Window, windows
 from tasks.passage_text import Unit, split_units
+from training.answerability_data import Pair, wrap
 
-ROOT = Path(__file__).resolve().parent.parent
 PAGE_FOLDERS = (
-    ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev" / "kb",
+    DATASETS / "doc2dial-support-dev" / "kb",
     ROOT / "examples" / "kb",
 )
 HELD_OUT_SHARE = 0.2
@@ -448,7 +448,8 @@ def support_pairs(
     return split
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Print the pairs' counts by kind and a sample (``python -m training.support_pairs``)."""
     found = support_pairs(load_pages(), 13)
     for name, pairs in found.items():
         kinds: dict[str, int] = {}
@@ -457,3 +458,7 @@ if __name__ == "__main__":
         print(name, len(pairs), kinds)
     for pair in random.Random(1).sample(found["train"], 8):
         print(pair.label, pair.kind, "|", pair.question, "|", pair.window[:120])
+
+
+if __name__ == "__main__":
+    main()

