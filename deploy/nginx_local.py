@@ -79,7 +79,11 @@ def nginx_in_front(upstream_ports: Sequence[int], listen_port: int) -> Iterator[
         raise NginxError("nginx is not installed (Debian: apt-get install nginx)")
     with tempfile.TemporaryDirectory(prefix="supportcrew-nginx-") as folder:
         prefix = Path(folder)
-        (prefix / "temp").mkdir()
+        # started as root, nginx's workers run as nobody: they must reach the prefix and
+        # write their temporary files (a large body or response) under it
+        prefix.chmod(0o755)
+        (prefix / "temp").mkdir(mode=0o777)
+        (prefix / "temp").chmod(0o777)
         site = prefix / "supportcrew.conf"
         site.write_text(site_for(upstream_ports, listen_port), encoding="utf-8")
         config = prefix / "nginx.conf"

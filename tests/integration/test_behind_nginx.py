@@ -103,6 +103,14 @@ def test_nginx_refuses_a_flood_from_one_address_and_serves_the_others(proxied):
         assert customer.post("/v1/sessions", json={}).status_code == 201
 
 
+def test_a_large_response_passes_whole(proxied):
+    """The OpenAPI schema (80 kB, more than nginx's proxy buffers) arrives whole."""
+    with from_address("127.0.0.6", proxied) as http:
+        schema = http.get("/openapi.json")
+    assert schema.status_code == 200 and len(schema.content) > 60_000
+    assert "/v1/widget/sessions" in schema.json()["paths"]
+
+
 def test_a_body_over_the_cap_is_refused_by_nginx_in_json(proxied):
     with from_address("127.0.0.4", proxied, headers=bearer("backend")) as http:
         big = http.post(
