@@ -16,6 +16,8 @@
     key: script.dataset.key,
     customerToken: script.dataset.customerToken || null,
     title: script.dataset.title || "Support",
+    greeting: script.dataset.greeting
+      || "Hi! Ask your question: answers come from our help articles, and a person can take over.",
   };
 
   function start() {
@@ -30,7 +32,8 @@
     const close = element("button", { type: "button", className: "close" }, "Close");
     close.setAttribute("aria-label", "Close the chat");
     const heading = element("h2", { id: "supportcrew-title" }, options.title);
-    const body = element("div", { className: "body" });
+    const body = element("div", { className: "body" },
+                         element("p", { className: "greeting" }, options.greeting));
     const panel = element("section", { className: "panel", hidden: true },
                           element("header", {}, heading, close), body);
     panel.setAttribute("role", "dialog");
