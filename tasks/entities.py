@@ -19,7 +19,8 @@ from storage.memory import Entity, RememberedEntity
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("order", CUSTOMER_REFERENCE["order"]),
-    ("order", re.compile(r"\border\s*(?:number|no\.?|#)\s*:?\s*#?(\d{4,})\b", re.IGNORECASE)),
+    # "order number 12345", "order #12345", "order: 12345" and plainly "order 12345"
+    ("order", re.compile(r"\border\s*(?:number|no\.?|#)?\s*:?\s*#?(\d{4,})\b", re.IGNORECASE)),
     ("invoice", CUSTOMER_REFERENCE["invoice"]),
     ("refund", CUSTOMER_REFERENCE["refund"]),
     ("email", CUSTOMER_REFERENCE["email"]),
@@ -86,6 +87,8 @@ def without_references(text: str, named: str = "") -> str:
 
     >>> without_references("How do I export my files? (order ORD-01002)")
     'How do I export my files? ()'
+    >>> without_references("How long does a refund take for order 98765?")
+    'How long does a refund take for ?'
     >>> without_references("Where is invoice INV-2026-000871?", "Invoices are listed in ...")
     'Where is invoice ?'
     >>> without_references("I moved from ana@example.com. How do I change my email?")

@@ -247,6 +247,7 @@ def test_the_customers_own_ids_email_or_dates_are_no_words_a_page_must_hold(
     for message, page in (
         ("How long does a refund take for order ORD-55812?", "billing/refunds.md"),
         ("How do I export all my files? (order ORD-01002)", "data/export.md"),
+        ("How long does a refund take for order 98765?", "billing/refunds.md"),
         (
             "Hi, my login is ana@example.com and I want to change the email "
             "address on my account. How do I do that?",
@@ -258,7 +259,7 @@ def test_the_customers_own_ids_email_or_dates_are_no_words_a_page_must_hold(
         assert result.verdict == "answered", message
         assert [c.source_id for c in result.citations] == [page], message
         [gate] = [s for s in result.trace.steps if s.name == "evidence_gate"]
-        if "ORD-" in message:  # the id and its label were what no page held
+        if "order" in message:  # the id and its label were what no page held
             assert gate.detail["features"]["missing_rare"] < 1.0, message
     refused = ask(
         runtime, "Do you offer a student discount? My account is ana@example.com.", slots=ENTERPRISE
