@@ -86,7 +86,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(turns_store, kb.encoders)
-        pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
+        if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
+            pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))

@@ -45,9 +45,9 @@ class PilotContext:
     limits: RateLimits = field(init=False)
     articles: Articles = field(init=False)
     outcomes: OutcomeStore = field(init=False)
-    spent_tokens: SpentTokens = field(init=False)
     gap_reports: ReportCache[GapReport] = field(default_factory=ReportCache)
     session_tokens: SessionTokens | None = None  # widget sessions' tokens (widget keys only)
+    spent_tokens: SpentTokens | None = None  # customer tokens used (widget keys only)
     tracer: TurnTracer | None = None  # when spans go somewhere
 
     @property

@@ -77,6 +77,7 @@ def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -
         raise ApiError(403, "customer_token_refused", f"customer token refused: {exc}") from None
     if vouched.customer_id.startswith(ANONYMOUS):
         raise ApiError(403, "customer_token_refused", "customer token refused: anonymous ids are ours")
+    assert pilot.spent_tokens is not None  # built with the widget keys' session tokens
     if not pilot.spent_tokens.spend(who.tenant, who.key_name, vouched.token_id, vouched.expires_at):
         raise ApiError(
             403, "customer_token_refused", "customer token refused: it has already opened a session"
