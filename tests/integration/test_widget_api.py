@@ -16,7 +16,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from config.settings import ApiKey, ConfigError
-from service.widget_tokens import SESSION_SECRET_ENV, SessionTokens
+from service.widget_tokens import SESSION_SECRET_ENV, SessionTokens, TokenError
 from tests.helpers import acme_team, bearer, pilot_over_own_store, widget_key
 
 pytestmark = pytest.mark.integration
@@ -207,8 +207,8 @@ def test_any_change_to_a_session_token_is_refused(flip, replacement):
         return
     try:
         claims = tokens.read(changed)
-    except Exception as exc:  # TokenError: the only way a changed token may end
-        assert type(exc).__name__ == "TokenError"
+    except TokenError:  # the only way a changed token may end: anything else fails the test
+        return
     else:  # base64 padding bits: a change that decodes to the same bytes is the same token
         assert (claims.session_id, claims.tenant, claims.key_name) == ("s1", "acme", "site")
 
