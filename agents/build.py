@@ -21,6 +21,7 @@ from config.settings import ROLE_NAMES, ConfigError, Settings
 from integrations.retriever_loader import load_retriever
 from storage.memory import MemoryStore
 from storage.retrieval.retriever import QdrantRetriever
+from tasks.decision import check_models
 from tasks.evidence import EvidenceScorer
 
 
@@ -108,6 +109,7 @@ def build_runtime(
     engine_name = engine or settings.engine
     process_name = process or settings.process
     check_choice(engine_name, process_name)  # before anything is opened
+    check_models(settings.evidence)  # the fitted decision weighs features that exist
     local = QdrantRetriever(settings=settings, data_dir=data_dir)
     local.connect(settings)
     kb = local.kb

@@ -7,29 +7,29 @@ passage that holds the question's rare terms (IDF-weighted, BM25 terms of the kn
 and reads close to it (MaxSim of MiniLM token vectors). Headings count too: of two passages
 that hold the words, the one under a heading about the question's subject answers ("Set up SAML
 single sign-on"), not the one that mentions it in passing. Its features feed a logistic model
-fitted on the dev data (``training/cross_encoder.py``); the model's probability decides.
+fitted on the training pack (``tasks/decision.py``); the model's probability decides.
 
 The same reading picks what an extractive answer quotes: the best-focused quotable units of the
 passage that answers, contiguous, after the FAQ question that introduces them.
 
 Usage::
 
-    reading = read(scorer, "How long does a refund take?", [p.text for p in passages])
-    reading.features["window_coverage"]          # 0.92
-    logistic_probability(settings.evidence.answerability, reading.features)   # 0.97
-    quote(reading, [p.text for p in passages])   # [(sentence, passage index), ...]
+    readings, message = read(scorer, "How long does a refund take?", texts, relevance, [0, 1])
+    readings[0].coverage, readings[0].score       # 0.92, 1.85
+    quote(readings[0].focus, "How long does a refund take?")   # ["Refunds to cards take ..."]
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from config.settings import EvidenceSettings
 from tasks.courtesy import subject, subject_words
+from tasks.decision_features import MessageFeatures
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
 from tasks.passage_text import WINDOW, Unit, split_units
@@ -54,18 +54,31 @@ OWN_WORDS = 0.5  # a follow-up's own words lead its quote when a window holds th
 HEADING_WEIGHT = 0.25  # the share of the question's terms in the headings above a unit counts this much
 
 
-@dataclass
-class Reading:
-    """Features of the question against the passages, and where the answer would be."""
+@dataclass(frozen=True)
+class Focus:
+    """Where in one passage an answer would be: its units and each unit's focus on the
+    question (what an extractive answer quotes from)."""
 
-    features: dict[str, float]
-    passage_index: int | None = None
-    units: list[Unit] = field(default_factory=list)
-    focus: list[float] = field(default_factory=list)
-    best_unit: int = 0
-    pages: dict[int, float] = field(default_factory=dict)  # candidate passage -> probability
-    # per candidate passage: ``passage`` (its index), the features it was chosen on, ``score``
-    candidates: list[dict[str, float]] = field(default_factory=list)
+    passage: int  # its index among the turn's passages
+    units: tuple[Unit, ...] = ()
+    focus: tuple[float, ...] = ()
+
+    @property
+    def best_unit(self) -> int:
+        return int(np.argmax(self.focus)) if self.focus else 0
+
+
+@dataclass(frozen=True)
+class PassageReading:
+    """A candidate passage's best window: its score (coverage + MaxSim + headings), the
+    window's coverage of the question's terms, its MaxSim, and its coverage with the headings
+    above it; and the passage's :class:`Focus`."""
+
+    score: float
+    coverage: float
+    similarity: float
+    section: float
+    focus: Focus
 
 
 def question_terms(question: str) -> str:
@@ -162,73 +175,51 @@ def read(
     scorer: EvidenceScorer,
     question: str,
     passages: Sequence[str],
-    relevance: Sequence[float] | None = None,
-    candidates: Sequence[int] | None = None,
-    choose: Callable[[list[dict[str, float]]], int] | None = None,
-) -> Reading:
-    """The question-focused reading of the passages closest to the question.
-
-    ``candidates``: the passages that may answer (default: the ``READ_PASSAGES`` most
-    relevant); ``choose(rows)`` picks one from each candidate's ``reading`` (its best
-    window's coverage and similarity), ``relevance`` and ``position`` in ``candidates``
-    (default: the best reading, a lower-ranked passage counting half its relevance less)."""
-    features = dict.fromkeys(FEATURES, 0.0)
+    relevance: Sequence[float],
+    candidates: Sequence[int],
+) -> tuple[list[PassageReading | None], MessageFeatures]:
+    """The question-focused reading of each candidate passage (None for one with no units),
+    and the question against all the passages (``MessageFeatures``)."""
     if not passages or not question.strip():
-        return Reading(features)
-    relevance = list(relevance) if relevance is not None else scorer.relevance(question, passages)
+        return [None] * len(candidates), MessageFeatures()
     weights = _weights(scorer, question)
     query_tokens = scorer.token_vectors([subject(question)])[0]
-    seen = frozenset().union(*scorer.encoders.bm25.document_terms(passages))
-    reading = Reading(features)
-    if candidates is None:
-        candidates = sorted(range(len(passages)), key=lambda i: -relevance[i])[:READ_PASSAGES]
-    read_ones: list[tuple[int, list[Unit], list[float], tuple[float, float, float]]] = []
-    rows: list[dict[str, float]] = []
-    for position, index in enumerate(candidates):
+    readings: list[PassageReading | None] = []
+    for index in candidates:
         units = split_units(passages[index])
         if not units:
+            readings.append(None)
             continue
         focus, score, coverage, similarity, section = _passage_focus(
             scorer, query_tokens, weights, units
         )
-        read_ones.append((index, units, focus, (coverage, similarity, section)))
-        rows.append(
-            {
-                "passage": index,
-                "position": position,
-                "reading": round(score, 4),
-                "relevance": round(relevance[index], 4),
-            }
+        readings.append(
+            PassageReading(
+                round(score, 4),
+                round(coverage, 4),
+                round(similarity, 4),
+                round(section, 4),
+                Focus(index, tuple(units), tuple(focus)),
+            )
         )
-    if read_ones:
-        pick = choose(rows) if choose else _best_reading(rows)
-        index, units, focus, (coverage, similarity, section) = read_ones[pick]
-        features.update(window_coverage=coverage, window_similarity=similarity, section_coverage=section)
-        reading.passage_index, reading.units, reading.focus = index, units, focus
-        reading.best_unit = int(np.argmax(focus))
-        reading.candidates = rows
+    seen = frozenset().union(*scorer.encoders.bm25.document_terms(passages))
     ranked = [*sorted(relevance, reverse=True), 0.0]
     missing = [w for t, w in weights.items() if t not in seen]
-    stats = scorer.term_stats()
-    rarest = stats.idf(-1) or 1.0  # the weight of a term no chunk holds
-    features.update(
-        passage_relevance=ranked[0],
-        margin=ranked[0] - ranked[1],
-        coverage=_coverage(dict.fromkeys(weights, 1.0), seen),
-        missing_rare=max(missing, default=0.0) / rarest,
+    rarest = scorer.term_stats().idf(-1) or 1.0  # the weight of a term no chunk holds
+    message = MessageFeatures(
+        passage_relevance=round(float(ranked[0]), 4),
+        margin=round(float(ranked[0] - ranked[1]), 4),
+        coverage=round(_coverage(dict.fromkeys(weights, 1.0), seen), 4),
+        missing_rare=round(max(missing, default=0.0) / rarest, 4),
     )
-    reading.features = {k: round(float(v), 4) for k, v in features.items()}
-    return reading
+    return readings, message
 
 
-def _best_reading(rows: list[dict[str, float]]) -> int:
-    """The candidate whose best window reads best, its passage's relevance counting
-    ``RANK_WEIGHT`` (a lower-ranked passage must read clearly better to answer).
-
-    >>> _best_reading([{"reading": 1.2, "relevance": 0.8}, {"reading": 1.5, "relevance": 0.3}])
-    0
-    """
-    return max(range(len(rows)), key=lambda i: rows[i]["reading"] + RANK_WEIGHT * rows[i]["relevance"])
+def focus_in(scorer: EvidenceScorer, question: str, text: str, index: int = 0) -> PassageReading | None:
+    """The reading of one passage alone (None when it has no units)."""
+    if not text:
+        return None
+    return read(scorer, question, [text], [1.0], [0])[0][0]
 
 
 def title_coverage(scorer: EvidenceScorer, question: str, titles: Sequence[str]) -> list[float]:
@@ -238,44 +229,41 @@ def title_coverage(scorer: EvidenceScorer, question: str, titles: Sequence[str])
     return [_coverage(weights, t) for t in scorer.encoders.bm25.document_terms(list(titles))]
 
 
-def refocus(
-    scorer: EvidenceScorer, reading: Reading, resolved: str, message: str, passages: Sequence[str]
-) -> Reading:
+def refocus(scorer: EvidenceScorer, focus: Focus, resolved: str, message: str, text: str) -> Focus:
     """When the gate read another phrasing than the customer's message (``resolved``: a
     follow-up's resolution, "And to PayPal? refund take", or the one question of a message
     that wraps it in context), the message's own words add their focus inside the passage
-    that answers, where the passage has them. A code only the phrasing names (the
+    that answers (``text``), where the passage has them. A code only the phrasing names (the
     conversation's "PAY-102") decides alone only when the message has no words of its own
     there ("how do I fix it?"); "how long until it retries?" still finds the retry sentence."""
-    if reading.passage_index is None:
-        return reading
-    own = read(scorer, message, [passages[reading.passage_index]], [1.0])
-    if own.features["window_coverage"] == 0 or (
-        codes(resolved) - codes(message) and own.features["window_coverage"] < OWN_WORDS
+    own = focus_in(scorer, message, text)
+    if (
+        own is None
+        or own.coverage == 0
+        or (codes(resolved) - codes(message) and own.coverage < OWN_WORDS)
     ):
-        return reading
-    focus = [a + b for a, b in zip(reading.focus, own.focus, strict=True)]
-    return replace(reading, focus=focus, best_unit=int(np.argmax(focus)))
+        return focus
+    return replace(focus, focus=tuple(a + b for a, b in zip(focus.focus, own.focus.focus, strict=True)))
 
 
-def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS) -> list[tuple[str, int]]:
-    """Contiguous quotable units of the answering passage, as (text, passage index).
+def quote(focus: Focus, question: str = "", max_words: int = ANSWER_WORDS) -> list[str]:
+    """Contiguous quotable units of the answering passage.
 
     Starts at the best-focused unit (or, when that is a heading or an FAQ question, at the
     first quotable unit after it), keeps a list's lead-in with its items, and goes on while the
     next unit is still about the question and the answer stays short. When the question names
     a code (``PAY-101``), a unit about another code ends the quote.
     """
-    if reading.passage_index is None:
+    units, weights = focus.units, focus.focus
+    if not units:
         return []
-    units, focus = reading.units, reading.focus
-    start = reading.best_unit
+    start = focus.best_unit
     if not units[start].quotable:
         after = [i for i in range(start + 1, len(units)) if units[i].quotable]
         before = [i for i in range(start) if units[i].quotable]
         if not after and not before:
             return []
-        start = after[0] if after else max(before, key=lambda i: focus[i])
+        start = after[0] if after else max(before, key=lambda i: weights[i])
     picked = [start]
     words = len(units[start].text.split())
     asked = codes(question)
@@ -286,7 +274,7 @@ def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS) -
         lead_in = units[picked[-1]].text.endswith(":") or (
             unit.kind == "item" and units[picked[-1]].kind == "item" and len(picked) > 1
         )
-        about = focus[index] >= FOLLOW_SHARE * focus[start] or words < SHORT_ANSWER
+        about = weights[index] >= FOLLOW_SHARE * weights[start] or words < SHORT_ANSWER
         other_code = asked and bool(codes(unit.text) - asked)
         # a short opening ("Learn whether you qualify.") keeps the sentence that says it
         budget = 2 * max_words if words < SHORT_ANSWER else max_words
@@ -294,4 +282,4 @@ def quote(reading: Reading, question: str = "", max_words: int = ANSWER_WORDS) -
             break
         picked.append(index)
         words += len(unit.text.split())
-    return [(units[i].text, reading.passage_index) for i in picked]
+    return [units[i].text for i in picked]

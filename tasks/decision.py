@@ -1,27 +1,36 @@
-"""The answer decision: which page answers this message, in this conversation, and whether it
-does. One component, one reader, one threshold file, one fitting script.
+"""The answer decision: which page answers this message, in this conversation, whether it
+does, and what to quote. One component:
 
-    1. candidates  the passages retrieval ranks closest to each phrasing of the message, and
-                   the page the conversation is about (``tasks/page_choice.candidate_indices``)
-    2. reading     each candidate's best window, read for the message's terms and meaning
-                   (``tasks/answerability.read``), and by the cross-encoder in one batch
-                   (``tasks/page_choice.learned_reading``)
-    3. page        a logistic score per candidate picks the page
-                   (storage/kb/assets/decision/page_choice.yaml, ``training/page_choice.py``)
-    4. probability a logistic model over the chosen page's features (its window reading, the
-                   cross-encoder's probability, and whether it explains the code the message
-                   asks about) gives one calibrated probability (storage/kb/assets/decision/gate.yaml,
-                   ``training/gate.py``); nothing overwrites it afterwards
-    5. action      at or above ``answer_at``: answer; below ``refuse_below``: refuse; in
-                   between: a judge model weighs in or, without one, the page is suggested
+    decide(scorer, settings, message, conversation, passages) -> Decision
 
-The :class:`~tasks.schemas.Decision` is recorded in the trace with every candidate's features
-and probability and each gate feature's contribution to the logit (what moved it).
+in three stages, each a function of the one before:
+
+    1. read    each phrasing of the message (``Conversation.phrasings``) against its
+               candidate passages (the passages retrieval ranks closest and the page the
+               conversation is about: ``tasks/page_choice.candidate_indices``): every
+               candidate's window reading (``tasks/answerability.read``), the cross-encoder's
+               probability for its best window, its title, relevance and codes, as the frozen
+               records of ``tasks/decision_features.py`` (``read_phrasing``)
+    2. settle  a pure function of those records and the fitted models: the page choice picks
+               the candidate (storage/kb/assets/decision/page_choice.yaml), one logistic gate
+               over its features gives one calibrated probability (gate.yaml), which nothing
+               changes afterwards, and the operating points give the action: at or above
+               ``answer_at`` answer, below ``refuse_below`` refuse, between them suggest
+               (a judge model, where one is configured, weighs in); a phrasing the
+               conversation's page answers wins (``settle``)
+    3. quote   for an answer, the sentences of the chosen passage an extractive answer quotes
+               (``tasks/answerability.quote``)
+
+The :class:`~tasks.schemas.Decision` carries all three; the trace keeps it whole, and
+``training/`` fits the page choice and the gate by settling the very readings the product
+recorded (``settle`` with other models), so serving and training share one feature schema.
 
 Usage::
 
-    decision = decide_page(scorer, settings, ["How long does a refund take?"], passages)
+    conversation = Conversation(phrasings=("How long does a refund take?",))
+    decision = decide(scorer, settings, "How long does a refund take?", conversation, passages)
     decision.action, decision.source_id, decision.probability   # "answer", "billing/refunds.md", 0.97
+    decision.quote                                              # ["Refunds to cards take ..."]
 """
 
 from __future__ import annotations
@@ -29,176 +38,214 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from config.settings import LEARNED_FEATURE, EvidenceSettings, Settings
-from tasks.answerability import Reading, read
+from config.settings import EvidenceSettings, Settings
+from tasks.answerability import Focus, PassageReading, quote, read, refocus
+from tasks.decision_features import (
+    Candidate,
+    CandidateFeatures,
+    GateFeatures,
+    PhrasingReading,
+    check_model,
+)
 from tasks.evidence import EvidenceScorer
 from tasks.facts import explained_codes, undocumented_codes
 from tasks.judging import as_the_pages_read
 from tasks.operating_points import linear_terms, logistic_probability, operating_points
-from tasks.page_choice import candidate_indices, chooser, page_rows
-from tasks.schemas import Decision, DecisionAction, EvidenceCall, Passage
+from tasks.page_choice import PageExtras, candidate_indices, choose, page_rows
+from tasks.schemas import Decision, DecisionAction, Passage
 
-CODE_EXPLAINED = "code_explained"  # 1: the page holds the documented code the message names
-CODE_UNEXPLAINED = "code_unexplained"  # 1: the pages explain its family's codes, not this one
-ACTIONS: dict[EvidenceCall, DecisionAction] = {
-    "sufficient": "answer",
-    "undecided": "suggest",
-    "insufficient": "refuse",
-}
-_CALL_RANK = {"sufficient": 2, "undecided": 1, "insufficient": 0}
+_ACTION_RANK: dict[DecisionAction, int] = {"answer": 2, "suggest": 1, "refuse": 0, "handoff": 0}
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One phrasing's reading: the call, each passage's relevance and the page's reading."""
+class Conversation:
+    """What the decision knows of the conversation: the phrasings of the message to judge
+    (the message, the questions it wraps, a follow-up's resolution: ``tasks/phrasings.py``)
+    and the pages the conversation is about (what its last cited answer cited)."""
 
-    call: EvidenceCall
-    relevance: list[float]
-    coverage: float
-    probability: float = 0.0
-    reading: Reading | None = None
-    contributions: dict[str, float] | None = None
-
-    @property
-    def best(self) -> float:
-        return max(self.relevance, default=0.0)
+    phrasings: tuple[str, ...]
+    subject: tuple[str, ...] = ()
 
 
-def code_features(question: str, answering: str, texts: Sequence[str]) -> dict[str, float]:
-    """Whether the answering page holds the code the question names, and whether the pages
-    explain other codes of its family but not this one (inputs of the gate).
+def check_models(evidence: EvidenceSettings) -> None:
+    """Refuse fitted models that weigh features the schema does not have (at start)."""
+    check_model(
+        evidence.answerability.features, GateFeatures, "gate (storage/kb/assets/decision/gate.yaml)"
+    )
+    check_model(
+        evidence.page_choice.features,
+        CandidateFeatures,
+        "page choice (storage/kb/assets/decision/page_choice.yaml)",
+    )
+
+
+def code_features(question: str, answering: str, texts: Sequence[str]) -> tuple[float, float]:
+    """(``code_explained``, ``code_unexplained``): whether the answering page holds the code
+    the question names, and whether the pages explain other codes of its family but not this one.
 
     >>> code_features("What does PAY-407 mean?", "PAY-101: declined.", ["PAY-101: declined."])
-    {'code_explained': 0.0, 'code_unexplained': 1.0}
+    (0.0, 1.0)
     """
-    return {
-        CODE_EXPLAINED: float(bool(explained_codes(question, answering, texts))),
-        CODE_UNEXPLAINED: float(bool(undocumented_codes(question, answering, texts))),
-    }
+    return (
+        float(bool(explained_codes(question, answering, texts))),
+        float(bool(undocumented_codes(question, answering, texts))),
+    )
 
 
-def contributions(settings: EvidenceSettings, features: dict[str, float]) -> dict[str, float]:
-    """Each gate feature's share of the logit, ``weight * (feature - mean) / scale``."""
-    terms = linear_terms(settings.answerability, features)
-    return {name: round(term, 3) for name, term in terms.items()}
+def _candidate(
+    index: int,
+    passage: Passage,
+    found: PassageReading,
+    relevance: float,
+    extras: PageExtras | None,
+    codes: tuple[float, float],
+) -> CandidateFeatures:
+    return CandidateFeatures(
+        reading=found.score,
+        relevance=round(relevance, 4),
+        window_coverage=found.coverage,
+        window_similarity=found.similarity,
+        section_coverage=found.section,
+        code_explained=codes[0],
+        code_unexplained=codes[1],
+        **(
+            {
+                "learned": extras.learned,
+                "title": extras.title,
+                "conversation": extras.conversation,
+                "behind": extras.behind,
+                "rank": extras.rank,
+                "fused": extras.fused,
+            }
+            if extras is not None
+            else {}
+        ),
+    )
 
 
-def assess(
+def read_phrasing(
     scorer: EvidenceScorer,
-    question: str,
-    passages: list[Passage],
-    thresholds: EvidenceSettings,
+    evidence: EvidenceSettings,
+    phrasing: str,
+    passages: Sequence[Passage],
     subject: Sequence[str] = (),
     message: str = "",
-) -> Evidence:
-    """The decision on the passages for this phrasing of the question (``subject``: the pages
-    the conversation is about, candidates of the page choice; ``message``: the customer's own
-    words, the titles they name)."""
+) -> tuple[PhrasingReading, dict[int, Focus]]:
+    """Stage 1: one phrasing against the passages: every candidate's features, and where in
+    each candidate an answer would be (its :class:`Focus`, for the quote)."""
     if not passages:
-        return Evidence("insufficient", [], 0.0)
+        return PhrasingReading(phrasing=phrasing), {}
     texts = [p.text for p in passages]
-    question = as_the_pages_read(scorer, question, texts)
+    question = as_the_pages_read(scorer, phrasing, texts)
     relevance = scorer.relevance(question, texts)
-    reading = choose_page(scorer, question, passages, relevance, thresholds, subject, message)
-    answering = passages[reading.passage_index].text if reading.passage_index is not None else ""
-    reading.features.update(code_features(question, answering, texts))
-    probability = round(logistic_probability(thresholds.answerability, reading.features), 4)
-    answer_at, refuse_below = operating_points(thresholds)
-    call: EvidenceCall = (
-        "sufficient"
-        if probability >= answer_at
-        else "insufficient"
-        if probability < refuse_below
-        else "undecided"
+    indices = candidate_indices(relevance, [p.source_id for p in passages], subject)
+    readings, message_features = read(scorer, question, texts, relevance, indices)
+    weighs_pages = bool(evidence.page_choice.weights) or evidence.reads_learned
+    extras = (
+        page_rows(scorer, question, passages, relevance, indices, subject, message)
+        if weighs_pages
+        else [None] * len(indices)
     )
-    return Evidence(
-        call,
-        relevance,
-        reading.features.get("coverage", 0.0),
-        probability,
-        reading,
-        contributions(thresholds, reading.features),
+    candidates: list[Candidate] = []
+    focuses: dict[int, Focus] = {}
+    for index, found, extra in zip(indices, readings, extras, strict=True):
+        if found is None:
+            continue
+        codes = code_features(question, texts[index], texts)
+        features = _candidate(index, passages[index], found, relevance[index], extra, codes)
+        candidates.append(Candidate(passage=index, page=passages[index].source_id, features=features))
+        focuses[index] = found.focus
+    reading = PhrasingReading(
+        phrasing=phrasing,
+        relevance=[round(r, 4) for r in relevance],
+        message=message_features,
+        candidates=candidates,
+    )
+    return reading, focuses
+
+
+def action_of(evidence: EvidenceSettings, probability: float) -> DecisionAction:
+    """The operating points' action for a probability.
+
+    >>> from config.settings import load_settings
+    >>> evidence = load_settings().evidence
+    >>> action_of(evidence, 0.99), action_of(evidence, 0.0)
+    ('answer', 'refuse')
+    """
+    answer_at, refuse_below = operating_points(evidence)
+    if probability >= answer_at:
+        return "answer"
+    return "refuse" if probability < refuse_below else "suggest"
+
+
+def settle_phrasing(reading: PhrasingReading, evidence: EvidenceSettings) -> Decision:
+    """Stage 2 for one phrasing: the page choice's candidate, the gate's probability and the
+    action."""
+    if not reading.relevance:
+        return Decision(question=reading.phrasing)
+    chosen: Candidate | None = None
+    scored = list(reading.candidates)
+    if scored:
+        pick, scores = choose(evidence.page_choice, [c.features for c in scored])
+        scored = [c.model_copy(update={"score": s}) for c, s in zip(scored, scores, strict=True)]
+        chosen = scored[pick]
+    gate = GateFeatures.of(chosen.features if chosen else None, reading.message)
+    probability = round(logistic_probability(evidence.answerability, gate), 4)
+    return Decision(
+        action=action_of(evidence, probability),
+        probability=probability,
+        question=reading.phrasing,
+        source_id=chosen.page if chosen else "",
+        passage_index=chosen.passage if chosen else None,
+        features=gate,
+        contributions={
+            name: round(term, 3) for name, term in linear_terms(evidence.answerability, gate).items()
+        },
+        relevance=reading.relevance,
+        candidates=scored,
     )
 
 
-def choose_page(
-    scorer: EvidenceScorer,
-    question: str,
-    passages: list[Passage],
-    relevance: list[float],
-    thresholds: EvidenceSettings,
-    subject: Sequence[str] = (),
-    message: str = "",
-) -> Reading:
-    """The reading of the page chosen among the candidates (``tasks/page_choice.py``), with
-    the cross-encoder's probability for it (``learned``)."""
-    candidates = candidate_indices(relevance, [p.source_id for p in passages], subject)
-    needs_rows = thresholds.page_choice.weights or thresholds.reads_learned
-    extra = (
-        page_rows(scorer, question, passages, relevance, candidates, subject, message)
-        if needs_rows
-        else []
-    )
-    reading = read(
-        scorer,
-        question,
-        [p.text for p in passages],
-        relevance,
-        candidates,
-        chooser(thresholds.page_choice, extra),
-    )
-    for row in reading.candidates if extra else []:
-        row.update(extra[int(row["position"])])  # with no chooser fitted, for the trace
-        if row["passage"] == reading.passage_index:
-            reading.features[LEARNED_FEATURE] = round(float(row["learned"]), 4)
-    reading.pages = {int(r["passage"]): r.get("learned", 0.0) for r in reading.candidates}
-    return reading
+def settle(
+    readings: Sequence[PhrasingReading], evidence: EvidenceSettings, subject: Sequence[str] = ()
+) -> Decision:
+    """Stage 2: the decision over every phrasing read, the one the evidence supports best.
+
+    A phrasing that the conversation's page answers wins over another page's, however strong
+    (a follow-up belongs to the page the conversation is about); when none of them answers,
+    the strongest reading decides. Pure: training settles recorded readings with other models.
+    """
+    options = [settle_phrasing(r, evidence) for r in readings]
+    if not options:
+        return Decision()
+    on_subject = [d for d in options if d.source_id in subject and d.action == "answer"]
+    best = max(on_subject or options, key=lambda d: (_ACTION_RANK[d.action], d.probability))
+    return best.model_copy(update={"readings": list(readings)})
 
 
-def decide_page(
+def decide(
     scorer: EvidenceScorer,
     settings: Settings,
-    questions: list[str],
-    passages: list[Passage],
-    subject: Sequence[str] = (),
-    message: str = "",
+    message: str,
+    conversation: Conversation,
+    passages: Sequence[Passage],
 ) -> Decision:
-    """The decision over each phrasing of the question; the one the evidence supports best.
-
-    ``subject``: the pages the conversation is about; ``message``: the customer's own words.
-    A phrasing that one of them answers sufficiently wins over another page's, however strong
-    (a follow-up belongs to the page the conversation is about); when none of them answers,
-    the strongest reading decides.
-    """
-    decisions: list[Decision] = []
-    for text in dict.fromkeys(q for q in questions if q and q.strip()):
-        found = assess(scorer, text, passages, settings.evidence, subject, message)
-        reading = found.reading
-        index = reading.passage_index if reading else None
-        pages: dict[str, float] = {}
-        for candidate, probability in (reading.pages if reading else {}).items():
-            source = passages[candidate].source_id
-            pages[source] = max(pages.get(source, 0.0), probability)
-        decisions.append(
-            Decision(
-                call=found.call,
-                action=ACTIONS[found.call],
-                relevance=found.relevance,
-                coverage=found.coverage,
-                probability=found.probability,
-                features=reading.features if reading else {},
-                contributions=found.contributions or {},
-                question=text,
-                pages=pages,
-                source_id=passages[index].source_id if index is not None else "",
-                passage_index=index,
-                candidates=[
-                    {"page": passages[int(c["passage"])].source_id, **c}
-                    for c in (reading.candidates if reading else [])
-                ],
-            )
+    """The decision for ``message`` over the turn's ``passages``: read, settle, and for an
+    answer the quote."""
+    readings: list[PhrasingReading] = []
+    focuses: dict[str, dict[int, Focus]] = {}
+    for phrasing in dict.fromkeys(q for q in conversation.phrasings if q and q.strip()):
+        reading, focuses[phrasing] = read_phrasing(
+            scorer, settings.evidence, phrasing, passages, conversation.subject, message
         )
-    if not decisions:
-        return Decision()
-    on_subject = [d for d in decisions if d.source_id in subject and d.call == "sufficient"]
-    return max(on_subject or decisions, key=lambda d: (_CALL_RANK[d.call], d.probability))
+        readings.append(reading)
+    decision = settle(readings, settings.evidence, conversation.subject)
+    if decision.action != "answer" or decision.passage_index is None:
+        return decision
+    where = focuses[decision.question][decision.passage_index]
+    text = passages[decision.passage_index].text
+    if message and message != decision.question:  # the message's own words pick too
+        own = as_the_pages_read(scorer, message, [text])
+        where = refocus(scorer, where, decision.question, own, text)
+    picked = quote(where, decision.question, settings.evidence.answer_words)
+    return decision.model_copy(update={"quote": picked})

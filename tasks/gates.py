@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from config.settings import Settings
 from tasks.courtesy import courtesy_only
-from tasks.decision import decide_page
+from tasks.decision import Conversation, decide
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
 from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.handoff_intent import HandoffIntent
-from tasks.judging import decide
+from tasks.judging import judged
 from tasks.operating_points import operating_points
 from tasks.phrasings import grounded_phrasings
 from tasks.schemas import Decision, GateDecision, Judgement, Reformulation
@@ -135,32 +135,32 @@ def _next_round_or(state: TurnState, settings: Settings, final: Route) -> Route:
 
 
 def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings) -> GateDecision:
-    """Where the turn goes after a retrieval, decided by evidence alone where it can be."""
+    """Where the turn goes after a retrieval: the decision's action (``tasks/decision.py``),
+    with a judge model, where one is configured, for a suggestion."""
     with state.step("evidence_gate", round=state.round_index) as info:
-        state.evidence = decide_page(
+        state.evidence = decide(
             scorer,
             settings,
-            grounded_phrasings(state),
-            state.passages,
-            subject_pages(state.history),
             state.message,
+            Conversation(tuple(grounded_phrasings(state)), tuple(subject_pages(state.history))),
+            state.passages,
         )
+        action = state.evidence.action
         info.update(
-            evidence=state.evidence.call,
+            action=action,
             answerable=state.evidence.probability,
-            action=state.evidence.action,
-            features=state.evidence.features,
+            features=state.evidence.features.model_dump(),
             contributions=state.evidence.contributions,
             relevance=[round(r, 3) for r in state.evidence.relevance],
             question=state.evidence.question,
             source=state.evidence.source_id,
             pages=state.evidence.pages,
-            candidates=state.evidence.candidates,
+            candidates=[c.model_dump() for c in state.evidence.candidates],
         )
-        if state.evidence.call == "sufficient":
+        if action == "answer":
             route: Route = "answer"
             state.verdict, why = "sufficient", "evidence is sufficient"
-        elif state.evidence.call == "insufficient":
+        elif action == "refuse":
             state.verdict = "insufficient"
             route = _next_round_or(state, settings, "refuse")
             why = "evidence is insufficient" + ("" if state.passages else ": no passages")
@@ -186,12 +186,12 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
 def judge_route(state: TurnState, judgement: Judgement | None, settings: Settings) -> GateDecision:
     """The judge's verdict on undecided evidence; a failed judge counts as insufficient."""
     with state.step("judge_gate", round=state.round_index) as info:
-        verdict, why = decide(state.evidence.call, judgement, state.asks_for_person)
+        verdict, why = judged(state.evidence.action, judgement, state.asks_for_person)
         state.verdict = verdict
         if verdict == "sufficient":
             route: Route = "answer"
             # the model's word alone never answers: its draft must pass the support check
-            state.draft_required = state.evidence.call != "sufficient"
+            state.draft_required = state.evidence.action != "answer"
         elif verdict == "needs_human":
             route = "handoff"
         elif verdict == "out_of_scope":

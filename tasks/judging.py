@@ -1,25 +1,23 @@
-"""The judge's verdict over the decision (``tasks/decision.py``), and the reading of the
-chosen page that an extractive answer quotes from.
+"""The judge's verdict over the decision (``tasks/decision.py``), and what of a message the
+pages are asked (its words as the pages read them, the sentences that ask something).
 
 Evidence first; the model's opinion only where the evidence is undecided.
 
 Usage::
 
-    reading = read_passages(scorer, question, passages, None, message, only=decision.passage_index)
-    verdict, note = decide(decision.call, judgement, asks_for_person=False)
+    verdict, note = judged(decision.action, judgement, asks_for_person=False)
+    as_the_pages_read(scorer, "refnd for ORD-55812?", texts)     # "refund for ?"-ish
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 from storage.text import split_sentences
-from tasks.answerability import Reading, read, refocus
 from tasks.courtesy import asks_something
 from tasks.entities import without_references
 from tasks.evidence import EvidenceScorer
-from tasks.schemas import EvidenceCall, Judgement, JudgeVerdict, Passage
+from tasks.schemas import DecisionAction, Judgement, JudgeVerdict
 from tasks.spelling import respell
 
 
@@ -49,38 +47,6 @@ def pages_question(message: str, asks_for_person: Callable[[str], bool]) -> str:
     return " ".join(_sentences_for_the_pages(message, asks_for_person))
 
 
-def read_passages(
-    scorer: EvidenceScorer,
-    question: str,
-    passages: list[Passage],
-    relevance: list[float] | None,
-    message: str = "",
-    only: int | None = None,
-) -> Reading:
-    """The reading that picks what to quote; with ``message`` (the customer's own words,
-    when ``question`` is another phrasing) they add their focus to what is quoted.
-    ``only``: read that passage alone (the one the decision chose: what is quoted is from
-    the page the decision chose). The customer's own references (an order id) are no words a
-    page must hold."""
-    if only is not None:
-        one = read_passages(
-            scorer,
-            question,
-            [passages[only]],
-            [relevance[only]] if relevance else None,
-            message,
-        )
-        return replace(one, passage_index=only) if one.passage_index is not None else one
-    texts = [p.text for p in passages]
-    return _read(
-        scorer,
-        as_the_pages_read(scorer, question, texts),
-        passages,
-        relevance,
-        as_the_pages_read(scorer, message, texts),
-    )
-
-
 def as_the_pages_read(scorer: EvidenceScorer, text: str, texts: list[str]) -> str:
     """The customer's words as the gate reads them against the pages: their own references
     (an order id, an email) left out, typos spelt as the pages spell the word."""
@@ -89,37 +55,21 @@ def as_the_pages_read(scorer: EvidenceScorer, text: str, texts: list[str]) -> st
     return respell(without_references(text, " ".join(texts)), texts, scorer.knows)
 
 
-def _read(
-    scorer: EvidenceScorer,
-    question: str,
-    passages: list[Passage],
-    relevance: list[float] | None,
-    message: str,
-) -> Reading:
-    texts = [p.text for p in passages]
-    reading = read(scorer, question, texts, relevance)
-    return (
-        refocus(scorer, reading, question, message, texts)
-        if message and message != question
-        else reading
-    )
-
-
-def decide(
-    evidence_call: EvidenceCall, judgement: Judgement | None, asks_for_person: bool
+def judged(
+    action: DecisionAction, judgement: Judgement | None, asks_for_person: bool
 ) -> tuple[JudgeVerdict, str]:
-    """Combine evidence and the model's verdict; the note says who decided and why
-    (``asks_for_person``: what the hand-off intent read in the message)."""
+    """Combine the decision's action and the model's verdict; the note says who decided and
+    why (``asks_for_person``: what the hand-off intent read in the message)."""
     model = judgement.verdict if judgement else None
     if asks_for_person:
         return "needs_human", "the customer asked for a person"
-    if evidence_call == "sufficient":
+    if action == "answer":
         if model not in (None, "sufficient"):
             return "sufficient", f"evidence overrides the model's {model!r}"
         return "sufficient", "evidence is sufficient"
     if model == "needs_human":
         return "needs_human", "the model asked for a human and evidence is not sufficient"
-    if evidence_call == "insufficient":
+    if action in ("refuse", "handoff"):
         if model == "out_of_scope":
             return "out_of_scope", "evidence is insufficient; the model calls it out of scope"
         if model == "sufficient":

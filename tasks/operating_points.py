@@ -4,7 +4,7 @@ threshold is read off a dev risk-coverage curve (``training/gate.py``).
 
 Usage::
 
-    logistic_probability(settings.evidence.answerability, reading.features)   # 0.97
+    logistic_probability(settings.evidence.answerability, gate_features)   # 0.97
     answer_at, refuse_below = operating_points(settings.evidence)
 
 >>> from config.settings import OperatingPoint
@@ -17,20 +17,22 @@ Usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from config.settings import AnswerabilityModel, EvidenceSettings, LinearModel, OperatingPoint
+from tasks.decision_features import FeatureRecord, value
 
 
-def linear_terms(model: LinearModel, features: Mapping[str, float]) -> dict[str, float]:
+def linear_terms(model: LinearModel, features: FeatureRecord) -> dict[str, float]:
     """Each feature's term, ``weight * (feature - mean) / scale`` (its share of the logit).
 
+    >>> from tasks.decision_features import CandidateFeatures
     >>> model = LinearModel(features=["title"], mean=[0.5], scale=[0.5], weights=[2.0])
-    >>> linear_terms(model, {"title": 1.0})
+    >>> linear_terms(model, CandidateFeatures(title=1.0))
     {'title': 2.0}
     """
     return {
-        name: w * (features[name] - m) / s
+        name: w * (value(features, name) - m) / s
         for name, m, s, w in zip(model.features, model.mean, model.scale, model.weights, strict=True)
     }
 
@@ -39,7 +41,7 @@ def sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-def logistic_probability(model: AnswerabilityModel, features: Mapping[str, float]) -> float:
+def logistic_probability(model: AnswerabilityModel, features: FeatureRecord) -> float:
     """``sigmoid(bias + sum(weight * (feature - mean) / scale))``: the probability that the
     passages answer, from a reading's features."""
     return sigmoid(model.bias + sum(linear_terms(model, features).values()))

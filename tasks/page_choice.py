@@ -30,11 +30,13 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from config.settings import PageChoiceModel
 from tasks.answerability import closest_tokens, title_coverage
 from tasks.answerability_model import Window, windows
+from tasks.decision_features import CandidateFeatures
 from tasks.evidence import EvidenceScorer
 from tasks.operating_points import linear_terms, sigmoid
 from tasks.passage_text import Unit, split_units
@@ -43,6 +45,7 @@ from tasks.schemas import Passage
 TOP = 3  # the most relevant passages that compete, besides the conversation's page
 CANDIDATES = 4  # at most, the conversation's page included
 MAX_WINDOWS = 16  # windows the cross-encoder reads per phrasing: one ONNX batch
+RANK_WEIGHT = 0.5  # with no chooser fitted, a passage's relevance counts this much beside its reading
 # weighed; ``rank`` and ``fused`` are only recorded: weighed too, the held-out choice fell from
 # 314 to 311 of 320 dev turns and no threshold of the dev conversations reached precision 0.95
 # (a 0/1 "most relevant" feature instead of ``behind`` chose SCIM provisioning for "How do I
@@ -112,6 +115,18 @@ def learned_reading(
     return [round(max((next(probabilities) for _ in page), default=0.0), 4) for page in spans]
 
 
+@dataclass(frozen=True)
+class PageExtras:
+    """What the window reading does not give of a candidate (``page_rows``)."""
+
+    rank: float
+    fused: float
+    learned: float
+    title: float
+    conversation: float
+    behind: float
+
+
 def page_rows(
     scorer: EvidenceScorer,
     question: str,
@@ -120,11 +135,11 @@ def page_rows(
     candidates: Sequence[int],
     subject: Sequence[str] = (),
     message: str = "",
-) -> list[dict[str, float]]:
-    """The features of each candidate that the window reading does not give (``rank``,
-    ``fused``, ``learned``, ``title``, ``conversation``, ``behind``), in ``candidates`` order.
-    ``passages`` are in retrieval's order (the conversation's page's passages last);
-    ``message``: the customer's own words, when ``question`` is another phrasing of them."""
+) -> list[PageExtras]:
+    """The features of each candidate that the window reading does not give, in
+    ``candidates`` order. ``passages`` are in retrieval's order (the conversation's page's
+    passages last); ``message``: the customer's own words, when ``question`` is another
+    phrasing of them."""
     if not candidates:
         return []
     chosen = [passages[i] for i in candidates]
@@ -132,41 +147,39 @@ def page_rows(
     titles = title_coverage(scorer, message or question, [p.title or p.source_id for p in chosen])
     best = max(relevance[i] for i in candidates)
     return [
-        {
-            "rank": round(1.0 / (1.0 + index), 4),
-            "fused": round(float(passage.score), 4),
-            "learned": learned[position],
-            "title": titles[position],
-            "conversation": float(passage.source_id in subject),
-            "behind": round(best - relevance[index], 4),
-        }
+        PageExtras(
+            rank=round(1.0 / (1.0 + index), 4),
+            fused=round(float(passage.score), 4),
+            learned=learned[position],
+            title=titles[position],
+            conversation=float(passage.source_id in subject),
+            behind=round(best - relevance[index], 4),
+        )
         for position, (index, passage) in enumerate(zip(candidates, chosen, strict=True))
     ]
 
 
-def score(model: PageChoiceModel, row: dict[str, float]) -> float:
+def score(model: PageChoiceModel, features: CandidateFeatures) -> float:
     """The candidate's logistic score (its probability of being the page that answers).
 
     >>> model = PageChoiceModel(features=["title"], mean=[0.5], scale=[0.5], weights=[2.0])
-    >>> round(score(model, {"title": 1.0}), 3), round(score(model, {"title": 0.0}), 3)
+    >>> round(score(model, CandidateFeatures(title=1.0)), 3), round(score(model, CandidateFeatures()), 3)
     (0.881, 0.119)
     """
-    return sigmoid(sum(linear_terms(model, row).values()))
+    return sigmoid(sum(linear_terms(model, features).values()))
 
 
-def chooser(
-    model: PageChoiceModel, extra: Sequence[dict[str, float]]
-) -> Callable[[list[dict[str, float]]], int] | None:
-    """What ``tasks.answerability.read`` calls to pick a candidate: the highest score over its
-    reading features merged with ``extra`` (None when no chooser is fitted). Each row gets
-    its ``score``, for the trace."""
-    if not model.weights:
-        return None
+def choose(model: PageChoiceModel, candidates: Sequence[CandidateFeatures]) -> tuple[int, list[float]]:
+    """The candidate that answers and every candidate's score: the highest logistic score
+    of the fitted model; with none fitted, the best window reading, a lower-ranked passage
+    counting ``RANK_WEIGHT`` of its relevance less.
 
-    def pick(rows: list[dict[str, float]]) -> int:
-        for row in rows:
-            row.update(extra[int(row["position"])])
-            row["score"] = round(score(model, row), 4)
-        return max(range(len(rows)), key=lambda i: rows[i]["score"])
-
-    return pick
+    >>> choose(PageChoiceModel(), [CandidateFeatures(reading=1.2, relevance=0.8),
+    ...                            CandidateFeatures(reading=1.5, relevance=0.3)])
+    (1, [1.6, 1.65])
+    """
+    if model.weights:
+        scores = [round(score(model, c), 4) for c in candidates]
+    else:
+        scores = [round(c.reading + RANK_WEIGHT * c.relevance, 4) for c in candidates]
+    return max(range(len(scores)), key=lambda i: scores[i]), scores

@@ -11,10 +11,8 @@ Usage::
 from __future__ import annotations
 
 from config.settings import Settings
-from tasks.answerability import quote
 from tasks.evidence import EvidenceScorer, sentences, verified
-from tasks.gates import answer_floor, evidence_route, model_role
-from tasks.judging import read_passages
+from tasks.gates import evidence_route, model_role
 from tasks.schemas import Citation, DraftAnswer, Passage, TurnResult
 from tasks.state import TurnState
 
@@ -58,27 +56,13 @@ def _verified(
     return draft.answer.strip(), citations
 
 
-def _extracted(
-    state: TurnState, scorer: EvidenceScorer, settings: Settings
-) -> tuple[str, list[Citation]]:
-    """The contiguous sentences of the passage that answers, quoted with one citation."""
-    passages = state.passages
-    question = state.evidence.question or state.question
-    # a follow-up's resolution, or the question of a message: the message's words pick too
-    reading = read_passages(
-        scorer,
-        question,
-        passages,
-        state.evidence.relevance or None,
-        state.message,
-        only=state.evidence.passage_index,
-    )
-    picked = quote(reading, question, settings.evidence.answer_words)
-    if not picked:
+def _extracted(state: TurnState) -> tuple[str, list[Citation]]:
+    """The sentences the decision quotes from the passage that answers, with one citation."""
+    decision = state.evidence
+    if not decision.quote or decision.passage_index is None:
         return "", []
-    passage = passages[picked[0][1]]
-    text = " ".join(sentence for sentence, _ in picked)
-    return f"{text} [1]", [_citation(passage, text)]
+    text = " ".join(decision.quote)
+    return f"{text} [1]", [_citation(state.passages[decision.passage_index], text)]
 
 
 def answer_result(
@@ -91,7 +75,7 @@ def answer_result(
             info.update(kept_draft=False, cited=[])
             state.note("evidence was undecided and no model draft passed the support check")
             return refuse_result(state, settings)
-        answer, citations = kept or _extracted(state, scorer, settings)
+        answer, citations = kept or _extracted(state)
         info.update(kept_draft=kept is not None, cited=[c.chunk_id for c in citations])
     if not citations:
         state.note("no passage supports an answer")
@@ -119,7 +103,7 @@ def deadline_result(
         return handoff_result(state, settings)
     if state.passages and not state.evidence.question:
         evidence_route(state, scorer, settings)
-    if state.passages and state.evidence.probability >= answer_floor(settings):
+    if state.passages and state.evidence.action == "answer":
         state.draft_required = False
         return answer_result(state, scorer, settings, None)
     return refuse_result(state, settings)
@@ -160,7 +144,7 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
 
 def _suggested(state: TurnState) -> Passage | None:
     """The page to offer when the evidence was undecided, else None."""
-    if state.evidence.call != "undecided" or not state.evidence.source_id:
+    if state.evidence.action != "suggest" or not state.evidence.source_id:
         return None
     return next((p for p in state.passages if p.source_id == state.evidence.source_id), None)
 

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from tasks.decision_features import Candidate, GateFeatures, PhrasingReading
+
 
 def _not_blank(text: str) -> str:
     if not text.strip():
@@ -55,7 +57,6 @@ CustomerMessage = Annotated[
 
 Verdict = Literal["answered", "suggest", "idk", "handoff", "error"]
 JudgeVerdict = Literal["sufficient", "insufficient", "out_of_scope", "needs_human"]
-EvidenceCall = Literal["sufficient", "insufficient", "undecided"]
 DecisionAction = Literal["answer", "suggest", "refuse", "handoff"]
 # where a gate sends the turn (``TurnState.route``), and where the other steps send it
 Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
@@ -184,27 +185,35 @@ class LlmCallTrace(BaseModel):
 
 
 class Decision(BaseModel):
-    """The answer decision for the strongest phrasing of the question (``tasks/decision.py``):
-    the chosen page, its one calibrated probability, what it means (``action``), every
-    candidate the page choice weighed and each gate feature's contribution to the logit."""
+    """The answer decision (``tasks/decision.py``): its ``action`` (what the turn does: answer,
+    suggest the page, refuse, hand off), the chosen page, its one calibrated probability,
+    the gate's features and each one's contribution to the logit, the candidates the page
+    choice weighed for the phrasing it settled on, every phrasing's reading (what training
+    re-settles), and for an answer the sentences to quote."""
 
-    call: EvidenceCall = "insufficient"
     action: DecisionAction = "refuse"
-    relevance: list[float] = Field(default_factory=list)
-    coverage: float = 0.0
     probability: float = 0.0
-    features: dict[str, float] = Field(default_factory=dict)
-    contributions: dict[str, float] = Field(default_factory=dict)  # feature -> share of the logit
-    question: str = ""
+    question: str = ""  # the phrasing it settled on
     source_id: str = ""  # the page the reading found answering (cited if the turn answers)
     passage_index: int | None = None  # its passage among the turn's passages
-    pages: dict[str, float] = Field(default_factory=dict)  # candidate page -> probability
-    # each candidate passage the page choice weighed: its page, features and score
-    candidates: list[dict[str, Any]] = Field(default_factory=list)
+    features: GateFeatures = Field(default_factory=GateFeatures)
+    contributions: dict[str, float] = Field(default_factory=dict)  # feature -> share of the logit
+    relevance: list[float] = Field(default_factory=list)  # per passage, for that phrasing
+    candidates: list[Candidate] = Field(default_factory=list)
+    readings: list[PhrasingReading] = Field(default_factory=list)
+    quote: list[str] = Field(default_factory=list)  # an answer's sentences, in the page's order
 
     @property
     def best(self) -> float:
         return max(self.relevance, default=0.0)
+
+    @property
+    def pages(self) -> dict[str, float]:
+        """Each candidate page and the cross-encoder's probability for it."""
+        found: dict[str, float] = {}
+        for candidate in self.candidates:
+            found[candidate.page] = max(found.get(candidate.page, 0.0), candidate.features.learned)
+        return found
 
 
 class GateDecision(BaseModel):

@@ -504,19 +504,50 @@ def load_data(args: argparse.Namespace, base: Path) -> tuple[list[Pair], dict[st
     squad_train = squad["train"]
     if args.squad_limit and args.squad_limit < len(squad_train):
         squad_train = random.Random(seed).sample(squad_train, args.squad_limit)
-    train_pairs = squad_train + support["train"] * support_repeat
+    pack_train, pack_held = pack_pairs(args.pack_pairs, args.pack_folds)
+    train_pairs = squad_train + support["train"] * support_repeat + pack_train * args.pack_repeat
     random.Random(seed).shuffle(train_pairs)
     held = {"squad": squad["held_out"], "support": support["held_out"]}
+    if pack_held:
+        held["pack"] = pack_held
     about = {
         "squad_training_pairs": len(squad_train),
         "support_training_pairs": len(support["train"]),
         "support_repeat": support_repeat,
         "retrieved_negatives": args.retrieved_negatives,
         "conversational_support_pairs": args.conversational,
+        "pack_pairs": str(args.pack_pairs) if args.pack_pairs else None,
+        "pack_pairs_sha256": sha256(args.pack_pairs) if args.pack_pairs else None,
+        "pack_training_folds": args.pack_folds,
+        "pack_training_pairs": len(pack_train),
+        "pack_repeat": args.pack_repeat,
         "held_out_articles": held_out_titles(articles, seed),
         "held_out_pairs": {k: len(v) for k, v in held.items()},
     }
     return train_pairs, held, about
+
+
+def pack_pairs(path: Path | None, folds: str) -> tuple[list[Pair], list[Pair]]:
+    """The doc2dial pack's pairs (``training/pack_pairs.py``): those of the ``folds`` named
+    (comma-separated; "all": every fold) to train on, the others held out."""
+    if path is None:
+        return [], []
+    with path.open(encoding="utf-8") as lines:
+        rows = [json.loads(line) for line in lines if line.strip()]
+    chosen = None if folds == "all" else {int(f) for f in folds.split(",")}
+    train_pairs: list[Pair] = []
+    held: list[Pair] = []
+    for row in rows:
+        pair = Pair(row["question"], row["window"], row["label"], row["group"], row["kind"])
+        (train_pairs if chosen is None or row["fold"] in chosen else held).append(pair)
+    # each held-out turn's unanswerable twin: asked without the pages that hold its evidence,
+    # only the neighbouring pages' windows are left
+    twins = [
+        Pair(p.question, p.window, 0, f"{p.group}#twin", p.kind)
+        for p in held
+        if p.kind == "neighbour_page"
+    ]
+    return train_pairs, held + twins
 
 
 def main() -> None:
@@ -559,6 +590,13 @@ def main() -> None:
         action="store_true",
         help="support pairs with problem statements, invented codes, follow-ups, references, typos",
     )
+    parser.add_argument(
+        "--pack-pairs", type=Path, help="the doc2dial pack's pairs (python -m training.pack_pairs)"
+    )
+    parser.add_argument(
+        "--pack-folds", default="all", help="pack folds to train on, e.g. 0,1,2 (default: all)"
+    )
+    parser.add_argument("--pack-repeat", type=int, default=2)
     parser.add_argument("--output", type=Path, default=TARGET)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -582,6 +620,7 @@ def main() -> None:
         epoch_held = {
             "squad": held["squad"][: args.held_out_limit] if args.held_out_limit else held["squad"],
             "support": held["support"],
+            **({"pack": held["pack"]} if "pack" in held else {}),
         }
         log = train(args, train_pairs, model, tokenizer, epoch_held)
         checkpoint = Path(log["epochs"][-1]["checkpoint"])
@@ -606,7 +645,7 @@ def write_model(
     args.output.mkdir(parents=True, exist_ok=True)
     float_path = args.out / "answerability-float.onnx"
     int8_path = args.output / "model.onnx"
-    check = held["squad"][:500] + held["support"][:100]
+    check = held["squad"][:500] + held["support"][:100] + held.get("pack", [])[:200]
     scheme = export(model, tokenizer, float_path, int8_path, check)
     (args.output / "tokenizer.json").write_bytes((base / "tokenizer.json").read_bytes())
     figures: dict[str, dict] = {}

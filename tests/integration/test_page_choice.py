@@ -36,7 +36,7 @@ def test_a_request_naming_a_page_is_answered_from_it_and_the_trace_lists_the_can
     gate = steps(result, "evidence_gate")[-1].detail
     chosen = max(gate["candidates"], key=lambda c: c["score"])
     assert chosen["page"] == "sso/scim-provisioning.md"
-    assert set(FEATURES) <= set(chosen)
+    assert set(FEATURES) <= set(chosen["features"])
 
 
 def follow_up(runtime, message: str, opener: str, page: str):
@@ -55,7 +55,7 @@ def test_a_follow_up_is_answered_from_the_conversations_page(runtime):
     assert [c.source_id for c in result.citations] == ["billing/failed-payments.md"]
     gate = steps(result, "evidence_gate")[-1].detail
     on_page = [c for c in gate["candidates"] if c["page"] == "billing/failed-payments.md"]
-    assert on_page and all(c["conversation"] == 1.0 for c in on_page)
+    assert on_page and all(c["features"]["conversation"] == 1.0 for c in on_page)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from config.settings import ConfigError, load_settings
+from tasks.decision_features import GateFeatures
 from tasks.operating_points import logistic_probability, operating_points
 
 
@@ -125,8 +126,10 @@ def test_roles_take_the_evidence_path_with_the_local_model_only_on_auto():
 def test_the_shipped_answerability_model_orders_its_probabilities():
     evidence = load_settings().evidence
     model = evidence.answerability
-    weak = dict.fromkeys(model.features, 0.0)
-    strong = dict.fromkeys(model.features, 1.0) | {"missing_rare": 0.0, "code_unexplained": 0.0}
+    weak = GateFeatures()
+    strong = GateFeatures(
+        **dict.fromkeys(GateFeatures.model_fields, 1.0) | {"missing_rare": 0.0, "code_unexplained": 0.0}
+    )
     assert logistic_probability(model, strong) > model.answer_at > logistic_probability(model, weak)
     assert operating_points(evidence) == (
         model.answer_at,
