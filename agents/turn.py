@@ -28,8 +28,10 @@ import time
 from collections.abc import Callable
 
 from agents.deadline import turn_deadline
-from agents.failures import TurnFailed, is_outage, outage_errors
+from agents.failures import RetrievalUnavailable, TurnFailed, is_outage, outage_errors
 from agents.runtime import TurnRuntime
+from agents.steps import record_retrieval
+from agents.tools.search import KnowledgeBaseSearch
 from agents.usage import UsageLedger
 from tasks.memory_context import claim_turn, save_turn_result
 from tasks.results import deadline_result
@@ -127,8 +129,33 @@ def _run_engine(
     watch.abandoned = True
     late = watch.snapshot()
     why = "cancelled by the customer" if watch.cancelled else ""
+    if not watch.cancelled:
+        search_late(late, runtime)
     late.result = deadline_result(late, runtime.scorer, runtime.settings, watch.running, why)
     return late
+
+
+def search_late(late: TurnState, runtime: TurnRuntime) -> None:
+    """A turn whose deadline passed before its search gets the search the evidence path makes
+    (the customer's words, with whatever this round resolved, and the conversation's page),
+    so its outcome is the evidence's and not the machine's load: a slow model or a busy
+    machine gives the same verdict as a quiet one."""
+    if (
+        late.retrieval is not None
+        or late.route == "handoff"
+        or late.request is None
+        or late.nothing_asked
+    ):
+        return
+    tool = KnowledgeBaseSearch.for_turn(
+        runtime.retriever, late.slots, late.message, [e.value for e in late.entities[:8]]
+    )
+    tool.bind_round(late.queries, late.advisory)
+    with late.step("retrieve", round=late.round_index, late=True) as info:
+        try:
+            record_retrieval(late, tool, 0, info, "the deadline passed before the turn searched")
+        except RetrievalUnavailable as exc:
+            info["failed"] = str(exc)[:200]
 
 
 def run_turn(

@@ -93,6 +93,23 @@ def test_an_unanswerable_question_past_the_deadline_is_refused(settings, example
     assert any(n.startswith("deadline: 1 s passed during retrieve") for n in result.trace.notes)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_answerable_question_past_the_deadline_before_any_search_is_answered(
+    settings, example_kb, engine
+):
+    """The outcome is the evidence's, not the machine's load: a model that holds the turn
+    past its deadline before anything was searched still gets the evidence path's search."""
+    hanging = ScriptedLLM(model="scripted").script(
+        tools=[lambda prompt: (time.sleep(3.0), search(prompt))[1]]
+    )
+    runtime = scripted_runtime(with_timeout(settings, 1.0), example_kb, hanging, engine=engine)
+    result = ask(runtime, "How long does a refund take?")
+    assert result.verdict == "answered" and "5 to 7 business days" in result.answer
+    assert [c.source_id for c in result.citations] == ["billing/refunds.md"]
+    late = [s for s in result.trace.steps if s.name == "retrieve" and s.detail.get("late")]
+    assert late and "deadline passed" in late[0].detail["searched_by"]
+
+
 def test_progress_is_told_each_step_as_it_starts(settings, example_kb):
     from agents.turn import run_turn
     from tasks.schemas import TurnRequest
