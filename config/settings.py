@@ -171,7 +171,7 @@ class AnswerabilityModel(LinearModel):
     (``tasks/operating_points.py``). At or above
     ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
     evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
-    ``training/gate.py`` into storage/kb/assets/decision/gate.yaml.
+    ``training/decision_fit.py`` into storage/kb/assets/decision/gate.yaml.
     """
 
     features: list[str] = Field(min_length=1)
@@ -205,7 +205,7 @@ def fitted_answerability() -> AnswerabilityModel:
 class PageChoiceModel(LinearModel):
     """Which candidate page answers (tasks/page_choice.py): a logistic score over each
     candidate's features, ``sum(weight * (feature - mean) / scale)``; the highest scoring
-    candidate answers. Fitted by ``training/page_choice.py`` into
+    candidate answers. Fitted by ``training/decision_fit.py`` into
     storage/kb/assets/decision/page_choice.yaml; with no ``weights`` the best window reading
     (with half the passage's relevance) chooses.
     """

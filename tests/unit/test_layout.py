@@ -240,7 +240,7 @@ def test_sentence_ends_and_word_patterns_are_defined_once():
 
 def test_bench_measures_and_training_fits_without_reaching_into_each_other():
     """bench/ runs training only through its command line; training/ needs no bench helper
-    and no sys.path edit (``python -m training.gate`` from the repository)."""
+    and no sys.path edit (``python -m training.decision_fit`` from the repository)."""
     reach = []
     for path in sorted((REPO / "bench").glob("*.py")):
         reach += [f"{path.name} imports {n}" for n in imports(path) if n.split(".")[0] == "training"]
