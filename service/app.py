@@ -82,7 +82,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         kb = pilot.runtime.knowledge_base()
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
-        pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles")
+        pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles", settings.slots)
+        await run_in_threadpool(pilot.articles.reconcile, kb)  # the layout of this version
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(turns_store, kb.encoders)

@@ -51,6 +51,7 @@ KEYWORD_FIELDS = (
     "content_hash",
     "origin",
     "entities",
+    "draft",
 )
 INTEGER_FIELDS = ("split_id",)
 _NAMESPACE = uuid.UUID("5b0c6f3e-4a8e-4d8f-9a51-2f1f3c1e7a10")
@@ -115,6 +116,7 @@ class KnowledgeBase:
         self._encoders = encoders
         self._field_values: dict[str, frozenset[str]] = {}
         self._term_stats: TermStats | None = None
+        self._indexed = False
 
     @classmethod
     def open(cls, settings: Settings, data_dir: Path) -> KnowledgeBase:
@@ -150,6 +152,10 @@ class KnowledgeBase:
             self.store.delete_collection(self.collection)
         if not self.exists():
             self.store.create_collection(self.collection, self.spec())
+        elif not self._indexed:  # a collection made before a field was indexed gets its index
+            for key in KEYWORD_FIELDS:
+                self.store.add_keyword_index(self.collection, key)
+        self._indexed = True
 
     # -- writing ---------------------------------------------------------------------------
     def stored_sources(self) -> dict[str, Record]:
