@@ -24,7 +24,8 @@ from config.sources import SourceSettings
 from storage.kb.documents import Document, DocumentError
 from storage.kb.ingest import IngestReport, ingest_documents, ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
-from storage.kb.sources.site import SiteError, fetch_site, same_origin
+from storage.kb.sources.site import SiteError, fetch_site
+from storage.kb.sources.urls import same_site
 from storage.kb.sources.zendesk import export_origin, read_export
 
 
@@ -84,7 +85,7 @@ def sync_site(kb: KnowledgeBase, source: SourceSettings, report: SyncReport) -> 
     stored = {
         source_id: record.payload
         for source_id, record in kb.stored_sources().items()
-        if same_origin(source_id, source.location)
+        if same_site(source_id, source.location)
     }
     known = {
         url: {k: str(payload[k]) for k in ("etag", "last_modified") if payload.get(k)}
