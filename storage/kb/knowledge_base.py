@@ -52,6 +52,7 @@ KEYWORD_FIELDS = (
     "origin",
     "entities",
     "draft",
+    "sync_source",
 )
 INTEGER_FIELDS = ("split_id",)
 _NAMESPACE = uuid.UUID("5b0c6f3e-4a8e-4d8f-9a51-2f1f3c1e7a10")
@@ -86,6 +87,7 @@ def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
         "content_hash": doc.content_hash,
         "origin": doc.origin,
         **doc.validators,
+        **({"sync_source": doc.sync_source} if doc.sync_source else {}),
     }
     payload.setdefault("access", "public")
     return payload
@@ -160,13 +162,13 @@ class KnowledgeBase:
     # -- writing ---------------------------------------------------------------------------
     def stored_sources(self) -> dict[str, Record]:
         """source_id → first-chunk record (content_hash, origin and, for a fetched page, its
-        ``etag`` / ``last_modified``) of every stored document."""
+        ``etag`` / ``last_modified`` and ``sync_source``) of every stored document."""
         if not self.exists():
             return {}
         records = self.store.scroll(
             self.collection,
             Match("split_id", (0,)),
-            fields=("source_id", "content_hash", "origin", "etag", "last_modified"),
+            fields=("source_id", "content_hash", "origin", "etag", "last_modified", "sync_source"),
         )
         return {r.payload["source_id"]: r for r in records}
 

@@ -388,3 +388,48 @@ def test_the_sync_command_ends_and_frees_the_store_at_the_page_deadline(site, tm
         assert list(reopened.stored_sources()) == [site.url("/billing/refunds.html")]
     finally:
         reopened.close()
+
+
+def test_two_sources_on_one_site_never_prune_each_others_pages(site, kb):
+    site.sitemaps["/billing.xml"] = [p for p in site.pages if p.startswith("/billing/")]
+    site.sitemaps["/sso.xml"] = [p for p in site.pages if p.startswith("/sso/")]
+    billing, sso = source_of(site, "/billing.xml"), source_of(site, "/sso.xml")
+    for source in (billing, sso, billing, sso):
+        report = sync_source(kb, source)
+        assert report.complete and report.removed == 0, report
+    pages = stored_pages(kb)
+    assert set(site.sitemaps["/billing.xml"] + site.sitemaps["/sso.xml"]) == {
+        url.removeprefix(site.url("")) for url in pages
+    }
+    # each prunes its own: a billing page gone from its sitemap goes, the SSO pages stay
+    gone = site.sitemaps["/billing.xml"].pop()
+    assert sync_source(kb, billing).removed == 1
+    assert site.url(gone) not in stored_pages(kb)
+    assert all(site.url(p) in stored_pages(kb) for p in site.sitemaps["/sso.xml"])
+
+
+def test_pages_stored_before_sources_were_stamped_are_claimed_not_pruned(site, kb):
+    """A store from before: two sources' pages on one site, no stamp of either."""
+    site.sitemaps["/billing.xml"] = [p for p in site.pages if p.startswith("/billing/")]
+    site.sitemaps["/sso.xml"] = [p for p in site.pages if p.startswith("/sso/")]
+    billing, sso = source_of(site, "/billing.xml"), source_of(site, "/sso.xml")
+    for source in (billing, sso):
+        assert sync_source(kb, source).complete
+    from storage.kb.documents import Document
+
+    unstamped = [
+        Document(source_id=url, title="t", text=chunk_texts(kb, url), url=url, origin=url)
+        for url in stored_pages(kb)
+    ]
+    for doc in unstamped:
+        kb.remove(doc.source_id)
+    from storage.kb.ingest import IngestReport, ingest_documents
+
+    ingest_documents(kb, unstamped, IngestReport())
+    assert not any(p.get("sync_source") for p in stored_pages(kb).values())
+    before = set(stored_pages(kb))
+    assert sync_source(kb, billing).removed == 0  # the SSO pages are not billing's to prune
+    assert set(stored_pages(kb)) == before
+    assert sync_source(kb, sso).removed == 0
+    owners = {p.get("sync_source") for p in stored_pages(kb).values()}
+    assert owners == {site.url("/billing.xml"), site.url("/sso.xml")}
