@@ -124,7 +124,7 @@ class SlotRule(_Strict):
         return self
 
 
-def _default_slots() -> dict[str, SlotRule]:
+def default_slot_rules() -> dict[str, SlotRule]:
     return {
         "tier": SlotRule(field="tiers", mode="enforced", match="contains_or_absent"),
         "access_level": SlotRule(
@@ -472,7 +472,7 @@ class Settings(BaseSettings):
     vector_store: VectorStoreSettings = VectorStoreSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
-    slots: dict[str, SlotRule] = Field(default_factory=_default_slots)
+    slots: dict[str, SlotRule] = Field(default_factory=default_slot_rules)
     evidence: EvidenceSettings = EvidenceSettings()
     llm: LlmSettings = LlmSettings()
     engine: Literal["crewai", "autogen"] = "crewai"

@@ -90,6 +90,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
+        # memories written before they kept their answers' reach get it (hidden until then)
+        reaching = asyncio.create_task(run_in_threadpool(pilot.memory.keep_reach_of_old_memories))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         scrape_port = serve_metrics_port(pilot)
@@ -101,6 +103,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         sweeper.cancel()
         syncer.cancel()
         catching_up.cancel()
+        reaching.cancel()
         if runtime is None:
             pilot.runtime.close()
 

@@ -92,8 +92,9 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[
 
 def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> dict[str, Any]:
     """What a person needs to take a conversation over, as far as their key may read it: the
-    transcript, what we know of the customer (entities, earlier cases) and a suggested reply
-    to the last unanswered message, under the key's own slots (``service/agent_assist.py``)."""
+    transcript, what we know of the customer (entities, the earlier cases its slots may read)
+    and a suggested reply to the last unanswered message, under the key's own slots
+    (``service/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.memory
     slots = staff_slots(who)
@@ -109,7 +110,7 @@ def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> di
         ],
         "memories": [
             m.model_dump(include={"session_id", "summary", "resolution", "ts"})
-            for m in memory.memories(scope)
+            for m in memory.memories(scope, slots=slots)
             if m.session_id != header["session_id"]
         ],
         "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),
