@@ -711,7 +711,14 @@ def serve(
         app = create_app(settings, state.data_dir, runtime)
         log_config = uvicorn_log_config(settings.observability)
         server = uvicorn.Server(
-            server_config(app, host, port, settings.pilot.header_timeout_s, log_config=log_config)
+            server_config(
+                app,
+                host,
+                port,
+                settings.pilot.header_timeout_s,
+                log_config=log_config,
+                trusted_proxies=settings.pilot.trusted_proxies,
+            )
         )
         with contextlib.suppress(KeyboardInterrupt):
             server.run()

@@ -356,6 +356,7 @@ def too_many_waiting(waiting: int) -> NoReturn:
 
 @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
 async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
+    await run_in_threadpool(pilot.limits.spend, "reads", who)  # a widget visitor's only
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     scope = Scope(header["customer_id"], who.tenant)
     turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
@@ -376,6 +377,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
 async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
+    await run_in_threadpool(pilot.limits.spend, "feedback", who)
     turns = await run_in_threadpool(
         pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
     )
