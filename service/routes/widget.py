@@ -78,7 +78,10 @@ def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -
     if vouched.customer_id.startswith(ANONYMOUS):
         raise ApiError(403, "customer_token_refused", "customer token refused: anonymous ids are ours")
     assert pilot.spent_tokens is not None  # built with the widget keys' session tokens
-    if not pilot.spent_tokens.spend(who.tenant, who.key_name, vouched.token_id, vouched.expires_at):
+    widgets = tuple(
+        k.name for k in pilot.settings.pilot.api_keys if k.role == "widget" and k.tenant == who.tenant
+    )
+    if not pilot.spent_tokens.spend(who.tenant, vouched.token_id, vouched.expires_at, widgets):
         raise ApiError(
             403, "customer_token_refused", "customer token refused: it has already opened a session"
         )
