@@ -55,6 +55,7 @@ COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
 GAP_VERDICTS = ("idk", "suggest", "handoff")  # turns the knowledge-gap report reads
 # a customer's message stored after the hand-off, for the person who takes the conversation
 WAITING_FOR_AGENT = "waiting_for_agent"
+ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 _NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
 _MAX_ID = 200
 MAX_ENTITIES_PER_WRITE = 32  # one message naming hundreds of ids stores the first 32

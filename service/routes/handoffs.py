@@ -34,10 +34,9 @@ from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
 from service.errors import ApiError
 from service.outcome_store import touched
 from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
-from service.routes.sessions import ANONYMOUS
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
-from storage.memory import Scope
+from storage.memory import ANONYMOUS, Scope
 from tasks.memory_context import close_session, messages_waiting
 from tasks.schemas import PlainText, StaffText
 

@@ -25,13 +25,12 @@ from service.outcome_store import touched
 from service.records import FeedbackMark, HandedOff, NewSessionView, SessionDetail
 from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
-from storage.memory import WAITING_FOR_AGENT, Scope, ScopeError, check_id
+from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, check_id
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 log = logging.getLogger(__name__)
-ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 
 
 class NewSession(BaseModel):

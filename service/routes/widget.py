@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.auth import Caller
 from service.context import Pilot, PilotContext, Widget
 from service.errors import ApiError
-from service.routes.sessions import ANONYMOUS, open_session
+from service.routes.sessions import open_session
 from service.widget_tokens import TokenError, read_customer_token, secret_from_environment, widget_key
-from storage.memory import ScopeError, check_id
+from storage.memory import ANONYMOUS, ScopeError, check_id
 
 router = APIRouter(prefix="/v1/widget", tags=["widget"])
 
