@@ -226,10 +226,12 @@ class Articles:
         return target
 
     def _where(self, tenant: str, slots: Mapping[str, str] | None, *more: Condition) -> Condition:
-        """The tenant's records, filtered by ``slots`` as a search under them would be."""
+        """The tenant's records (matched as they are stamped, ``""`` for no tenant), filtered
+        by ``slots`` as a search under them would be on every other enforced field."""
         parts: list[Condition] = [Match("tenant", (tenant,)), *more]
         if slots is not None:
-            reader = build_filters(self.rules, slots, strict=False).enforced
+            others = {n: r for n, r in self.rules.items() if r.field != "tenant"}
+            reader = build_filters(others, slots, strict=False).enforced
             if reader is not None:
                 parts.append(reader)
         return AllOf(tuple(parts))

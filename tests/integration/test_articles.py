@@ -388,3 +388,25 @@ def test_articles_stored_before_tenants_are_rewritten_without_loss(client, tmp_p
     listed = client.get("/v1/articles", headers=auth("globex-lead")).json()
     assert [(a["id"], a["status"]) for a in listed] == [("articles/globex/mars-shipping", "draft")]
     assert articles.reconcile(kb) == 0  # once
+
+
+def test_a_deployment_without_tenants_keeps_its_article_names(settings, example_kb, tmp_path):
+    keys = [
+        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"),
+        ApiKey(name="web", sha256=hash_key("web-key"), trust_customer_id=True),
+    ]
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", *keys, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app) as client,
+    ):
+        published = publish(client, "lead", ACME_MARS)
+        assert published["id"] == "articles/mars-shipping"
+        assert (tmp_path / "articles" / "mars-shipping.md").is_file()
+        assert [a["slug"] for a in client.get("/v1/articles", headers=auth("lead")).json()] == [
+            "mars-shipping"
+        ]
+        _, answered = ask(client, "c-1", MARS, key="web")
+        assert [c["source_id"] for c in answered["citations"]] == ["articles/mars-shipping"]
