@@ -92,7 +92,10 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
         # memories written before they kept their answers' reach get it (hidden until then)
-        reaching = asyncio.create_task(run_in_threadpool(pilot.memory.keep_reach_of_old_memories))
+        memory = pilot.runtime.memory
+        reaching = asyncio.create_task(
+            run_in_threadpool(memory.keep_reach_of_old_memories if memory else lambda: 0)
+        )
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         scrape_port = serve_metrics_port(pilot)
