@@ -426,7 +426,7 @@ def open_memory() -> Iterator[Any]:
     from storage.memory import MemoryStore
 
     with open_kb() as kb:
-        yield MemoryStore(kb.store, kb.encoders)
+        yield MemoryStore(kb.store, kb.encoders, state.settings.slots)
 
 
 CustomerOption = Annotated[str, typer.Option("--customer", help="Customer id.")]
@@ -560,7 +560,12 @@ def report_gaps(
     with open_kb() as kb:
         sessions = PilotStore(kb.store, kb.encoders)
         report = tenant_gap_report(
-            MemoryStore(kb.store, kb.encoders), sessions, QdrantRetriever(kb=kb), tenant, start, slots
+            MemoryStore(kb.store, kb.encoders, state.settings.slots),
+            sessions,
+            QdrantRetriever(kb=kb),
+            tenant,
+            start,
+            slots,
         )
         # a pilot whose keys all have a tenant stores nothing under "": never a silent 0
         others = [t for t in sessions.tenants() if t] if not tenant and not report.questions else []
@@ -615,7 +620,7 @@ def report_outcomes(
 
     with open_kb() as kb:
         report = tenant_outcomes(
-            MemoryStore(kb.store, kb.encoders),
+            MemoryStore(kb.store, kb.encoders, state.settings.slots),
             PilotStore(kb.store, kb.encoders),
             tenant,
             time.time(),
@@ -706,7 +711,14 @@ def serve(
         app = create_app(settings, state.data_dir, runtime)
         log_config = uvicorn_log_config(settings.observability)
         server = uvicorn.Server(
-            server_config(app, host, port, settings.pilot.header_timeout_s, log_config=log_config)
+            server_config(
+                app,
+                host,
+                port,
+                settings.pilot.header_timeout_s,
+                log_config=log_config,
+                trusted_proxies=settings.pilot.trusted_proxies,
+            )
         )
         with contextlib.suppress(KeyboardInterrupt):
             server.run()

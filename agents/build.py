@@ -129,7 +129,7 @@ def build_runtime(
     except Exception:
         local.close()
         raise
-    memory = MemoryStore(kb.store, kb.encoders)
+    memory = MemoryStore(kb.store, kb.encoders, settings.slots)
     memory.ensure()  # collections are made at start, never by a request
     return TurnRuntime(
         settings=settings,

@@ -124,7 +124,7 @@ class SlotRule(_Strict):
         return self
 
 
-def _default_slots() -> dict[str, SlotRule]:
+def default_slot_rules() -> dict[str, SlotRule]:
     return {
         "tier": SlotRule(field="tiers", mode="enforced", match="contains_or_absent"),
         "access_level": SlotRule(
@@ -294,6 +294,9 @@ class RoleSettings(_Strict):
         return choice == "model" or (choice == "auto" and provider != "local")
 
 
+LimitName = Literal["sessions", "handoffs", "message_bytes", "turns", "searches", "feedback"]
+
+
 class ApiKey(_Strict):
     """One pilot API key: stored as its SHA-256, never in clear.
 
@@ -310,6 +313,9 @@ class ApiKey(_Strict):
     secret key pasted into a web page fails at once. A widget key needs at least one.
     ``identity_secret_env`` names the environment variable holding the secret the team's site
     signs customer tokens with (HS256): only a signed token names a widget visitor.
+    ``limits`` replace ``pilot.limits``' rates for this key (a widget key's serve its whole
+    site: e.g. ``{message_bytes: 50000000/day}``); its visitors each have
+    ``pilot.visitor_limits``.
     """
 
     name: str = Field(min_length=1, max_length=80)
@@ -320,6 +326,13 @@ class ApiKey(_Strict):
     role: Literal["customer", "agent", "admin", "widget"] = "customer"
     origins: list[str] = Field(default_factory=list, max_length=50)
     identity_secret_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]{0,127}$")
+    # this key's own limits instead of pilot.limits' (a widget's: sized for its whole site)
+    limits: dict[LimitName, str] = Field(default_factory=dict)
+
+    @field_validator("limits")
+    @classmethod
+    def _rates(cls, limits: dict[str, str]) -> dict[str, str]:
+        return {name: a_rate(rate) for name, rate in limits.items()}
 
     @field_validator("origins")
     @classmethod
@@ -357,28 +370,58 @@ ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
 class PilotLimits(_Strict):
     """Per API key, shared by every worker (counted in Qdrant); over a limit: 429 with
     Retry-After. Rates in the `limits` notation: "<count>/<second|minute|hour|day>". A web
-    widget's key is shared by all its visitors: size its limits for all of them together."""
+    widget's key is shared by all its visitors: size its own limits (``limits`` of the key)
+    for all of them together; each visitor is held to ``pilot.visitor_limits``."""
 
     sessions: str = "600/minute"
     handoffs: str = "60/hour"
     message_bytes: str = "5000000/day"  # UTF-8 bytes of customer messages
     turns: str = "300/minute"  # messages the assistant answers (each one a turn)
+    searches: str = "1200/minute"  # POST /v1/search
+    feedback: str = "600/minute"  # ratings and comments
     waiting_messages: int = Field(20, ge=1, le=10_000)  # per session, until a person replies
 
-    @field_validator("sessions", "handoffs", "message_bytes", "turns")
+    @field_validator("sessions", "handoffs", "message_bytes", "turns", "searches", "feedback")
     @classmethod
     def _a_rate(cls, value: str) -> str:
-        if not RATE.fullmatch(value.strip()):
-            raise ValueError(
-                f"{value!r} is not a rate like '30/minute' (count/second, minute, hour or day)"
-            )
-        return value.strip()
+        return a_rate(value)
+
+
+def a_rate(value: str) -> str:
+    """A rate in the `limits` notation, or ValueError saying what one looks like."""
+    if not RATE.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is not a rate like '30/minute' (count/second, minute, hour or day)")
+    return value.strip()
+
+
+class VisitorLimits(_Strict):
+    """Per visitor of a publishable (``widget``) key, beside the key's own limits: each widget
+    session token and each client address is one visitor, counted apart (shared by every
+    worker). One visitor spends its own budget, never the site's. The client address is the
+    connection's, or, from a proxy in ``pilot.trusted_proxies``, the one it forwards."""
+
+    sessions: str = "20/hour"  # sessions opened from one address
+    handoffs: str = "3/hour"
+    message_bytes: str = "100000/day"
+    turns: str = "20/minute"
+    searches: str = "30/minute"
+    feedback: str = "20/hour"
+    reads: str = "120/minute"  # GET of the session (the widget polls it after a hand-off), /me
+
+    @field_validator("*")
+    @classmethod
+    def _a_rate(cls, value: str) -> str:
+        return a_rate(value)
 
 
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
 
     limits: PilotLimits = Field(default_factory=PilotLimits)
+    visitor_limits: VisitorLimits = Field(default_factory=VisitorLimits)
+    # proxies whose X-Forwarded-For names the client (nginx on the same machine): addresses
+    # or networks (uvicorn's forwarded_allow_ips); from any other peer the header is ignored
+    trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
@@ -472,7 +515,7 @@ class Settings(BaseSettings):
     vector_store: VectorStoreSettings = VectorStoreSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
-    slots: dict[str, SlotRule] = Field(default_factory=_default_slots)
+    slots: dict[str, SlotRule] = Field(default_factory=default_slot_rules)
     evidence: EvidenceSettings = EvidenceSettings()
     llm: LlmSettings = LlmSettings()
     engine: Literal["crewai", "autogen"] = "crewai"

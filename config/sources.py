@@ -7,9 +7,10 @@ Three kinds:
 * ``site``: a help-center website, from its sitemap (``.../sitemap.xml``) or a start URL;
 * ``zendesk``: a Zendesk Guide articles export (the Help Center API's JSON).
 
-Slots come from the source: ``slots`` rules by URL path for a site, ``segments`` (user segment
-id) and ``labels`` for a Zendesk export. Every rule that matches adds its slots; a later rule
-wins a key an earlier one set.
+Slots come from the source: ``slots`` rules by URL path for a site (applied by
+``storage/kb/sources/urls.page_slots``, to every spelling of a path), ``segments`` (user
+segment id) and ``labels`` for a Zendesk export. Every rule that matches adds its slots; a
+later rule wins a key an earlier one set.
 
 In assistant.yaml::
 
@@ -27,7 +28,7 @@ In assistant.yaml::
 Usage::
 
     source = SourceSettings(kind="site", location="https://help.example.com/sitemap.xml")
-    path_slots(source.slots, "/enterprise/sso.html")      # {} without rules
+    source.slots                                          # [] without rules
 """
 
 from __future__ import annotations
@@ -110,20 +111,3 @@ class SourceSettings(BaseModel):
     def label(self) -> str:
         """How reports name the source."""
         return self.name or self.location
-
-
-def path_slots(rules: list[PathSlots], path: str) -> dict[str, Any]:
-    """The slots of a page at URL ``path``: every rule whose path it starts with, in order.
-
-    >>> rules = [PathSlots(path="/enterprise/", tiers=["enterprise"]),
-    ...          PathSlots(path="/enterprise/internal/", access="internal")]
-    >>> path_slots(rules, "/enterprise/internal/keys.html")
-    {'tiers': ['enterprise'], 'access': 'internal'}
-    >>> path_slots(rules, "/billing/refunds.html")
-    {}
-    """
-    found: dict[str, Any] = {}
-    for rule in rules:
-        if path.startswith(rule.path):
-            found.update(rule.as_metadata())
-    return found

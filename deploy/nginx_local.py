@@ -9,7 +9,10 @@ Usage::
     with nginx_in_front([8001], listen_port=8080) as base:     # "http://127.0.0.1:8080"
         httpx.get(base + "/healthz")
 
-    python deploy/nginx_local.py --upstream 8001 --listen 8080   # until Ctrl-C
+    python deploy/nginx_local.py --upstream 8001 --listen 8080   # until Ctrl-C or SIGTERM
+
+Stopped by Ctrl-C or SIGTERM (a service manager's stop, ``kill``), it stops its nginx too:
+the port is free again.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import contextlib
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -111,11 +115,16 @@ def nginx_in_front(upstream_ports: Sequence[int], listen_port: int) -> Iterator[
             server.wait(timeout=10)
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--upstream", type=int, action="append", required=True, help="a worker's port")
     parser.add_argument("--listen", type=int, default=8080)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: nginx goes with us
     with nginx_in_front(args.upstream, args.listen) as base:
         print(f"nginx on {base} in front of {args.upstream}; Ctrl-C stops it", flush=True)
         with contextlib.suppress(KeyboardInterrupt):

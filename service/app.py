@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +82,20 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
             pilot.runtime = await run_in_threadpool(build_runtime, settings, data_dir)
         kb = pilot.runtime.knowledge_base()
         pilot.store = PilotStore(kb.store, kb.encoders)
-        pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot.limits)
-        pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles")
+        pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot)
+        pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles", settings.slots)
+        await run_in_threadpool(pilot.articles.reconcile, kb)  # the layout of this version
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(turns_store, kb.encoders)
         if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
+        # memories written before they kept their answers' reach get it (hidden until then)
+        memory = pilot.runtime.memory
+        reaching = asyncio.create_task(
+            run_in_threadpool(memory.keep_reach_of_old_memories if memory else lambda: 0)
+        )
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         scrape_port = serve_metrics_port(pilot)
@@ -100,6 +107,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         sweeper.cancel()
         syncer.cancel()
         catching_up.cancel()
+        reaching.cancel()
         if runtime is None:
             pilot.runtime.close()
 
@@ -168,12 +176,13 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         code = {413: "too_large", 408: "body_timeout"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
 
-    def admit(headers: Mapping[str, str], path: str) -> None:
+    def admit(headers: Mapping[str, str], path: str, client: str | None) -> None:
         """Before a body is read: a valid key (401 otherwise), and no spent rate limit for
-        this route (429; the first request over a limit is counted in the route itself)."""
+        this route, the key's or its visitor's (429; the first request over a limit is
+        counted in the route itself)."""
         who = authenticate(headers, settings.pilot.api_keys, pilot.session_tokens)
         if pilot.limits is not None:
-            pilot.limits.refuse_spent_route(path, who)
+            pilot.limits.refuse_spent_route(path, replace(who, address=client))
 
     app.add_middleware(
         RequestLimits,

@@ -1,51 +1,61 @@
-"""From a knowledge gap to a tested article: draft, save as internal, check, publish.
+"""From a knowledge gap to a tested article: draft, save as a hidden draft, check, publish.
 
 1. **Draft** (``draft``): for the questions of a gap cluster, the replies people wrote in
    those conversations, each sentence cited to its conversation, become a Markdown draft.
-2. **Save** (``save``): the lead's title, text and slots are written to the articles folder
-   (``<data dir>/articles``, a Markdown file with front matter) and ingested at ``access:
-   internal``: customers cannot see it yet. The article's id is ``articles/<slug>``.
+2. **Save** (``save``): the lead's title, text and slots are written to the tenant's articles
+   folder (``<data dir>/articles/<tenant>/<slug>.md``, Markdown with front matter) and
+   ingested with the article's own slots and a ``draft`` value that hides it from every
+   search but its check. The id is ``articles/<tenant>/<slug>``: two tenants' articles of
+   one name are two files, two documents and two sets of chunks.
 3. **Check** (``check``): the cluster's recorded questions are replayed against the knowledge
-   base with the draft (under internal slots and the article's tiers): which are now answered
-   from the article, which are not.
+   base under the lead key's own enforced slots, plus the draft: which are now answered from
+   the article, which are not. Nothing above the key's slots is searched.
 4. **Publish** (``publish``): only after a check answered at least one question from it; the
-   file is rewritten with its real access level and re-ingested.
+   file is rewritten without its ``draft`` value and re-ingested.
 
-Every save, check and publish is recorded with who did it and when, in the store beside the
-pilot's sessions (``pilot_articles``, tenant-scoped). Nothing is written outside the folder,
-and a save that fails leaves the article as it was.
+Every route stays within the caller's enforced slots: it saves and publishes only an article
+it could read itself (422 naming the field otherwise), and reads (lists, checks, publishes)
+only the records its slots show, filtered in the store. Every save, check and publish is
+recorded with who did it and when, beside the pilot's sessions (``pilot_articles``,
+tenant-scoped). Nothing is written outside the folder, and a save that fails leaves the
+article as it was.
 
 Usage::
 
-    articles = Articles(store, encoders, folder)
+    articles = Articles(store, encoders, folder, settings.slots)
+    articles.reconcile(kb)                                   # at start: the current layout
     proposal = draft(memory, "acme", ["Do you ship to Antarctica?"])
     article = ArticleDraft(slug="shipping", title="Shipping", text=proposal["text"])
-    record = articles.save("acme", "lead", {}, article, kb)
-    record = articles.check("acme", "lead", "shipping", ask)      # ask(question) -> a TurnResult
-    record = articles.publish("acme", "lead", "shipping", kb)
+    slots = {"access_level": "customer", "tenant": "acme"}   # the lead key's enforced slots
+    record = articles.save("acme", "lead", slots, article, kb)
+    record = articles.check("acme", "lead", slots, "shipping", ask)  # ask(question, slots)
+    record = articles.publish("acme", "lead", slots, "shipping", kb)
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import frontmatter
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from config.settings import SlotRule
 from storage.kb.ingest import ingest_paths
-from storage.qdrant.store import AllOf, Match, PointData, Store, ensure_records
+from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
+from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
-ACCESS_ORDER = ("public", "customer", "internal")
 
 
 class ArticleError(ValueError):
@@ -148,12 +158,35 @@ def slugify(title: str) -> str:
     return "-".join(ALNUM.findall(title.lower()))[:80] or "article"
 
 
-def front_matter(article: ArticleDraft, access: str, tenant: str) -> str:
-    """The Markdown file: front matter (the article's id, its slots, the tenant) and text."""
+def tenant_folder(tenant: str) -> str:
+    """The folder (and id part) of a tenant's articles: its name when that is a plain name,
+    else ``_`` and a digest of it (``_`` is in no plain name: two tenants never share one).
+
+    >>> tenant_folder("acme"), tenant_folder("Acme Corp")[:9]
+    ('acme', '_a73cb456')
+    """
+    if SLUG.fullmatch(tenant):
+        return tenant
+    return "_" + hashlib.sha256(tenant.encode("utf-8")).hexdigest()[:32]
+
+
+def article_id(tenant: str, slug: str) -> str:
+    """An article's document id, scoped by its tenant (chunk ids derive from it); a key
+    without a tenant writes ``articles/<slug>`` (what every article was before tenants).
+
+    >>> article_id("acme", "mars-shipping"), article_id("", "mars-shipping")
+    ('articles/acme/mars-shipping', 'articles/mars-shipping')
+    """
+    return f"articles/{tenant_folder(tenant)}/{slug}" if tenant else f"articles/{slug}"
+
+
+def front_matter(article: ArticleDraft, tenant: str, draft: str | None) -> str:
+    """The Markdown file: front matter (the article's id, its slots, the tenant and, for a
+    draft, its ``draft`` value: hidden from every search but the check's) and text."""
     meta: dict[str, Any] = {
-        "id": f"articles/{article.slug}",
+        "id": article_id(tenant, article.slug),
         "title": article.title,
-        "access": access,
+        "access": article.access,
     }
     for key in ("tiers", "product", "language"):
         value = getattr(article, key)
@@ -161,42 +194,56 @@ def front_matter(article: ArticleDraft, access: str, tenant: str) -> str:
             meta[key] = value
     if tenant:
         meta["tenant"] = tenant
+    if draft:
+        meta[DRAFT] = draft
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n" + article.text
 
 
-def may_grant(caller_slots: dict[str, str], access: str) -> bool:
-    """Whether a key whose enforced access level is ``caller_slots["access_level"]`` may give
-    an article ``access`` (never above its own; a key without one may give any).
-
-    >>> may_grant({"access_level": "customer"}, "internal"), may_grant({}, "internal")
-    (False, True)
-    """
-    own = caller_slots.get("access_level")
-    return own is None or ACCESS_ORDER.index(access) <= ACCESS_ORDER.index(own)
+def as_document_fields(article: ArticleDraft | dict[str, Any], tenant: str) -> dict[str, Any]:
+    """The payload fields the enforced slots filter on, as the article's chunks carry them."""
+    get = article.get if isinstance(article, dict) else lambda k: getattr(article, k)
+    return {"access": get("access"), "tiers": get("tiers"), "tenant": tenant or None}
 
 
 class Articles:
-    """The articles folder and the record of each article (status, checks, who did what)."""
+    """The articles folder and the record of each article (status, checks, who did what).
 
-    def __init__(self, store: Store, encoders: Any, folder: Path) -> None:
-        self.store, self.encoders, self.folder = store, encoders, folder
+    Every call takes the caller's enforced slots (its tenant among them): the records it
+    reads are filtered by them in the store, as a search is, and it saves or publishes only
+    what it could read itself."""
+
+    def __init__(self, store: Store, encoders: Any, folder: Path, rules: Mapping[str, SlotRule]) -> None:
+        self.store, self.encoders, self.folder, self.rules = store, encoders, folder, rules
         ensure_records(store, ARTICLES, encoders.dense.dim, ("tenant", "slug"))
 
-    def path(self, slug: str) -> Path:
-        """The article's file, inside the folder (a slug is a plain name: never outside)."""
-        target = (self.folder / f"{slug}.md").resolve()
-        if target.parent != self.folder.resolve():
+    def path(self, tenant: str, slug: str) -> Path:
+        """The article's file: ``<folder>/<tenant>/<slug>.md`` (``<folder>/<slug>.md`` without
+        a tenant); a slug is a plain name, so never outside its tenant's folder."""
+        home = (self.folder / tenant_folder(tenant)) if tenant else self.folder
+        target = (home / f"{slug}.md").resolve()
+        if target.parent != home.resolve():
             raise ArticleError(422, "slug", f"{slug!r} names a file outside the articles folder")
         return target
 
-    def record(self, tenant: str, slug: str) -> dict[str, Any] | None:
-        found = list(
-            self.store.scroll(ARTICLES, AllOf((Match("tenant", (tenant,)), Match("slug", (slug,)))))
-        )
+    def _where(self, tenant: str, slots: Mapping[str, str] | None, *more: Condition) -> Condition:
+        """The tenant's records (matched as they are stamped, ``""`` for no tenant), filtered
+        by ``slots`` as a search under them would be on every other enforced field."""
+        parts: list[Condition] = [Match("tenant", (tenant,)), *more]
+        if slots is not None:
+            others = {n: r for n, r in self.rules.items() if r.field != "tenant"}
+            reader = build_filters(others, slots, strict=False).enforced
+            if reader is not None:
+                parts.append(reader)
+        return AllOf(tuple(parts))
+
+    def record(self, tenant: str, slug: str, slots: Mapping[str, str] | None) -> dict[str, Any] | None:
+        """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service)."""
+        found = list(self.store.scroll(ARTICLES, self._where(tenant, slots, Match("slug", (slug,)))))
         return found[0].payload if found else None
 
-    def all(self, tenant: str) -> list[dict[str, Any]]:
-        found = self.store.scroll(ARTICLES, Match("tenant", (tenant,)))
+    def all(self, tenant: str, slots: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The tenant's articles that ``slots`` may read, the latest changed first."""
+        found = self.store.scroll(ARTICLES, self._where(tenant, slots))
         return sorted((r.payload for r in found), key=lambda r: -r["updated_at"])
 
     def _write_record(self, record: dict[str, Any]) -> dict[str, Any]:
@@ -211,49 +258,71 @@ class Articles:
         record["events"] = [*record.get("events", []), event]
         record["updated_at"] = now
 
-    def _ingest(self, kb: Any, path: Path) -> None:
+    def _write(self, kb: Any, path: Path, text: str) -> None:
+        """Write the file and ingest it; a file that cannot be ingested is put back as it was."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        previous = path.read_text(encoding="utf-8") if path.exists() else None
+        path.write_text(text, encoding="utf-8")
         report = ingest_paths(kb, [path])
         if report.skipped:
-            raise ArticleError(422, "text", f"the article cannot be ingested: {report.skipped[0][1]}")
-
-    def save(
-        self, tenant: str, who: str, slots: dict[str, str], article: ArticleDraft, kb: Any
-    ) -> dict[str, Any]:
-        """Write the article as an internal draft and ingest it; a published article of that
-        slug is taken back to draft (a changed text must be checked again)."""
-        if not may_grant(slots, article.access):
-            raise ArticleError(
-                422, "access", f"your key may not give an article access {article.access!r}"
-            )
-        path = self.path(article.slug)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        previous = path.read_text(encoding="utf-8") if path.exists() else None
-        path.write_text(front_matter(article, "internal", tenant), encoding="utf-8")
-        try:
-            self._ingest(kb, path)
-        except ArticleError:
             if previous is None:
                 path.unlink()
             else:
                 path.write_text(previous, encoding="utf-8")
-            raise
-        record = self.record(tenant, article.slug) or {"tenant": tenant, "slug": article.slug}
+            raise ArticleError(422, "text", f"the article cannot be ingested: {report.skipped[0][1]}")
+
+    def _within_reach(self, slots: Mapping[str, str], article: ArticleDraft, tenant: str) -> None:
+        """422 naming the field when the caller's own slots could not read ``article``."""
+        for field in admits(self.rules, slots, as_document_fields(article, tenant)):
+            value = getattr(article, field, None)
+            raise ArticleError(
+                422,
+                field,
+                f"your key may not give an article {field} {value!r}: it could not read it "
+                "itself (an article stays within the enforced slots of the key that saves "
+                "or publishes it)",
+            )
+
+    def save(
+        self, tenant: str, who: str, slots: Mapping[str, str], article: ArticleDraft, kb: Any
+    ) -> dict[str, Any]:
+        """Write the article as a draft (its real slots, hidden from every search but its
+        check) and ingest it; a published article of that slug is taken back to draft (a
+        changed text must be checked again)."""
+        self._within_reach(slots, article, tenant)
+        record = self.record(tenant, article.slug, None)
+        if record is not None and self.record(tenant, article.slug, slots) is None:
+            raise ArticleError(
+                403, "slug", f"an article {article.slug!r} exists that your key may not read"
+            )
+        preview = uuid.uuid4().hex
+        self._write(kb, self.path(tenant, article.slug), front_matter(article, tenant, preview))
+        record = record or {"tenant": tenant, "slug": article.slug}
         record.update(
             article.model_dump(),
-            id=f"articles/{article.slug}",
+            id=article_id(tenant, article.slug),
             status="draft",
             check=None,
+            preview=preview,
         )
-        self._event(record, who, "saved", f"as internal; to publish as {article.access}")
+        self._event(record, who, "saved", f"as a draft; to publish as {article.access}")
         return self._write_record(record)
 
-    def check(self, tenant: str, who: str, slug: str, ask: Callable[[str], Any]) -> dict[str, Any]:
-        """Replay the article's questions (``ask`` runs one turn under staff slots); record
-        which are now answered from the article."""
-        record = self._required(tenant, slug)
+    def check(
+        self,
+        tenant: str,
+        who: str,
+        slots: Mapping[str, str],
+        slug: str,
+        ask: Callable[[str, dict[str, str]], Any],
+    ) -> dict[str, Any]:
+        """Replay the article's questions, each a turn under the caller's own slots and the
+        draft's (``ask(question, slots)``); record which are now answered from the article."""
+        record = self._required(tenant, slug, slots)
+        under = {**slots, **({DRAFT: record["preview"]} if record.get("preview") else {})}
         rows = []
         for question in record.get("questions") or [record["title"]]:
-            result = ask(question)
+            result = ask(question, under)
             cited = [c.source_id for c in result.citations]
             rows.append(
                 CheckRow(
@@ -269,23 +338,70 @@ class Articles:
         self._event(record, who, "checked", f"{passed} of {len(rows)} questions answered from it")
         return self._write_record(record)
 
-    def publish(self, tenant: str, who: str, slug: str, kb: Any) -> dict[str, Any]:
-        """Give the article its real access level (after a check answered from it)."""
-        record = self._required(tenant, slug)
+    def publish(
+        self, tenant: str, who: str, slots: Mapping[str, str], slug: str, kb: Any
+    ) -> dict[str, Any]:
+        """Give the article its real access level (after a check answered from it); only an
+        article the caller may read, so never above its own slots."""
+        record = self._required(tenant, slug, slots)
         if not (record.get("check") or {}).get("answered"):
             raise ArticleError(
                 409, "check", "run the check first: no question was answered from this article"
             )
-        article = ArticleDraft(**{k: record[k] for k in ArticleDraft.model_fields})
-        path = self.path(slug)
-        path.write_text(front_matter(article, article.access, tenant), encoding="utf-8")
-        self._ingest(kb, path)
+        article = draft_of(record)
+        self._within_reach(slots, article, tenant)
+        self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None))
         record["status"] = "published"
+        record.pop("preview", None)
         self._event(record, who, "published", f"as {article.access}")
         return self._write_record(record)
 
-    def _required(self, tenant: str, slug: str) -> dict[str, Any]:
-        record = self.record(tenant, slug)
+    def _required(self, tenant: str, slug: str, slots: Mapping[str, str]) -> dict[str, Any]:
+        record = self.record(tenant, slug, slots)
         if record is None:
-            raise ArticleError(404, "slug", f"no article {slug!r} in this tenant")
+            raise ArticleError(404, "slug", f"no article {slug!r} your key may read in this tenant")
         return record
+
+    def reconcile(self, kb: Any) -> int:
+        """Bring every stored article's file and document to the current layout, from its
+        record (which holds the whole article): files per tenant, ids scoped by tenant, drafts
+        hidden by their ``draft`` value. An article another tenant's save overwrote under the
+        layout before (one file per name) is written back from its record; the old shared
+        file and document go once their tenant's article stands on its own. Run at start;
+        the number of articles written."""
+        written = 0
+        for found in list(self.store.scroll(ARTICLES)):
+            record = dict(found.payload)
+            tenant, slug = record["tenant"], record["slug"]
+            draft = record["status"] != "published"
+            if draft and not record.get("preview"):
+                record["preview"] = uuid.uuid4().hex
+            text = front_matter(draft_of(record), tenant, record.get("preview") if draft else None)
+            path = self.path(tenant, slug)
+            if not path.exists() or path.read_text(encoding="utf-8") != text:
+                self._write(kb, path, text)
+                written += 1
+            if record.get("id") != article_id(tenant, slug) or record != found.payload:
+                self._write_record({**record, "id": article_id(tenant, slug)})
+            if tenant:
+                self._retire_shared_file(kb, tenant, slug)
+        return written
+
+    def _retire_shared_file(self, kb: Any, tenant: str, slug: str) -> None:
+        """The file ``<folder>/<slug>.md`` of the layout before tenants, when it is this
+        tenant's (its front matter says so): removed with its document."""
+        shared = self.folder / f"{slug}.md"
+        if not shared.is_file() or self.record("", slug, None) is not None:
+            return
+        try:
+            owner = frontmatter.loads(shared.read_text(encoding="utf-8")).metadata.get("tenant")
+        except (OSError, ValueError, yaml.YAMLError):
+            return
+        if owner == tenant:
+            kb.remove(f"articles/{slug}")
+            shared.unlink()
+
+
+def draft_of(record: Mapping[str, Any]) -> ArticleDraft:
+    """The article a record holds."""
+    return ArticleDraft(**{k: record[k] for k in ArticleDraft.model_fields if k in record})

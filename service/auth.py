@@ -42,6 +42,8 @@ class Caller:
     role: str = "customer"
     origins: tuple[str, ...] = ()
     session_id: str | None = None  # a widget session token: this session and no other
+    publishable: bool = False  # a widget key or its session token: each visitor has limits
+    address: str | None = None  # the client's address (a trusted proxy's forwarded one)
 
 
 def caller_of(key: ApiKey, session_id: str | None = None) -> Caller:
@@ -55,6 +57,7 @@ def caller_of(key: ApiKey, session_id: str | None = None) -> Caller:
         role,
         tuple(key.origins),
         session_id,
+        key.role == "widget",
     )
 
 

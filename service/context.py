@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
@@ -70,11 +70,13 @@ Pilot = Annotated[PilotContext, Depends(pilot_context)]
 
 
 def caller(request: Request, pilot: Pilot) -> Caller:
-    """The API key's caller (tenant, enforced slots, trust); 401 without a valid key."""
+    """The API key's caller (tenant, enforced slots, trust, client address); 401 without a
+    valid key."""
     try:
-        return authenticate(request.headers, pilot.settings.pilot.api_keys, pilot.session_tokens)
+        who = authenticate(request.headers, pilot.settings.pilot.api_keys, pilot.session_tokens)
     except AuthError as exc:
         raise ApiError(401, "unauthorized", str(exc)) from None
+    return replace(who, address=request.client.host if request.client else None)
 
 
 Authed = Annotated[Caller, Depends(caller)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import h11
@@ -85,9 +86,14 @@ def server_config(
     header_timeout_s: float,
     log_level: str = "info",
     log_config: dict[str, Any] | None = None,
+    trusted_proxies: Sequence[str] = ("127.0.0.1", "::1"),
 ) -> uvicorn.Config:
     """How the pilot is served (``main.py serve`` and the tests' live servers alike);
-    ``log_config`` replaces uvicorn's own (``service/logs.py``: JSON lines)."""
+    ``log_config`` replaces uvicorn's own (``service/logs.py``: JSON lines). The client
+    address a request is counted under is the connection's, or, when the connection comes
+    from one of ``trusted_proxies`` (``pilot.trusted_proxies``), the one its
+    ``X-Forwarded-For`` names (uvicorn's proxy headers: the nearest address not itself a
+    trusted proxy); from any other peer that header is ignored."""
     extra: dict[str, Any] = {"log_config": log_config} if log_config else {}
     return uvicorn.Config(
         app,
@@ -95,5 +101,7 @@ def server_config(
         port=port,
         log_level=log_level,
         http=header_timeout_protocol(header_timeout_s),
+        proxy_headers=True,
+        forwarded_allow_ips=list(trusted_proxies),
         **extra,
     )

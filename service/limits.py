@@ -1,7 +1,8 @@
 """Request limits applied before a route reads anything: an ASGI middleware.
 
 ``/v1/`` requests are authenticated from their headers first (401 before any body byte is
-read; ``check_key`` may also refuse a key whose rate limit for the path is spent: 429). Then
+read; ``check_key`` may also refuse a key, or a visitor of a widget key (by its client
+address), whose rate limit for the path is spent: 429). Then
 the body is capped: a ``Content-Length`` over the limit is refused at once, and a body
 without one (chunked) is counted as it arrives and refused at ``limit + 1`` bytes, so a huge
 upload never sits in memory. A body not wholly arrived ``body_timeout_s`` after the route
@@ -9,7 +10,8 @@ first asks for it is a 408: a slow client cannot hold a connection open by trick
 
 Usage::
 
-    app.add_middleware(RequestLimits, max_bytes=100_000, check_key=lambda headers, path: ...,
+    app.add_middleware(RequestLimits, max_bytes=100_000,
+                       check_key=lambda headers, path, client: ...,
                        error_body=error_body, body_timeout_s=10.0)
 """
 
@@ -38,7 +40,7 @@ class RequestLimits:
         self,
         app: Any,
         max_bytes: int,
-        check_key: Callable[[Mapping[str, str], str], Any],
+        check_key: Callable[[Mapping[str, str], str, str | None], Any],
         error_body: Callable[..., dict[str, Any]],
         body_timeout_s: float = 10.0,
     ) -> None:
@@ -55,7 +57,8 @@ class RequestLimits:
         headers = Headers(scope=scope)
         if scope["path"].startswith("/v1/"):
             try:
-                self.check_key(headers, scope["path"])
+                client = scope.get("client")
+                self.check_key(headers, scope["path"], client[0] if client else None)
             except AuthError as exc:
                 await JSONResponse(self.error_body("unauthorized", str(exc)), status_code=401)(
                     scope, receive, send

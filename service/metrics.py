@@ -6,10 +6,15 @@ With several workers, set ``PROMETHEUS_MULTIPROC_DIR`` to an empty folder before
 (``deploy/systemd`` does): each worker writes its samples there and a scrape of any worker
 sums them all (the client's multiprocess mode). Without it, one process counts in memory.
 
+Who reads what: the deployment (the metrics port, an admin key without a tenant) every
+series; a tenant's admin key only the series of its own tenant (the others are the whole
+deployment's: every tenant's names and traffic).
+
 Usage::
 
     record_turn(result, engine="crewai", seconds=0.42)
-    text, content_type = exposition(pilot)            # what GET /metrics answers
+    text, content_type = exposition(pilot)            # what the deployment's scrape reads
+    text, content_type = exposition(pilot, "acme")    # what acme's admin key reads
 """
 
 from __future__ import annotations
@@ -88,10 +93,12 @@ def record_sync(report: Any) -> None:
 
 
 class WaitingForAPerson(Collector):
-    """Conversations handed off and not yet resolved, per tenant, read when scraped."""
+    """Conversations handed off and not yet resolved, per tenant (every tenant's, or only
+    ``tenant``'s), read when scraped."""
 
-    def __init__(self, pilot: Any) -> None:
+    def __init__(self, pilot: Any, tenant: str | None = None) -> None:
         self.pilot = pilot
+        self.tenant = tenant
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(
@@ -99,20 +106,21 @@ class WaitingForAPerson(Collector):
         )
         store = self.pilot.store
         if store is not None:
-            for tenant in store.tenants():
+            for tenant in store.tenants() if self.tenant is None else [self.tenant]:
                 family.add_metric([tenant], len(store.handoffs(tenant)))
         yield family
 
 
-def registry_for(pilot: Any) -> CollectorRegistry:
+def registry_for(pilot: Any, tenant: str | None = None) -> CollectorRegistry:
     """What a scrape reads: every worker's samples (multiprocess mode) or this process's,
-    and the waiting conversations."""
+    and the waiting conversations; for one ``tenant``, only that tenant's series."""
     registry = CollectorRegistry()
-    if os.environ.get(MULTIPROCESS_ENV):
-        multiprocess.MultiProcessCollector(registry)
-    else:
-        registry.register(_Process())
-    registry.register(WaitingForAPerson(pilot))
+    if tenant is None:
+        if os.environ.get(MULTIPROCESS_ENV):
+            multiprocess.MultiProcessCollector(registry)
+        else:
+            registry.register(_Process())
+    registry.register(WaitingForAPerson(pilot, tenant))
     return registry
 
 
@@ -123,8 +131,9 @@ class _Process(Collector):
         yield from REGISTRY.collect()
 
 
-def exposition(pilot: Any) -> tuple[bytes, str]:
-    return generate_latest(registry_for(pilot)), CONTENT_TYPE_LATEST
+def exposition(pilot: Any, tenant: str | None = None) -> tuple[bytes, str]:
+    """The text a scrape reads: the deployment's (``tenant`` None) or one tenant's."""
+    return generate_latest(registry_for(pilot, tenant)), CONTENT_TYPE_LATEST
 
 
 def serve_metrics_port(pilot: Any) -> WSGIServer | None:

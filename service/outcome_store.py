@@ -25,10 +25,11 @@ from typing import Any
 from config.settings import PilotSettings
 from service.outcomes import OutcomeReport, outcome_report, window
 from storage.memory import Scope
-from storage.qdrant.store import AllOf, Match, PointData, Store, ensure_records
+from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from tasks.outcomes import LABELS, Outcome, day_row, label, reopened, shared_pages
 
 OUTCOMES = "pilot_outcomes"
+ANONYMOUS_MARK = "anonymous"  # confirmed by an anonymous visitor's mark
 _NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
 
 
@@ -45,7 +46,12 @@ class OutcomeStore:
             PointData(
                 id=str(uuid.uuid5(_NAMESPACE, f"{tenant}/{o.session_id}")),
                 dense=self.vector,
-                payload={**o.row(), "tenant": tenant},
+                # a keyword to count the flagged ones by (Qdrant matches words, not booleans)
+                payload={
+                    **o.row(),
+                    "tenant": tenant,
+                    "mark": ANONYMOUS_MARK if o.anonymous_mark else "",
+                },
             )
             for o in outcomes
         ]
@@ -126,10 +132,10 @@ class OutcomeStore:
                 done += len(missing)
         return done
 
-    def _count(self, tenant: str, day: str, name: str) -> int:
+    def _count(self, tenant: str, day: str, name: str, *more: Condition) -> int:
         return self.store.count(
             OUTCOMES,
-            AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("label", (name,)))),
+            AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("label", (name,)), *more)),
         )
 
     def report(
@@ -150,7 +156,8 @@ class OutcomeStore:
             counts: dict[str, int] = {name: self._count(tenant, day, name) for name in LABELS}
             helpful, given = feedback_counts(day)
             if sum(counts.values()) or given:
-                rows.append(day_row(day, counts, helpful, given))
+                anonymous = self._count(tenant, day, "confirmed", Match("mark", (ANONYMOUS_MARK,)))
+                rows.append(day_row(day, counts, helpful, given, anonymous))
         page: list[Outcome] = []
         seen = 0
         for day in reversed(window(now, days)):

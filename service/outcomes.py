@@ -29,6 +29,7 @@ class DayRates(BaseModel):
     day: str
     involved: int
     confirmed: int
+    confirmed_anonymous: int = 0  # of ``confirmed``: marked by anonymous visitors (unverified)
     assumed: int
     reopened: int
     suggested: int
@@ -57,8 +58,9 @@ class ConversationOutcome(BaseModel):
     started: float
     last_activity: float
     evidence: dict[str, Any]
-    topic: list[str]
+    topic: list[str]  # the pages its answers cited that the reader's key may read
     first_question: str
+    anonymous_mark: bool = False  # confirmed by an anonymous visitor: unverifiable
 
 
 class OutcomeReport(BaseModel):

@@ -1,4 +1,5 @@
-"""Per-key rate limits of the pilot, counted in Qdrant so every worker shares them.
+"""Per-key and per-visitor rate limits of the pilot, counted in Qdrant so every worker shares
+them.
 
 The `limits` library does the arithmetic (its ``"30/minute"`` notation and fixed windows);
 :class:`QdrantCounters` is its storage: one point per key and window, each increment a
@@ -9,11 +10,16 @@ again. A request over a limit gets 429 with
 
 Usage::
 
-    limiter = RateLimits(store, encoders, settings.pilot.limits)
+    limiter = RateLimits(store, encoders, settings.pilot)
     limiter.spend("sessions", who)              # ApiError 429 when over
     limiter.spend("message_bytes", who, cost=len(text.encode()))
 
-Counters are kept per tenant and key name: two tenants may name a key alike.
+Counters are kept per tenant and key name: two tenants may name a key alike. A publishable
+(widget) key serves every visitor of a site, so each of its visitors is counted apart too,
+under ``pilot.visitor_limits``: per session token and per client address (the connection's,
+or the one a trusted proxy forwards). A visitor over its limit is refused before the key's
+budget is touched: one visitor cannot spend the site's day. A key's own ``limits`` replace
+``pilot.limits`` for it (a widget key sized for its site).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from limits import RateLimitItem, parse
 from limits.storage import Storage
 from limits.strategies import FixedWindowRateLimiter
 
-from config.settings import PilotLimits
+from config.settings import PilotSettings
 from service.auth import Caller
 from service.errors import ApiError
 from service.metrics import record_refusal
@@ -45,7 +51,11 @@ WHAT = {
     "handoffs": "hand-offs to a person",
     "message_bytes": "bytes of messages",
     "turns": "messages answered",
+    "searches": "searches",
+    "feedback": "ratings",
+    "reads": "reads of its session",
 }
+KEY_LIMITS = ("sessions", "handoffs", "message_bytes", "turns", "searches", "feedback")
 
 
 class QdrantCounters(Storage):
@@ -114,13 +124,15 @@ class QdrantCounters(Storage):
         self.store.delete(COUNTERS, Match("key", (key,)))
 
 
-# the routes each limit counts: a key whose window is spent is refused there before its body
-# is read (service/limits.py)
+# the routes each limit counts: a key (or visitor) whose window is spent is refused there
+# before its body is read (service/limits.py)
 COUNTED_ROUTES = {
-    "sessions": re.compile(r"/v1/sessions/?"),
+    "sessions": re.compile(r"/v1/(widget/)?sessions/?"),
     "message_bytes": re.compile(r"/v1/sessions/[^/]+/messages/?"),
     "turns": re.compile(r"/v1/sessions/[^/]+/messages/?"),
     "handoffs": re.compile(r"/v1/sessions/[^/]+/handoff/?"),
+    "searches": re.compile(r"/v1/search/?"),
+    "feedback": re.compile(r"/v1/sessions/[^/]+/feedback/?"),
 }
 
 
@@ -133,50 +145,92 @@ def counter_key(who: Caller) -> str:
     return json.dumps([who.tenant, who.key_name])
 
 
-class RateLimits:
-    """The pilot's per-key limits (``pilot.limits`` in assistant.yaml)."""
+def visitor_keys(who: Caller) -> list[tuple[str, str]]:
+    """(what, counter key) of each visitor a publishable key's caller is: its session token
+    and its client address (none for other keys).
 
-    def __init__(self, store: Store, encoders: Encoders, config: PilotLimits) -> None:
+    >>> [what for what, _ in visitor_keys(Caller("site", "acme", publishable=True,
+    ...                                         session_id="s1", address="203.0.113.9"))]
+    ['session', 'address']
+    """
+    if not who.publishable:
+        return []
+    found = [("session", who.session_id), ("address", who.address)]
+    return [
+        (what, json.dumps([who.tenant, who.key_name, what, value])) for what, value in found if value
+    ]
+
+
+class RateLimits:
+    """The pilot's limits: per key (``pilot.limits``, or a key's own ``limits``) and, for a
+    widget key, per visitor (``pilot.visitor_limits``)."""
+
+    def __init__(self, store: Store, encoders: Encoders, pilot: PilotSettings) -> None:
         self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
-        self.items: dict[str, RateLimitItem] = {name: parse(getattr(config, name)) for name in WHAT}
+        self.items: dict[str, RateLimitItem] = {
+            name: parse(getattr(pilot.limits, name)) for name in KEY_LIMITS
+        }
+        self.visitor_items: dict[str, RateLimitItem] = {
+            name: parse(getattr(pilot.visitor_limits, name)) for name in WHAT
+        }
+        self.own: dict[str, dict[str, RateLimitItem]] = {
+            counter_key(Caller(k.name, k.tenant)): {n: parse(r) for n, r in k.limits.items()}
+            for k in pilot.api_keys
+            if k.limits
+        }
         # windows this worker saw spent (limit, counter key), until they reset: a flood's
         # further requests are refused without a store round trip (another worker learns it on
         # its next count)
         self.spent_until: dict[tuple[str, str], float] = {}
 
+    def _counters(self, name: str, who: Caller) -> list[tuple[str, str, RateLimitItem]]:
+        """(whose, counter key, limit) for ``name``: the caller's visitors first, then its key."""
+        counted = [
+            (what, key, self.visitor_items[name])
+            for what, key in visitor_keys(who)
+            if name in self.visitor_items
+        ]
+        mine = counter_key(who)
+        item = self.own.get(mine, {}).get(name) or self.items.get(name)
+        if item is not None:
+            counted.append(("key", mine, item))
+        return counted
+
     def refuse_if_spent(self, name: str, who: Caller) -> None:
-        """429 at once when this worker already saw the key's window spent (no store call);
-        call it first in a route, before the work that :meth:`spend` would count."""
-        until = self.spent_until.get((name, counter_key(who)), 0.0)
-        if until > time.time():
-            self._refuse(name, until)
+        """429 at once when this worker already saw a window of the caller's spent (no store
+        call); call it first in a route, before the work that :meth:`spend` would count."""
+        for whose, key, item in self._counters(name, who):
+            until = self.spent_until.get((name, key), 0.0)
+            if until > time.time():
+                self._refuse(name, whose, item, until)
 
     def refuse_spent_route(self, path: str, who: Caller) -> None:
-        """429 at once for a POST to a route whose limit this worker saw spent for the key."""
+        """429 at once for a POST to a route whose limit this worker saw spent for the caller."""
         for name, route in COUNTED_ROUTES.items():
             if route.fullmatch(path):
                 self.refuse_if_spent(name, who)
 
     def spend(self, name: str, who: Caller, cost: int = 1) -> None:
-        """Count ``cost`` against the key's ``name`` limit; 429 with ``Retry-After`` when the
-        window is spent (nothing of the request is stored)."""
+        """Count ``cost`` against the caller's ``name`` limits, its visitor's before its key's;
+        429 with ``Retry-After`` at the first window spent (nothing of the request is stored,
+        and a visitor refused spends nothing of its key's budget)."""
         self.refuse_if_spent(name, who)
-        item, key = self.items[name], counter_key(who)
-        # the limit's name too: two limits of one rate (3/minute) never share a counter
-        if self.limiter.hit(item, name, key, cost=cost):
-            return
-        reset, _ = self.limiter.get_window_stats(item, name, key)
-        self.spent_until[(name, key)] = reset
-        self._refuse(name, reset)
+        for whose, key, item in self._counters(name, who):
+            # the limit's name too: two limits of one rate (3/minute) never share a counter
+            if self.limiter.hit(item, name, key, cost=cost):
+                continue
+            reset, _ = self.limiter.get_window_stats(item, name, key)
+            self.spent_until[(name, key)] = reset
+            self._refuse(name, whose, item, reset)
 
-    def _refuse(self, name: str, reset: float) -> NoReturn:
+    def _refuse(self, name: str, whose: str, item: RateLimitItem, reset: float) -> NoReturn:
         record_refusal(name)
-        item = self.items[name]
         wait = max(1, math.ceil(reset - time.time()))
+        who = {"key": "this key has", "session": "this session has"}.get(whose, "this address has")
         raise ApiError(
             429,
             "rate_limited",
-            f"this key has used its {WHAT[name]} for now ({item}); try again in {wait} s",
-            {"limit": name, "retry_after_s": wait},
+            f"{who} used its {WHAT[name]} for now ({item}); try again in {wait} s",
+            {"limit": name, "retry_after_s": wait, "per": whose},
             headers={"Retry-After": str(wait)},
         )

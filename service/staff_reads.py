@@ -10,6 +10,7 @@ Which articles a key may read is decided in the storage layer
 Usage::
 
     turns = withhold_unreadable(runtime, staff_slots(who), memory.session_turns(scope, sid))
+    report = only_readable_topics(runtime, staff_slots(who), report)   # the outcome report
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def staff_slots(who: Caller) -> dict[str, str]:
     return {**who.slots, "tenant": who.tenant} if who.tenant else dict(who.slots)
 
 
+def readable(runtime: Any, slots: dict[str, str], source_ids: Sequence[str]) -> frozenset[str]:
+    """Which of ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
+    if not source_ids:
+        return frozenset()
+    kb = runtime.knowledge_base()
+    return kb.readable_sources(
+        sorted(set(source_ids)), build_filters(kb.settings.slots, slots, strict=False).enforced
+    )
+
+
 def withhold_unreadable(
     runtime: Any, slots: dict[str, str], turns: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -38,17 +49,25 @@ def withhold_unreadable(
     cited = sorted({c for t in turns for c in t.get("citations") or []})
     if not cited:
         return list(turns)
-    kb = runtime.knowledge_base()
-    readable = kb.readable_sources(cited, build_filters(kb.settings.slots, slots, strict=False).enforced)
+    readable_ids = readable(runtime, slots, cited)
     shown = []
     for turn in turns:
-        hidden = [c for c in turn.get("citations") or [] if c not in readable]
+        hidden = [c for c in turn.get("citations") or [] if c not in readable_ids]
         if hidden:
             turn = {
                 **turn,
                 "answer": WITHHELD,
                 "withheld_citations": len(hidden),
-                "citations": [c for c in turn["citations"] if c in readable],
+                "citations": [c for c in turn["citations"] if c in readable_ids],
             }
         shown.append(turn)
     return shown
+
+
+def only_readable_topics(runtime: Any, slots: dict[str, str], report: Any) -> Any:
+    """An outcome report (``service.outcomes.OutcomeReport``) whose conversations' ``topic``
+    lists only the pages ``slots`` may read (one store read for the page of conversations)."""
+    ids = readable(runtime, slots, [t for c in report.conversations for t in c.topic])
+    for conversation in report.conversations:
+        conversation.topic = [t for t in conversation.topic if t in ids]
+    return report

@@ -3,7 +3,8 @@
 - a **customer token**, signed by the team's own site with a secret it keeps (given to the
   service through the environment variable a widget key's ``identity_secret_env`` names): the
   only way a widget visitor is named. Claims ``sub`` (the customer id), ``iat``, ``exp`` (at
-  most ``pilot.customer_token_max_age_s`` ahead) and ``jti`` (spent once: a replay is refused);
+  most ``pilot.customer_token_max_age_s`` ahead) and ``jti`` (spent once per tenant: a replay
+  is refused on every widget key of the tenant, which may share one signing secret);
 - a **session token**, signed by the service with ``SUPPORTCREW_SESSION_SECRET``: what the
   widget holds instead of a key, good for one session until it expires.
 
@@ -13,11 +14,12 @@ Usage::
     token, expires = tokens.issue(tenant="acme", key_name="site", session_id=sid, now=now)
     claims = tokens.read(token)                                # TokenError when not good
     customer = read_customer_token(raw, secret, max_age_s=600, now=now)
-    spent.spend(tenant, key_name, customer.token_id, customer.expires_at)  # False: a replay
+    spent.spend(tenant, customer.token_id, customer.expires_at)  # False: a replay
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -154,9 +156,16 @@ class SpentTokens:
         self.vector = encoders.dense.encode(["spent token"])[0].dense
         ensure_records(store, SPENT, encoders.dense.dim, ("key", "hour"))
 
-    def spend(self, tenant: str, key_name: str, token_id: str, expires_at: float) -> bool:
-        """True the first time this token id is spent for the key, False for a replay."""
-        key = f"{tenant}/{key_name}/{token_id}"
+    def spend(
+        self, tenant: str, token_id: str, expires_at: float, key_names: tuple[str, ...] = ()
+    ) -> bool:
+        """True the first time this token id is spent in the tenant, False for a replay (on
+        any of its widget keys). ``key_names``: the tenant's widget keys, whose records of the
+        layout before (one per key) still count."""
+        key = json.dumps([tenant, token_id])
+        legacy = tuple(f"{tenant}/{name}/{token_id}" for name in key_names)
+        if legacy and any(True for _ in self.store.scroll(SPENT, Match("key", legacy), fields=("key",))):
+            return False
         mine = uuid.uuid4().hex
         point = PointData(
             id=str(uuid.uuid5(_NAMESPACE, key)),

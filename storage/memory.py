@@ -4,6 +4,11 @@ Every read and write goes through a :class:`Scope` (customer id, and tenant when
 scope becomes a filter on every query and is stamped on every record, inside this module:
 no method reaches records of another customer, whatever the text or ids passed in.
 
+A long-term memory quotes answers, so it keeps their reach: it is written with the enforced
+slots its answers ran under (``read_as``), stored as the knowledge base's fields (``access``,
+``tiers``: ``storage.retrieval.filters.document_fields``), and a read under a caller's
+slots (a turn's recall, a staff key's view) is filtered on them in Qdrant, as a search is.
+
 Usage::
 
     memory = MemoryStore(store, encoders)
@@ -11,8 +16,9 @@ Usage::
     index = memory.claim_turn(scope, "s1", {"user": "..."})     # 0: the pending turn's slot
     memory.add_turn(scope, "s1", index, {"user": "...", "answer": "...", "verdict": "answered"})
     memory.upsert_entities(scope, [Entity("order", "ORD-55812")], source="s1#0")
-    memory.remember(scope, "s1", summary="...", resolution="...", sources=["billing/refunds.md"])
-    memory.recall(scope, "where is my refund?")
+    memory.remember(scope, "s1", summary="...", resolution="...", sources=["billing/refunds.md"],
+                    read_as={"access_level": "internal"})
+    memory.recall(scope, "where is my refund?", slots={"access_level": "public"})  # not s1's
     memory.forget(scope)        # {"sessions": 2, "entities": 1, "memories": 1}
 """
 
@@ -22,12 +28,13 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from config.settings import SlotRule, default_slot_rules
 from storage.kb.embeddings import Encoders
 from storage.qdrant.store import (
     AllOf,
@@ -35,17 +42,20 @@ from storage.qdrant.store import (
     CollectionSpec,
     Condition,
     Match,
+    Missing,
     Nearest,
     PointData,
     Stage,
     Store,
 )
+from storage.retrieval.filters import build_filters, document_fields, widest_reach
 
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
 GAP_VERDICTS = ("idk", "suggest", "handoff")  # turns the knowledge-gap report reads
 # a customer's message stored after the hand-off, for the person who takes the conversation
 WAITING_FOR_AGENT = "waiting_for_agent"
+ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 _NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
 _MAX_ID = 200
 MAX_ENTITIES_PER_WRITE = 32  # one message naming hundreds of ids stores the first 32
@@ -137,6 +147,9 @@ class RememberedCase(BaseModel):
     tenant: str = ""
 
 
+SCOPE_FIELDS = ("customer_id", "tenant")
+
+
 def _stamped(scope: Scope, payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "customer_id": scope.customer_id, "tenant": scope.tenant}
 
@@ -144,9 +157,17 @@ def _stamped(scope: Scope, payload: dict[str, Any]) -> dict[str, Any]:
 class MemoryStore:
     """The three memory collections behind the storage interface (Edge or server)."""
 
-    def __init__(self, store: Store, encoders: Encoders) -> None:
+    def __init__(
+        self, store: Store, encoders: Encoders, rules: Mapping[str, SlotRule] | None = None
+    ) -> None:
         self.store = store
         self.encoders = encoders
+        # the enforced rules but the scope's own (customer, tenant): what a memory's reach is
+        self.rules = {
+            name: rule
+            for name, rule in (rules or default_slot_rules()).items()
+            if rule.mode == "enforced" and rule.field not in SCOPE_FIELDS
+        }
         self._merge_lock = threading.Lock()
         self._customer_locks = _StripedLocks()
         self._session_locks = _StripedLocks()
@@ -340,36 +361,86 @@ class MemoryStore:
 
     # -- long-term memories ----------------------------------------------------------------
     def remember(
-        self, scope: Scope, session_id: str, summary: str, resolution: str, sources: Sequence[str]
+        self,
+        scope: Scope,
+        session_id: str,
+        summary: str,
+        resolution: str,
+        sources: Sequence[str],
+        read_as: Mapping[str, Any] | None = None,
     ) -> None:
+        """Write the session's long-term memory, readable only under slots that reach as far
+        as ``read_as`` (the enforced slots its answers ran under; none: what a caller without
+        slots reads)."""
         self.ensure()
+        reach = {k: v for k, v in (read_as or {}).items() if k in self.rules}
         self._write(
             MEMORIES,
             scope,
             scope.key("memory", session_id),
             summary,
             {
+                **document_fields(self.rules, reach),
                 "session_id": session_id,
                 "summary": summary,
                 "resolution": resolution,
                 "sources": list(sources),
+                "read_as": reach,
+                "reach_kept": True,
                 "ts": time.time(),
             },
         )
 
-    def memories(self, scope: Scope, limit: int = 5) -> list[RememberedCase]:
-        """The scope's latest long-term memories, newest first (what staff see of a customer)."""
+    def _readable(self, scope: Scope, slots: Mapping[str, Any] | None) -> Condition:
+        """The scope's memories, and, given a reader's ``slots``, only those they may read."""
+        if slots is None:
+            return self._where(scope)
+        reader = build_filters(self.rules, slots, strict=False).enforced
+        return self._where(scope, *(c for c in (reader,) if c is not None))
+
+    def memories(
+        self, scope: Scope, limit: int = 5, slots: Mapping[str, Any] | None = None
+    ) -> list[RememberedCase]:
+        """The scope's latest long-term memories, newest first (what staff see of a customer),
+        those ``slots`` may read when given."""
         self.ensure()
-        cases = [RememberedCase(**r.payload) for r in self.store.scroll(MEMORIES, self._where(scope))]
+        found = self.store.scroll(MEMORIES, self._readable(scope, slots))
+        cases = [RememberedCase(**r.payload) for r in found]
         return sorted(cases, key=lambda c: -c.ts)[:limit]
 
-    def recall(self, scope: Scope, query: str, limit: int = 3) -> list[RememberedCase]:
-        """The scope's long-term memories nearest in meaning to ``query``."""
+    def recall(
+        self, scope: Scope, query: str, limit: int = 3, slots: Mapping[str, Any] | None = None
+    ) -> list[RememberedCase]:
+        """The scope's long-term memories nearest in meaning to ``query`` (those ``slots`` may
+        read when given: a turn recalls under its own)."""
         self.ensure()
         hits = self.store.query(
-            MEMORIES, Stage(Nearest("dense", self._vector(query)), limit), self._where(scope)
+            MEMORIES, Stage(Nearest("dense", self._vector(query)), limit), self._readable(scope, slots)
         )
         return [RememberedCase.model_validate({**h.payload, "score": round(h.score, 3)}) for h in hits]
+
+    def keep_reach_of_old_memories(self) -> int:
+        """Memories written before they kept their answers' reach get it from their session's
+        turns (each stored with the slots it ran under); one whose turns are gone is kept at
+        the highest level of each ``at_most`` slot. Run at start; how many were rewritten."""
+        self.ensure()
+        old = list(self.store.scroll(MEMORIES, Missing("reach_kept"), dense=True))
+        for record in old:
+            scope = Scope(record.payload["customer_id"], record.payload.get("tenant", ""))
+            turns = self.session_turns(scope, record.payload["session_id"])
+            reads = [t["slots"] for t in turns if isinstance(t.get("slots"), dict)]
+            reach = widest_reach(self.rules, reads) if reads else self._highest()
+            payload = {
+                **record.payload,
+                **document_fields(self.rules, reach),
+                "read_as": reach,
+                "reach_kept": True,
+            }
+            self.store.upsert(MEMORIES, [PointData(id=record.id, dense=record.dense, payload=payload)])
+        return len(old)
+
+    def _highest(self) -> dict[str, str]:
+        return {n: r.levels[-1] for n, r in self.rules.items() if r.match == "at_most" and r.levels}
 
     def clear_memories(self, scope: Scope) -> int:
         """Erase the scope's long-term memories only (sessions and entities stay)."""

@@ -22,6 +22,7 @@ from storage.memory import (
     RememberedEntity,
     Scope,
 )
+from storage.retrieval.filters import widest_reach
 from tasks.entities import extract
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
 
@@ -53,7 +54,8 @@ def claim_turn(memory: MemoryStore | None, request: TurnRequest) -> int:
 
 
 def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: int) -> MemoryContext:
-    """History (finished turns before this one), entities and long-term memories."""
+    """History (finished turns before this one), entities and the long-term memories the
+    turn's enforced slots may read."""
     scope = scope_of(request)
     if memory is None or scope is None:
         return MemoryContext(scope=None, history=list(request.history), turn_index=turn_index)
@@ -67,7 +69,7 @@ def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: i
         scope=scope,
         history=history,
         entities=memory.entities(scope),
-        memories=memory.recall(scope, request.message, limit=2),
+        memories=memory.recall(scope, request.message, limit=2, slots=request.slots),
         turn_index=turn_index,
     )
 
@@ -134,7 +136,8 @@ def close_session(
     memory: MemoryStore | None, scope: Scope | None, session_id: str, resolution: str = ""
 ) -> bool:
     """Write a long-term memory when the session ended answered or handed off, or when a person
-    resolved it (``resolution``: their note)."""
+    resolved it (``resolution``: their note); it keeps the reach of the slots its turns ran
+    under, so only readers whose slots reach as far read it."""
     if memory is None or scope is None:
         return False
     stored = memory.session_turns(scope, session_id)
@@ -155,5 +158,8 @@ def close_session(
         summary=summary[:500],
         resolution=outcome,
         sources=sorted({s for t in resolved for s in t.get("citations", [])}),
+        read_as=widest_reach(
+            memory.rules, [t["slots"] for t in stored if isinstance(t.get("slots"), dict)]
+        ),
     )
     return True

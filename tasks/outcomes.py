@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from storage.memory import ANONYMOUS
 from tasks.courtesy import courtesy_only
 
 Label = Literal[
@@ -69,6 +70,8 @@ class Outcome:
     evidence: dict[str, Any] = field(default_factory=dict)
     topic: list[str] = field(default_factory=list)  # pages its answers cited
     first_question: str = ""
+    # confirmed by an anonymous visitor's mark: any throwaway session can make one
+    anonymous_mark: bool = False
 
     def row(self) -> dict[str, Any]:
         """Its fields as a dict (shallow: a report builds one per conversation it shows)."""
@@ -124,6 +127,9 @@ def label(
         rating = ratings.get(index, {}).get("rating")
         if rating == "up":
             outcome.label, outcome.why = "confirmed", "the customer marked the last answer helpful"
+            if outcome.customer_id.startswith(ANONYMOUS):
+                outcome.anonymous_mark = True
+                outcome.why += " (an anonymous visitor: unverified, a throwaway session can do it)"
         elif rating == "down":
             outcome.label, outcome.why = "unanswered", "the customer marked the last answer not helpful"
         elif quiet or closed:
@@ -188,9 +194,12 @@ def day_of(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.UTC).date().isoformat()
 
 
-def day_row(day: str, counts: Mapping[str, int], helpful: int, given: int) -> dict[str, Any]:
+def day_row(
+    day: str, counts: Mapping[str, int], helpful: int, given: int, confirmed_anonymous: int = 0
+) -> dict[str, Any]:
     """One day's counts by label and its rates over the decided conversations (not pending;
-    None: none decided), with satisfaction from that day's marks.
+    None: none decided), with satisfaction from that day's marks, and how many of the
+    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable).
 
     >>> row = day_row("2026-12-01", {"assumed": 3, "handed_off": 1}, helpful=1, given=2)
     >>> row["resolution_rate"], row["handoff_rate"], row["satisfaction"]
@@ -207,6 +216,7 @@ def day_row(day: str, counts: Mapping[str, int], helpful: int, given: int) -> di
         "day": day,
         "involved": involved,
         **by_label,
+        "confirmed_anonymous": confirmed_anonymous,
         "resolution_rate": rate(*RESOLVED),
         "handoff_rate": rate("handed_off", "resolved_by_person"),
         "unanswered_rate": rate("unanswered"),
@@ -223,12 +233,20 @@ def daily_rates(
     """Per day: involved conversations, each label's count, the rates over the decided ones
     and satisfaction from that day's marks (``day_row``)."""
     days: dict[str, Counter[str]] = defaultdict(Counter)
+    anonymous: Counter[str] = Counter()
     for outcome in outcomes:
         days[outcome.day][outcome.label] += 1
+        anonymous[outcome.day] += outcome.label == "confirmed" and outcome.anonymous_mark
     marks: dict[str, Counter[str]] = defaultdict(Counter)
     for mark in feedback:
         marks[day_of(float(mark.get("ts", 0.0)))][str(mark.get("rating"))] += 1
     return [
-        day_row(day, days[day], marks[day]["up"], marks[day]["up"] + marks[day]["down"])
+        day_row(
+            day,
+            days[day],
+            marks[day]["up"],
+            marks[day]["up"] + marks[day]["down"],
+            anonymous[day],
+        )
         for day in sorted(set(days) | set(marks))
     ]

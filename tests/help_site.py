@@ -2,7 +2,8 @@
 Markdown pages of a folder (examples/kb) rendered as HTML with navigation, a cookie banner and
 a footer, a sitemap, robots.txt (``Disallow: /internal/``), ETags with 304s, and a log of every
 request. Pages can be changed, added and removed while it runs; a few paths misbehave on
-purpose (``add_trap``).
+purpose (``add_trap``). Like nginx, it serves a request's path percent-decoded with its dot
+segments removed (``/public/../%69nternal/x.html`` is ``/internal/x.html``), and logs that path.
 
 Usage::
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import posixpath
 import re
 import threading
 import time
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import unquote
 
 import frontmatter
 
@@ -83,6 +86,8 @@ class HelpSite:
         self.requests: list[str] = []
         self.served: list[str] = []  # pages sent whole (200), not answered 304
         self.sitemap_body: bytes | None = None  # set to serve something else as the sitemap
+        self.sitemaps: dict[str, list[str]] = {}  # more sitemaps: their path -> the paths listed
+        self.robots = ROBOTS
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -109,10 +114,11 @@ class HelpSite:
         """How many requests asked for ``path``."""
         return self.requests.count(path)
 
-    def sitemap(self) -> bytes:
-        if self.sitemap_body is not None:
+    def sitemap(self, listed: list[str] | None = None) -> bytes:
+        if self.sitemap_body is not None and listed is None:
             return self.sitemap_body
-        urls = "".join(f"<url><loc>{self.url(p)}</loc></url>" for p in [*self.pages, *self.listed_extra])
+        paths = [*self.pages, *self.listed_extra] if listed is None else listed
+        urls = "".join(f"<url><loc>{html.escape(self.url(p))}</loc></url>" for p in paths)
         return (
             '<?xml version="1.0" encoding="UTF-8"?><urlset '
             f'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
@@ -144,14 +150,16 @@ class HelpSite:
                 self.wfile.write(body)
 
             def do_GET(self) -> None:
-                path = self.path.split("?")[0]
+                path = served_path(self.path)
                 site.requests.append(path)
                 if path in site.traps:
                     site.traps[path](self)
                 elif path == "/robots.txt":
-                    self.send(200, ROBOTS.encode(), "text/plain")
+                    self.send(200, site.robots.encode(), "text/plain")
                 elif path == "/sitemap.xml":
                     self.send(200, site.sitemap(), "application/xml")
+                elif path in site.sitemaps:
+                    self.send(200, site.sitemap(site.sitemaps[path]), "application/xml")
                 elif path == "/":
                     self.send(200, site.home().encode(), "text/html; charset=utf-8")
                 elif path in site.pages:
@@ -180,6 +188,17 @@ class HelpSite:
         self.server.server_close()
 
 
+def served_path(target: str) -> str:
+    """The path a request asks for, as nginx serves it: decoded, dot segments removed.
+
+    >>> served_path("/public/../%69nternal/keys.html?x=1"), served_path("/a/")
+    ('/internal/keys.html', '/a/')
+    """
+    path = unquote(target.split("?")[0])
+    normal = posixpath.normpath(path) if path not in ("", "/") else "/"
+    return normal + ("/" if path.endswith("/") and normal != "/" else "")
+
+
 def slow(seconds: float) -> Trap:
     def trap(handler: BaseHTTPRequestHandler) -> None:
         time.sleep(seconds)
@@ -205,5 +224,27 @@ def huge(size: int) -> Trap:
         handler.send_header("Content-Type", "text/html")
         handler.end_headers()  # no Content-Length: the cap holds on the bytes read
         handler.wfile.write(body)
+
+    return trap
+
+
+def trickle(seconds: float, every_s: float) -> Trap:
+    """A page that sends one byte every ``every_s`` for ``seconds`` (each read is quick: only
+    a deadline on the whole page stops it); it stops when the client goes."""
+
+    def trap(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.end_headers()
+        handler.wfile.flush()
+        ends = time.monotonic() + seconds
+        try:
+            while time.monotonic() < ends:
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(every_s)
+            handler.wfile.write(b"<html><body><p>Finally here.</p></body></html>")
+        except OSError:  # the client hung up
+            return
 
     return trap

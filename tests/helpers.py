@@ -26,7 +26,12 @@ def running_server(app: Any, header_timeout_s: float = 10.0) -> Iterator[tuple[s
     from service.header_timeout import server_config
 
     port = free_port()
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, header_timeout_s, log_level="warning"))
+    pilot = getattr(getattr(app, "state", None), "pilot", None)
+    proxies = pilot.settings.pilot.trusted_proxies if pilot is not None else ("127.0.0.1", "::1")
+    config = server_config(
+        app, "127.0.0.1", port, header_timeout_s, log_level="warning", trusted_proxies=proxies
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + 30

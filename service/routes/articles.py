@@ -1,5 +1,5 @@
 """From a knowledge gap to a tested article (admin keys; ``service/articles.py``): draft from
-people's replies, save as an internal draft, check against the gap's questions, publish.
+people's replies, save as a hidden draft, check against the gap's questions, publish.
 
 Usage (an admin key)::
 
@@ -24,6 +24,7 @@ from service.articles import ArticleDraft, ArticleError, ArticleRecord, draft
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext
 from service.errors import ApiError
+from service.staff_reads import staff_slots
 from tasks.schemas import PlainText, TurnRequest
 
 router = APIRouter(prefix="/v1/articles", tags=["articles"])
@@ -58,32 +59,22 @@ async def draft_article(body: DraftRequest, who: Admin, pilot: Pilot) -> DraftPr
 
 @router.post("", response_model=ArticleRecord, status_code=201)
 async def save_article(body: ArticleDraft, who: Admin, pilot: Pilot) -> ArticleRecord:
-    """Write the article and ingest it as internal (customers cannot see it yet)."""
+    """Write the article and ingest it as a draft (hidden from customers and staff searches
+    alike until it is published); within the key's own slots."""
     kb = pilot.runtime.knowledge_base()
-    record = await _run(pilot.articles.save, who.tenant, who.key_name, dict(who.slots), body, kb)
+    record = await _run(pilot.articles.save, who.tenant, who.key_name, staff_slots(who), body, kb)
     return ArticleRecord(**record)
 
 
-def check_slots(who: Caller, record: dict[str, Any]) -> dict[str, str]:
-    """Staff slots that can read the draft: internal, its first tier, the key's tenant."""
-    slots = {"access_level": "internal"}
-    if record.get("tiers"):
-        slots["tier"] = record["tiers"][0]
-    if who.tenant:
-        slots["tenant"] = who.tenant
-    return slots
-
-
 def run_check(pilot: PilotContext, who: Caller, slug: str) -> dict[str, Any]:
-    record = pilot.articles.record(who.tenant, slug) or {}
-    slots = check_slots(who, record)
+    """The check's turns, under the key's own enforced slots and the draft's."""
 
-    def ask(question: str) -> Any:
+    def ask(question: str, slots: dict[str, str]) -> Any:
         return run_turn(
             TurnRequest(session_id=f"check-{slug}", message=question, slots=slots), pilot.runtime
         )
 
-    return pilot.articles.check(who.tenant, who.key_name, slug, ask)
+    return pilot.articles.check(who.tenant, who.key_name, staff_slots(who), slug, ask)
 
 
 @router.post("/{slug}/check", response_model=ArticleRecord)
@@ -94,12 +85,15 @@ async def check_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
 
 @router.post("/{slug}/publish", response_model=ArticleRecord)
 async def publish_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
-    """Give the article its access level (409 before a check answered from it)."""
+    """Give the article its access level (409 before a check answered from it; 404 for an
+    article the key may not read)."""
     kb = pilot.runtime.knowledge_base()
-    return ArticleRecord(**await _run(pilot.articles.publish, who.tenant, who.key_name, slug, kb))
+    record = await _run(pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb)
+    return ArticleRecord(**record)
 
 
 @router.get("", response_model=list[ArticleRecord])
 async def articles(who: Admin, pilot: Pilot) -> list[ArticleRecord]:
-    """The tenant's articles, the latest changed first, with their history."""
-    return [ArticleRecord(**r) for r in await run_in_threadpool(pilot.articles.all, who.tenant)]
+    """The tenant's articles the key may read, the latest changed first, with their history."""
+    found = await run_in_threadpool(pilot.articles.all, who.tenant, staff_slots(who))
+    return [ArticleRecord(**r) for r in found]

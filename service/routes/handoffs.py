@@ -34,10 +34,9 @@ from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
 from service.errors import ApiError
 from service.outcome_store import touched
 from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
-from service.routes.sessions import ANONYMOUS
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
-from storage.memory import Scope
+from storage.memory import ANONYMOUS, Scope
 from tasks.memory_context import close_session, messages_waiting
 from tasks.schemas import PlainText, StaffText
 
@@ -92,8 +91,9 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[
 
 def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> dict[str, Any]:
     """What a person needs to take a conversation over, as far as their key may read it: the
-    transcript, what we know of the customer (entities, earlier cases) and a suggested reply
-    to the last unanswered message, under the key's own slots (``service/agent_assist.py``)."""
+    transcript, what we know of the customer (entities, the earlier cases its slots may read)
+    and a suggested reply to the last unanswered message, under the key's own slots
+    (``service/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.memory
     slots = staff_slots(who)
@@ -109,7 +109,7 @@ def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> di
         ],
         "memories": [
             m.model_dump(include={"session_id", "summary", "resolution", "ts"})
-            for m in memory.memories(scope)
+            for m in memory.memories(scope, slots=slots)
             if m.session_id != header["session_id"]
         ],
         "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),

@@ -1,5 +1,7 @@
-"""``GET /metrics``: Prometheus text format, for an admin key (``service/metrics.py``); with
-``observability.metrics_port`` the same text is also served on that port without a key."""
+"""``GET /metrics``: Prometheus text format (``service/metrics.py``): every series for the
+deployment's admin key (one without a tenant), only its own tenant's for a tenant's admin
+key; with ``observability.metrics_port`` the deployment's text is also served on that port
+without a key."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ router = APIRouter(tags=["operations"])
 
 
 @router.get("/metrics", response_class=Response)
-async def metrics(_who: Admin, pilot: Pilot) -> Response:
+async def metrics(who: Admin, pilot: Pilot) -> Response:
     if not pilot.settings.observability.metrics:
         raise ApiError(404, "metrics_off", "metrics are off (observability.metrics)")
-    body, content_type = await run_in_threadpool(exposition, pilot)
+    body, content_type = await run_in_threadpool(exposition, pilot, who.tenant or None)
     return Response(body, media_type=content_type)

@@ -16,6 +16,7 @@ from service.gaps import tenant_gap_report
 from service.outcome_store import flush
 from service.outcomes import OutcomeReport
 from service.records import GapReportPage
+from service.staff_reads import only_readable_topics, staff_slots
 from tasks.gap_report import parse_since
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
@@ -70,10 +71,11 @@ async def outcomes(
     unanswered and suggested rates, satisfaction) and every conversation's label with the
     turns, feedback and timestamps that justify it, newest first, a page at a time. Read from
     the outcomes stored as conversations change (``service/outcome_store.py``), the ones
-    touched since the last minute's sweep refreshed first."""
+    touched since the last minute's sweep refreshed first. A conversation's ``topic`` names
+    only the pages the key's slots may read."""
     now = time.time()
     await run_in_threadpool(flush, pilot, now)
-    return await run_in_threadpool(
+    report = await run_in_threadpool(
         pilot.outcomes.report,
         who.tenant,
         now,
@@ -83,3 +85,4 @@ async def outcomes(
         offset,
         limit,
     )
+    return await run_in_threadpool(only_readable_topics, pilot.runtime, staff_slots(who), report)

@@ -15,6 +15,8 @@ router = APIRouter(tags=["search"])
 
 @router.post("/v1/search", response_model=SearchResponse)
 async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONResponse:
+    """The knowledge base under the key's enforced slots (counted: ``searches``)."""
+    await run_in_threadpool(pilot.limits.spend, "searches", who)
     slots = dict(who.slots)
     if who.tenant:
         slots["tenant"] = who.tenant

@@ -25,13 +25,12 @@ from service.outcome_store import touched
 from service.records import FeedbackMark, HandedOff, NewSessionView, SessionDetail
 from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
-from storage.memory import WAITING_FOR_AGENT, Scope, ScopeError, check_id
+from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, check_id
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 log = logging.getLogger(__name__)
-ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 
 
 class NewSession(BaseModel):
@@ -356,6 +355,7 @@ def too_many_waiting(waiting: int) -> NoReturn:
 
 @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
 async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
+    await run_in_threadpool(pilot.limits.spend, "reads", who)  # a widget visitor's only
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     scope = Scope(header["customer_id"], who.tenant)
     turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
@@ -376,6 +376,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
 async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
+    await run_in_threadpool(pilot.limits.spend, "feedback", who)
     turns = await run_in_threadpool(
         pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
     )

@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.auth import Caller
 from service.context import Pilot, PilotContext, Widget
 from service.errors import ApiError
-from service.routes.sessions import ANONYMOUS, open_session
+from service.routes.sessions import open_session
 from service.widget_tokens import TokenError, read_customer_token, secret_from_environment, widget_key
-from storage.memory import ScopeError, check_id
+from storage.memory import ANONYMOUS, ScopeError, check_id
 
 router = APIRouter(prefix="/v1/widget", tags=["widget"])
 
@@ -78,7 +78,10 @@ def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -
     if vouched.customer_id.startswith(ANONYMOUS):
         raise ApiError(403, "customer_token_refused", "customer token refused: anonymous ids are ours")
     assert pilot.spent_tokens is not None  # built with the widget keys' session tokens
-    if not pilot.spent_tokens.spend(who.tenant, who.key_name, vouched.token_id, vouched.expires_at):
+    widgets = tuple(
+        k.name for k in pilot.settings.pilot.api_keys if k.role == "widget" and k.tenant == who.tenant
+    )
+    if not pilot.spent_tokens.spend(who.tenant, vouched.token_id, vouched.expires_at, widgets):
         raise ApiError(
             403, "customer_token_refused", "customer token refused: it has already opened a session"
         )

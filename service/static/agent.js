@@ -280,7 +280,7 @@ async function loadGaps() {
   $("gaps-section").hidden = false;
 }
 
-// From a gap to a tested article: draft from people's replies, save (internal), check, publish.
+// From a gap to a tested article: draft from people's replies, save (a hidden draft), check, publish.
 async function draftArticle(questions) {
   const proposal = await call("/v1/articles/draft", { questions });
   desk.article = { questions, slug: null };

@@ -85,6 +85,9 @@ class Document:
     # a fetched page's HTTP validators (``etag``, ``last_modified``): stored beside its chunks
     # for the next sync's conditional request, not part of its content
     validators: dict[str, str] = field(default_factory=dict)
+    # the sync source that fetched it (a site's normalised location): what that source prunes,
+    # stored beside its chunks as ``sync_source``, not part of its content
+    sync_source: str | None = None
 
     @property
     def content_hash(self) -> str:

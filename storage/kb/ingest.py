@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from storage.kb.chunking import Chunk, chunk_text
 from storage.kb.documents import Document, DocumentError, count_documents, discover, read_file
@@ -92,7 +93,8 @@ def ingest_documents(
             continue
         seen[doc.source_id] = doc.origin
         previous = stored.get(doc.source_id)
-        if previous is not None and previous.payload.get("content_hash") == doc.content_hash:
+        same = previous is not None and previous.payload.get("content_hash") == doc.content_hash
+        if previous is not None and same and _claimed(previous.payload, doc):
             report.unchanged += 1
         else:
             chunks = chunk_text(doc.text, chunking.max_tokens, chunking.overlap_sentences)
@@ -100,7 +102,8 @@ def ingest_documents(
                 report.skipped.append((doc.origin, "no text to index"))
                 continue
             if previous is not None:
-                replaced[doc.source_id] = previous.payload.get("content_hash", "")
+                if not same:  # the same text is written over its own chunks: nothing to drop
+                    replaced[doc.source_id] = previous.payload.get("content_hash", "")
                 report.replaced += 1
             batch.append((doc, chunks))
         if len(batch) >= BATCH_DOCUMENTS:
@@ -112,6 +115,13 @@ def ingest_documents(
     report.stage_seconds["read+chunk"] += time.perf_counter() - started
     flush()
     return set(seen)
+
+
+def _claimed(stored: dict[str, Any], doc: Document) -> bool:
+    """Whether a stored document needs no source stamp from ``doc``: ``doc`` comes from no
+    sync source, or the stored one has a source already (a page stored before sources
+    stamped their pages is written once more, with its source)."""
+    return doc.sync_source is None or bool(stored.get("sync_source"))
 
 
 def ingest_paths(

@@ -51,6 +51,8 @@ KEYWORD_FIELDS = (
     "content_hash",
     "origin",
     "entities",
+    "draft",
+    "sync_source",
 )
 INTEGER_FIELDS = ("split_id",)
 _NAMESPACE = uuid.UUID("5b0c6f3e-4a8e-4d8f-9a51-2f1f3c1e7a10")
@@ -85,6 +87,7 @@ def chunk_payload(doc: Document, chunk: Chunk, n_splits: int) -> dict[str, Any]:
         "content_hash": doc.content_hash,
         "origin": doc.origin,
         **doc.validators,
+        **({"sync_source": doc.sync_source} if doc.sync_source else {}),
     }
     payload.setdefault("access", "public")
     return payload
@@ -115,6 +118,7 @@ class KnowledgeBase:
         self._encoders = encoders
         self._field_values: dict[str, frozenset[str]] = {}
         self._term_stats: TermStats | None = None
+        self._indexed = False
 
     @classmethod
     def open(cls, settings: Settings, data_dir: Path) -> KnowledgeBase:
@@ -150,17 +154,21 @@ class KnowledgeBase:
             self.store.delete_collection(self.collection)
         if not self.exists():
             self.store.create_collection(self.collection, self.spec())
+        elif not self._indexed:  # a collection made before a field was indexed gets its index
+            for key in KEYWORD_FIELDS:
+                self.store.add_keyword_index(self.collection, key)
+        self._indexed = True
 
     # -- writing ---------------------------------------------------------------------------
     def stored_sources(self) -> dict[str, Record]:
         """source_id → first-chunk record (content_hash, origin and, for a fetched page, its
-        ``etag`` / ``last_modified``) of every stored document."""
+        ``etag`` / ``last_modified`` and ``sync_source``) of every stored document."""
         if not self.exists():
             return {}
         records = self.store.scroll(
             self.collection,
             Match("split_id", (0,)),
-            fields=("source_id", "content_hash", "origin", "etag", "last_modified"),
+            fields=("source_id", "content_hash", "origin", "etag", "last_modified", "sync_source"),
         )
         return {r.payload["source_id"]: r for r in records}
 

@@ -24,7 +24,8 @@ from config.sources import SourceSettings
 from storage.kb.documents import Document, DocumentError
 from storage.kb.ingest import IngestReport, ingest_documents, ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
-from storage.kb.sources.site import SiteError, fetch_site, same_origin
+from storage.kb.sources.site import SiteError, fetch_site
+from storage.kb.sources.urls import normal_url, same_site
 from storage.kb.sources.zendesk import export_origin, read_export
 
 
@@ -80,21 +81,34 @@ def sync_folder(kb: KnowledgeBase, source: SourceSettings, report: SyncReport) -
     _counted(report, ingest_paths(kb, [path], prune=source.prune))
 
 
+def site_key(source: SourceSettings) -> str:
+    """Whose pages: a site source's normalised location (stamped on what it stores)."""
+    return normal_url(source.location)
+
+
 def sync_site(kb: KnowledgeBase, source: SourceSettings, report: SyncReport) -> None:
-    stored = {
+    """Fetch the site and write what changed; a complete fetch prunes the pages this source
+    stored that it no longer finds, never another source's on the same site. A page stored
+    before sources stamped their pages is fetched whole once (no validators), so that it is
+    written again with its source's stamp; until then no source prunes it."""
+    mine = site_key(source)
+    on_site = {
         source_id: record.payload
         for source_id, record in kb.stored_sources().items()
-        if same_origin(source_id, source.location)
+        if same_site(source_id, source.location)
     }
     known = {
         url: {k: str(payload[k]) for k in ("etag", "last_modified") if payload.get(k)}
-        for url, payload in stored.items()
+        for url, payload in on_site.items()
+        if payload.get("sync_source")
     }
     try:
         fetched = fetch_site(source, known)
     except SiteError as exc:
         report.failures.append((source.location, str(exc)))
         return
+    for document in fetched.documents:
+        document.sync_source = mine
     report.requests = fetched.requests
     report.failures.extend(fetched.failures)
     ingested = IngestReport()
@@ -102,6 +116,7 @@ def sync_site(kb: KnowledgeBase, source: SourceSettings, report: SyncReport) -> 
     ingested.unchanged += len(fetched.unchanged)
     _counted(report, ingested)
     if fetched.complete and source.prune:
+        stored = [url for url, payload in on_site.items() if payload.get("sync_source") == mine]
         report.removed += _prune(kb, stored, fetched.seen)
 
 

@@ -6,6 +6,13 @@
 * **Advisory** filters (product, language by default) come from slots or from the model; they
   can only narrow. An advisory filter that names an enforced slot or field is ignored and
   reported, never merged.
+* **Drafts** (an article saved but not published: its chunks carry a ``draft`` field) are
+  hidden from every search, whatever the configured rules; only a search whose trusted slots
+  carry that draft's ``draft`` value (the article check, ``service/articles.py``) sees it,
+  beside what its other enforced slots show.
+
+``admits`` answers the same rules for one document before it is stored (a lead may only save
+an article its own key could read).
 
 Usage::
 
@@ -17,12 +24,14 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from config.settings import SlotRule
 from storage.qdrant.store import AnyOf, Condition, Match, Missing, all_of
+
+DRAFT = "draft"  # slot and payload field of a draft's preview value (see the docstring)
 
 
 class SlotError(ValueError):
@@ -87,7 +96,7 @@ def build_filters(
     enforced_fields = {r.field for r in rules.values() if r.mode == "enforced"}
 
     for name in slots:
-        if name not in rules and strict:
+        if name not in rules and name != DRAFT and strict:
             known = ", ".join(sorted(rules))
             raise SlotError(f"unknown slot {name!r}; known slots: {known}")
 
@@ -125,9 +134,116 @@ def build_filters(
         advisory_parts.append(condition)
         applied[name] = f"advisory: {description}"
 
+    draft = _scalar(DRAFT, slots.get(DRAFT))
+    enforced_parts.append(
+        Missing(DRAFT) if draft is None else AnyOf((Missing(DRAFT), Match(DRAFT, (draft,))))
+    )
+    applied[DRAFT] = "enforced: published documents" + (" and one draft" if draft else "")
+
     return FilterPlan(
         enforced=all_of(*enforced_parts),
         advisory=all_of(*advisory_parts),
         applied=applied,
         ignored=ignored,
     )
+
+
+def _absent(value: Any) -> bool:
+    """What Qdrant's is-empty condition matches: no field, null or an empty list."""
+    return value is None or value == []
+
+
+def _admitted(rule: SlotRule, value: str | None, stored: Any) -> bool:
+    """Whether one enforced rule, for a caller whose slot is ``value``, shows a document whose
+    field holds ``stored`` (the Python twin of :func:`_rule_condition`)."""
+    wanted = value if value is not None else rule.default
+    if rule.match == "at_most":
+        if wanted is None:
+            return _absent(stored)
+        levels = rule.levels or []
+        return stored in levels[: levels.index(wanted) + 1]
+    if _absent(stored):
+        return True
+    if wanted is None:
+        return False
+    return wanted in stored if isinstance(stored, list) else stored == wanted
+
+
+def admits(
+    rules: Mapping[str, SlotRule], slots: Mapping[str, Any], payload: Mapping[str, Any]
+) -> list[str]:
+    """The payload fields whose enforced rule would hide a document with ``payload`` from a
+    caller with ``slots`` ([] when the caller may read it): the rules :func:`build_filters`
+    gives Qdrant, applied to one document before it is stored.
+
+    >>> from config.settings import load_settings
+    >>> rules = load_settings().slots
+    >>> admits(rules, {"access_level": "customer", "tier": "basic"},
+    ...        {"access": "internal", "tiers": ["enterprise"]})
+    ['tiers', 'access']
+    >>> admits(rules, {"access_level": "customer"}, {"access": "public"})
+    []
+    """
+    hidden = []
+    for name, rule in rules.items():
+        if rule.mode != "enforced":
+            continue
+        value = _scalar(name, slots.get(name))
+        if value is not None and rule.match == "at_most" and value not in (rule.levels or []):
+            raise SlotError(f"slot {name}: {value!r} is not one of {', '.join(rule.levels or [])}")
+        if not _admitted(rule, value, payload.get(rule.field)):
+            hidden.append(rule.field)
+    if not _admitted_draft(slots.get(DRAFT), payload.get(DRAFT)):
+        hidden.append(DRAFT)
+    return hidden
+
+
+def _admitted_draft(value: Any, stored: Any) -> bool:
+    return _absent(stored) or (value is not None and stored == value)
+
+
+def document_fields(rules: Mapping[str, SlotRule], slots: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload fields that make a record readable by a caller with ``slots`` and by every
+    caller whose enforced slots reach at least as far (an answer's memory keeps its answer's
+    reach): an ``at_most`` level as it is, a ``contains_or_absent`` value as a one-item list,
+    an ``equals_or_absent`` value as it is; a rule the slots leave empty sets no field.
+
+    >>> from config.settings import load_settings
+    >>> document_fields(load_settings().slots, {"tier": "pro", "access_level": "internal"})
+    {'tiers': ['pro'], 'access': 'internal'}
+    >>> document_fields(load_settings().slots, {})
+    {'access': 'public'}
+    """
+    fields: dict[str, Any] = {}
+    for name, rule in rules.items():
+        if rule.mode != "enforced":
+            continue
+        value = _scalar(name, slots.get(name))
+        wanted = value if value is not None else rule.default
+        if wanted is not None:
+            fields[rule.field] = [wanted] if rule.match == "contains_or_absent" else wanted
+    return fields
+
+
+def widest_reach(rules: Mapping[str, SlotRule], reads: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """One set of enforced slots for what was read under each of ``reads``: the highest level
+    of each ``at_most`` slot, the first value of the others (a conversation's turns run under
+    one key's slots, so they agree).
+
+    >>> from config.settings import load_settings
+    >>> widest_reach(load_settings().slots, [{"access_level": "public", "tier": "pro"},
+    ...                                      {"access_level": "internal"}])
+    {'tier': 'pro', 'access_level': 'internal'}
+    """
+    reach: dict[str, str] = {}
+    for name, rule in rules.items():
+        if rule.mode != "enforced":
+            continue
+        values = [v for v in (_scalar(name, r.get(name)) for r in reads) if v is not None]
+        if rule.match == "at_most" and values:
+            levels = rule.levels or []
+            known = [v for v in values if v in levels] or values
+            reach[name] = max(known, key=lambda v: levels.index(v) if v in levels else len(levels))
+        elif values:
+            reach[name] = values[0]
+    return reach

@@ -249,7 +249,7 @@ def test_a_gap_is_drafted_checked_and_published_from_the_desk(own_server, tmp_pa
         lead.get_by_label("Title").fill("Shipping to Antarctica")
         lead.get_by_label("File name").fill("shipping-antarctica")
         text.fill("# Shipping to Antarctica\n\n" + reply)
-        lead.get_by_role("button", name="Save as internal draft").click()
+        lead.get_by_role("button", name="Save as a hidden draft").click()
         lead.get_by_text("articles/shipping-antarctica: draft").wait_for()
         assert lead.get_by_role("button", name="Publish").is_hidden()  # not before a check
         still, _ = customer_asks(browser, own_server, "Do you ship to Antarctica?")

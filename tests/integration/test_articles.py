@@ -1,9 +1,13 @@
 """From a knowledge gap to a published article through the real service: a person answers a
 question the knowledge base could not, the lead drafts an article from that reply, saves it
-(internal), checks it against the question, publishes it, and the next customer is answered
-from it. Bad input is refused naming the field, and nothing already ingested is lost."""
+(a hidden draft), checks it against the question, publishes it, and the next customer is
+answered from it. Bad input is refused naming the field, and nothing already ingested is lost.
+Two tenants' articles of one name never touch, and every route stays within the admin key's
+own enforced slots."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 from fastapi.testclient import TestClient
@@ -26,18 +30,62 @@ KEYS = [
         role="admin",
         slots={"access_level": "customer"},
     ),
+    ApiKey(
+        name="public-lead",
+        sha256=hash_key("public-lead-key"),
+        tenant="acme",
+        role="admin",
+        slots={"access_level": "public", "tier": "basic"},
+    ),
+    ApiKey(
+        name="senior-lead",
+        sha256=hash_key("senior-lead-key"),
+        tenant="acme",
+        role="admin",
+        slots={"access_level": "internal"},
+    ),
+    ApiKey(name="lead", sha256=hash_key("globex-lead-key"), tenant="globex", role="admin"),
+    ApiKey(
+        name="backend",
+        sha256=hash_key("globex-backend-key"),
+        tenant="globex",
+        slots={"access_level": "public"},
+        trust_customer_id=True,
+    ),
 ]
 auth = bearer
 
 
-def ask(client, customer: str, message: str) -> tuple[str, dict]:
-    session = client.post(
-        "/v1/sessions", json={"customer_id": customer}, headers=auth("backend")
-    ).json()["session_id"]
+def ask(client, customer: str, message: str, key: str = "backend") -> tuple[str, dict]:
+    session = client.post("/v1/sessions", json={"customer_id": customer}, headers=auth(key)).json()[
+        "session_id"
+    ]
     reply = client.post(
-        f"/v1/sessions/{session}/messages", json={"message": message}, headers=auth("backend")
+        f"/v1/sessions/{session}/messages", json={"message": message}, headers=auth(key)
     ).json()
     return session, reply
+
+
+def publish(client, key: str, article: dict) -> dict:
+    """Save, check and publish ``article`` with the admin ``key``; the published record."""
+    saved = client.post("/v1/articles", json=article, headers=auth(key))
+    assert saved.status_code == 201, saved.text
+    slug = article["slug"]
+    checked = client.post(f"/v1/articles/{slug}/check", headers=auth(key))
+    assert checked.status_code == 200 and checked.json()["check"]["answered"], checked.text
+    published = client.post(f"/v1/articles/{slug}/publish", headers=auth(key))
+    assert published.status_code == 200, published.text
+    return published.json()
+
+
+MARS = "Do you ship to Mars?"
+ACME_MARS = {
+    "slug": "mars-shipping",
+    "title": "Shipping to Mars",
+    "text": "# Shipping to Mars\n\nWe ship to Mars. Parcels to Mars arrive within 3 weeks.",
+    "access": "public",
+    "questions": [MARS],
+}
 
 
 @pytest.fixture
@@ -77,21 +125,21 @@ def test_a_gap_becomes_a_checked_published_article(client, tmp_path):
     saved = client.post("/v1/articles", json=article, headers=auth("lead"))
     assert saved.status_code == 201, saved.text
     assert saved.json()["status"] == "draft"
-    written = (tmp_path / "articles" / "shipping-antarctica.md").read_text()
-    assert "access: internal" in written and "tenant: acme" in written
-    assert ask(client, "c-2", QUESTION)[1]["verdict"] != "answered"  # internal: not yet
+    written = (tmp_path / "articles" / "acme" / "shipping-antarctica.md").read_text()
+    assert "access: public" in written and "tenant: acme" in written and "draft: " in written
+    assert ask(client, "c-2", QUESTION)[1]["verdict"] != "answered"  # a draft: not yet
 
     early = client.post("/v1/articles/shipping-antarctica/publish", headers=auth("lead"))
     assert early.status_code == 409 and early.json()["error"]["field"] == "check"
     checked = client.post("/v1/articles/shipping-antarctica/check", headers=auth("lead")).json()
     [row] = checked["check"]["rows"]
-    assert row["answered_from_article"] and row["cited"] == ["articles/shipping-antarctica"]
+    assert row["answered_from_article"] and row["cited"] == ["articles/acme/shipping-antarctica"]
     published = client.post("/v1/articles/shipping-antarctica/publish", headers=auth("lead"))
     assert published.status_code == 200 and published.json()["status"] == "published"
 
     _, answered = ask(client, "c-3", QUESTION)
     assert answered["verdict"] == "answered"
-    assert [c["source_id"] for c in answered["citations"]] == ["articles/shipping-antarctica"]
+    assert [c["source_id"] for c in answered["citations"]] == ["articles/acme/shipping-antarctica"]
     [listed] = client.get("/v1/articles", headers=auth("lead")).json()
     assert [(e["action"], e["by"]) for e in listed["events"]] == [
         ("saved", "lead"),
@@ -157,13 +205,208 @@ def test_any_article_is_saved_or_refused_whole(client, tmp_path, slug, title, te
     assert response.status_code in (201, 422), response.text
     folder = tmp_path / "articles"
     if response.status_code == 201:
-        assert (folder / f"{slug}.md").is_file()
+        assert (folder / "acme" / f"{slug}.md").is_file()
         assert response.json()["status"] == "draft"
     else:
         error = response.json()["error"]  # names what is wrong
         named = [error.get("field")] + [d["field"] for d in error.get("details", [])]
         assert any(f in body or f == "body" for f in named if f), error
         # nothing outside the folder, and no file for a refused name
-        assert not folder.exists() or all(p.parent == folder for p in folder.rglob("*"))
+        mine = folder / "acme"  # the tenant's folder
+        assert not folder.exists() or all(p.parent in (folder, mine) for p in folder.rglob("*"))
         listed = {a["slug"] for a in client.get("/v1/articles", headers=auth("lead")).json()}
-        assert slug not in listed or (folder / f"{slug}.md").is_file()
+        assert slug not in listed or (folder / "acme" / f"{slug}.md").is_file()
+
+
+def test_two_tenants_articles_of_one_name_never_touch(client, tmp_path):
+    published = publish(client, "lead", ACME_MARS)
+    theirs = {**ACME_MARS, "text": "# Mars\n\nMars parcels are suspended until next year."}
+    saved = client.post("/v1/articles", json=theirs, headers=auth("globex-lead"))
+    assert saved.status_code == 201, saved.text
+    # acme's customers are still answered from acme's article, whose record still says so
+    _, answered = ask(client, "c-1", MARS)
+    assert answered["verdict"] == "answered", answered
+    assert published["id"] == "articles/acme/mars-shipping"
+    assert saved.json()["id"] == "articles/globex/mars-shipping"
+    assert [c["source_id"] for c in answered["citations"]] == ["articles/acme/mars-shipping"]
+    assert "3 weeks" in answered["answer"]
+    [mine] = client.get("/v1/articles", headers=auth("lead")).json()
+    assert mine["status"] == "published" and "3 weeks" in mine["text"]
+    assert "3 weeks" in (tmp_path / "articles" / "acme" / "mars-shipping.md").read_text()
+    # globex publishing its own wipes nothing of acme's, and each tenant's customers read theirs
+    client.post("/v1/articles/mars-shipping/check", headers=auth("globex-lead"))
+    client.post("/v1/articles/mars-shipping/publish", headers=auth("globex-lead"))
+    _, again = ask(client, "c-2", MARS)
+    assert [c["source_id"] for c in again["citations"]] == ["articles/acme/mars-shipping"]
+    _, globex = ask(client, "g-1", MARS, key="globex-backend")
+    assert "articles/acme/mars-shipping" not in [c["source_id"] for c in globex["citations"]]
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(slug=st.from_regex(r"[a-z0-9]{1,10}(-[a-z0-9]{1,6}){0,2}", fullmatch=True))
+def test_any_name_saved_by_two_tenants_is_two_articles(client, tmp_path, slug):
+    first = {"slug": slug, "title": "Ours", "text": "# Ours\n\nAcme text.", "access": "public"}
+    second = {**first, "title": "Theirs", "text": "# Theirs\n\nGlobex text."}
+    assert client.post("/v1/articles", json=first, headers=auth("lead")).status_code == 201
+    assert client.post("/v1/articles", json=second, headers=auth("globex-lead")).status_code == 201
+    ours = {a["slug"]: a for a in client.get("/v1/articles", headers=auth("lead")).json()}
+    theirs = {a["slug"]: a for a in client.get("/v1/articles", headers=auth("globex-lead")).json()}
+    assert ours[slug]["text"].endswith("Acme text.") and theirs[slug]["text"].endswith("Globex text.")
+    assert ours[slug]["id"] != theirs[slug]["id"]
+    kb = client.app.state.pilot.runtime.knowledge_base()
+    stored = kb.stored_sources()
+    assert {ours[slug]["id"], theirs[slug]["id"]} <= set(stored)
+    assert "Acme text." in (tmp_path / "articles" / "acme" / f"{slug}.md").read_text()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    first=st.tuples(
+        st.text(max_size=12), st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,3})?", fullmatch=True)
+    ),
+    second=st.tuples(
+        st.text(max_size=12), st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,3})?", fullmatch=True)
+    ),
+)
+def test_no_two_tenants_and_names_share_an_id_or_a_file(first, second, tmp_path_factory):
+    from service.articles import article_id, tenant_folder
+
+    if first == second:
+        return
+    assert article_id(*first) != article_id(*second)
+
+    # a file: <folder>/<tenant folder>/<slug>.md, or <folder>/<slug>.md without a tenant
+    def file_of(tenant: str, slug: str) -> str:
+        return f"{tenant_folder(tenant)}/{slug}.md" if tenant else f"{slug}.md"
+
+    assert file_of(*first) != file_of(*second)
+    assert "/" not in tenant_folder(first[0]) and tenant_folder(first[0]) not in (".", "..")
+
+
+def test_article_routes_stay_within_the_admin_keys_own_slots(client):
+    # the check searches under the key's own slots: a public key never quotes the runbook
+    asks_internal = {
+        "slug": "goodwill",
+        "title": "Goodwill gestures",
+        "text": "# Goodwill gestures\n\nWe sometimes send a small gift to say sorry.",
+        "access": "public",
+        "questions": ["Which reason code do I use for a goodwill refund override?"],
+    }
+    assert (
+        client.post("/v1/articles", json=asks_internal, headers=auth("public-lead")).status_code == 201
+    )
+    checked = client.post("/v1/articles/goodwill/check", headers=auth("public-lead")).json()
+    [row] = checked["check"]["rows"]
+    assert "internal/runbook-refund-override.md" not in row["cited"], row
+    assert "OVR-9" not in row["answer"] and "OVR-7" not in row["answer"], row
+    # the senior lead's check may read the runbook: its key may
+    assert (
+        client.post("/v1/articles", json=asks_internal, headers=auth("senior-lead")).status_code == 201
+    )
+    senior = client.post("/v1/articles/goodwill/check", headers=auth("senior-lead")).json()
+    assert "internal/runbook-refund-override.md" in senior["check"]["rows"][0]["cited"]
+
+    # an article for tiers the key does not read, or above its level: 422 naming the field
+    enterprise = {**asks_internal, "slug": "sso-extra", "tiers": ["enterprise"]}
+    refused = client.post("/v1/articles", json=enterprise, headers=auth("public-lead"))
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "tiers", refused.text
+    above = {**asks_internal, "slug": "members", "access": "customer"}
+    refused = client.post("/v1/articles", json=above, headers=auth("public-lead"))
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "access"
+
+    # the senior lead's customer article: the public lead neither lists, checks nor publishes it
+    members = {**above, "text": "# Members\n\nMembers get free returns.", "questions": ["Free returns?"]}
+    assert client.post("/v1/articles", json=members, headers=auth("senior-lead")).status_code == 201
+    assert client.post("/v1/articles/members/check", headers=auth("senior-lead")).status_code == 200
+    listed = {a["slug"] for a in client.get("/v1/articles", headers=auth("public-lead")).json()}
+    assert "members" not in listed and "goodwill" in listed
+    assert "members" in {
+        a["slug"] for a in client.get("/v1/articles", headers=auth("senior-lead")).json()
+    }
+    for route in ("check", "publish"):
+        refused = client.post(f"/v1/articles/members/{route}", headers=auth("public-lead"))
+        assert refused.status_code == 404, refused.text
+    overwrite = client.post(
+        "/v1/articles", json={**members, "access": "public"}, headers=auth("public-lead")
+    )
+    assert overwrite.status_code == 403 and overwrite.json()["error"]["field"] == "slug"
+    [record] = [
+        a
+        for a in client.get("/v1/articles", headers=auth("senior-lead")).json()
+        if a["slug"] == "members"
+    ]
+    assert record["status"] == "draft" and record["access"] == "customer"
+    # another tenant's admin finds none of it
+    assert client.post("/v1/articles/members/publish", headers=auth("globex-lead")).status_code == 404
+
+
+def test_articles_stored_before_tenants_are_rewritten_without_loss(client, tmp_path):
+    """The layout before: one file and one document per name, whatever the tenant. Acme's
+    published article was overwritten on disk by globex's draft; both records hold their text."""
+    from service.articles import _NAMESPACE, ARTICLES, ArticleDraft
+    from storage.kb.ingest import ingest_paths
+    from storage.qdrant.store import PointData
+
+    pilot = client.app.state.pilot
+    kb = pilot.runtime.knowledge_base()
+    articles = pilot.articles
+    vector = kb.encoders.dense.encode(["article"])[0].dense
+    ours = ArticleDraft(**ACME_MARS)
+    theirs = ArticleDraft(**{**ACME_MARS, "text": "# Mars\n\nMars parcels are suspended."})
+    for tenant, article, status in (("acme", ours, "published"), ("globex", theirs, "draft")):
+        record = {
+            **article.model_dump(),
+            "tenant": tenant,
+            "id": "articles/mars-shipping",
+            "status": status,
+            "check": {"answered": 1, "rows": []},
+            "events": [],
+            "updated_at": 1.0,
+        }
+        key = str(uuid.uuid5(_NAMESPACE, f"{tenant}/mars-shipping"))  # as it always was
+        articles.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=record)])
+    legacy = tmp_path / "articles" / "mars-shipping.md"
+    legacy.parent.mkdir(parents=True, exist_ok=True)
+    legacy.write_text(
+        "---\nid: articles/mars-shipping\ntitle: Shipping to Mars\naccess: internal\n"
+        "tenant: globex\n---\n\n" + theirs.text
+    )
+    ingest_paths(kb, [legacy])
+    assert ask(client, "c-1", MARS)[1]["verdict"] != "answered"  # what the probe saw
+
+    assert articles.reconcile(kb) == 2
+    _, answered = ask(client, "c-2", MARS)
+    assert answered["verdict"] == "answered", answered
+    assert [c["source_id"] for c in answered["citations"]] == ["articles/acme/mars-shipping"]
+    assert not legacy.exists() and "articles/mars-shipping" not in kb.stored_sources()
+    assert "suspended" in (tmp_path / "articles" / "globex" / "mars-shipping.md").read_text()
+    listed = client.get("/v1/articles", headers=auth("globex-lead")).json()
+    assert [(a["id"], a["status"]) for a in listed] == [("articles/globex/mars-shipping", "draft")]
+    assert articles.reconcile(kb) == 0  # once
+
+
+def test_a_deployment_without_tenants_keeps_its_article_names(settings, example_kb, tmp_path):
+    keys = [
+        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"),
+        ApiKey(name="web", sha256=hash_key("web-key"), trust_customer_id=True),
+    ]
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", *keys, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app) as client,
+    ):
+        published = publish(client, "lead", ACME_MARS)
+        assert published["id"] == "articles/mars-shipping"
+        assert (tmp_path / "articles" / "mars-shipping.md").is_file()
+        assert [a["slug"] for a in client.get("/v1/articles", headers=auth("lead")).json()] == [
+            "mars-shipping"
+        ]
+        _, answered = ask(client, "c-1", MARS, key="web")
+        assert [c["source_id"] for c in answered["citations"]] == ["articles/mars-shipping"]

@@ -5,13 +5,18 @@ addresses go on, and the service still knows its own origin behind the proxy."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import httpx
 import pytest
 
-from deploy.nginx_local import NGINX, nginx_in_front, site_for
+from deploy.nginx_local import NGINX, _listening, nginx_in_front, site_for
+from tests.conftest import REPO
 from tests.helpers import (
     REFUND,
     acme_team,
@@ -126,3 +131,59 @@ def test_behind_nginx_the_service_still_knows_its_own_origin(proxied):
         other = http.post("/v1/sessions", json={}, headers={"Origin": "https://elsewhere.example"})
     assert own.status_code == 201, own.text
     assert other.status_code == 403
+
+
+WIDGET_SITE = "https://help.example.com"  # the origin the shipped site file lists
+
+
+def test_nginx_refusals_carry_the_cors_header_of_allowed_origins_only(proxied):
+    with from_address("127.0.0.7", proxied) as flood:
+        for _ in range(60):
+            refused = flood.get("/healthz", headers={"Origin": WIDGET_SITE})
+            if refused.status_code == 429:
+                break
+        assert refused.status_code == 429
+        assert refused.headers.get("access-control-allow-origin") == WIDGET_SITE
+        assert "Retry-After" in refused.headers.get("access-control-expose-headers", "")
+        stranger = flood.get("/healthz", headers={"Origin": "https://evil.example"})
+        assert stranger.status_code == 429 and "access-control-allow-origin" not in stranger.headers
+    with from_address("127.0.0.8", proxied) as http:
+        big = http.post("/v1/widget/sessions", content=b"x" * 200_000, headers={"Origin": WIDGET_SITE})
+    assert big.status_code == 413 and big.headers.get("access-control-allow-origin") == WIDGET_SITE
+
+
+def test_nginx_names_no_version(proxied):
+    with from_address("127.0.0.9", proxied) as http:
+        answered = http.get("/healthz")
+        refused = http.post("/v1/sessions", content=b"x" * 200_000)
+    for response in (answered, refused):
+        assert response.headers.get("server", "nginx") == "nginx", response.headers
+    assert "nginx/" not in refused.text
+
+
+def test_the_local_runner_stops_nginx_on_sigterm(tmp_path):
+    port = free_port()
+    command = [sys.executable, str(REPO / "deploy" / "nginx_local.py")]
+    runner = subprocess.Popen(
+        [*command, "--upstream", str(free_port()), "--listen", str(port)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its nginx is in this group: the cleanup below reaches it
+    )
+    try:
+        deadline = time.time() + 20
+        while not _listening(port):
+            assert time.time() < deadline and runner.poll() is None, runner.stderr.read()
+            time.sleep(0.1)
+        runner.send_signal(signal.SIGTERM)
+        runner.wait(timeout=15)
+        deadline = time.time() + 5
+        while _listening(port) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _listening(port), "nginx still listens after its runner got SIGTERM"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        with contextlib.suppress(ProcessLookupError):  # an nginx left behind (the bug it catches)
+            os.killpg(runner.pid, signal.SIGKILL)

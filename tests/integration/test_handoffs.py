@@ -45,6 +45,13 @@ KEYS = [
     ),
     ApiKey(name="lead", sha256=hash_key("lead-key"), tenant="acme", role="admin"),
     ApiKey(name="globex-agent", sha256=hash_key("globex-agent-key"), tenant="globex", role="agent"),
+    ApiKey(
+        name="intranet",
+        sha256=hash_key("intranet-key"),
+        tenant="acme",
+        slots={"access_level": "internal"},
+        trust_customer_id=True,
+    ),
 ]
 
 
@@ -498,3 +505,60 @@ def suggestions_follow_the_keys_slots(client) -> None:
     # nothing was stored or sent: the conversation holds the customer's turns only
     assert [t.get("from") for t in senior["turns"]] == [None]
     assert ana["customer"] == "c-90" and ana["memories"] == []
+
+
+def test_memories_keep_their_answers_reach_for_every_reader(settings, example_kb, tmp_path):
+    """An internal session's answer, remembered by the idle sweep, is read by a senior agent;
+    a public agent and the customer's public turns never read it (filtered in the store)."""
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app) as client,
+    ):
+        pilot_context = app.state.pilot
+        inside = post(client, "/v1/sessions", "intranet", customer_id="c-5").json()["session_id"]
+        asked = post(
+            client,
+            f"/v1/sessions/{inside}/messages",
+            "intranet",
+            message="Which reason code do I use for a goodwill refund override?",
+        ).json()
+        assert asked["verdict"] == "answered" and "OVR-9" in asked["answer"], asked
+        assert close_idle_sessions(pilot_context, now=time.time() + 86_400) == [inside]
+
+        outside = post(client, "/v1/sessions", "backend", customer_id="c-5").json()["session_id"]
+        post(client, f"/v1/sessions/{outside}/messages", "backend", message="Hello, my refund?")
+        post(client, f"/v1/sessions/{outside}/handoff", "backend", reason="wants a person")
+        public = client.get(f"/v1/handoffs/{outside}", headers=auth("ana")).json()
+        assert public["memories"] == [] and "OVR-9" not in json.dumps(public)
+        senior = client.get(f"/v1/handoffs/{outside}", headers=auth("senior")).json()
+        assert [m["session_id"] for m in senior["memories"]] == [inside]
+        assert "OVR-9" in senior["memories"][0]["resolution"]
+
+        memory, scope = pilot_context.memory, Scope("c-5", "acme")
+        assert memory.recall(scope, "refund override", slots={"access_level": "public"}) == []
+        recalled = memory.recall(scope, "refund override", slots={"access_level": "internal"})
+        assert [m.session_id for m in recalled] == [inside]
+
+
+def test_memories_written_before_they_kept_their_reach_get_it_from_their_turns(pilot):
+    from storage.memory import MEMORIES
+
+    client, pilot_context = pilot
+    memory, scope = pilot_context.memory, Scope("c-6", "acme")
+    inside = post(client, "/v1/sessions", "intranet", customer_id="c-6").json()["session_id"]
+    post(client, f"/v1/sessions/{inside}/messages", "intranet", message="How long does a refund take?")
+    old = {"session_id": inside, "summary": "refund", "resolution": "answered: OVR-9", "sources": []}
+    memory._write(MEMORIES, scope, scope.key("memory", inside), "refund", old)  # as stored before
+    gone = {**old, "session_id": "gone-session"}  # its turns were forgotten: the highest level
+    memory._write(MEMORIES, scope, scope.key("memory", "gone-session"), "refund", gone)
+    assert memory.keep_reach_of_old_memories() == 2
+    assert memory.memories(scope, slots={"access_level": "public"}) == []
+    assert {m.session_id for m in memory.memories(scope, slots={"access_level": "internal"})} == {
+        inside,
+        "gone-session",
+    }
+    assert len(memory.memories(scope)) == 2  # nothing lost
+    assert memory.keep_reach_of_old_memories() == 0

@@ -19,6 +19,8 @@ from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
+from config.settings import ApiKey
+from service.auth import hash_key
 from service.logs import JsonLines
 from service.tracing import TurnTracer
 from tests.helpers import acme_team, bearer, free_port, pilot_over_own_store
@@ -39,9 +41,16 @@ def observed(settings, **changes):
 def service(settings, example_kb, tmp_path):
     """(client, app) of a pilot whose turns' spans go to an in-memory exporter."""
     configured = observed(settings, metrics_port=free_port())
-    with pilot_over_own_store(
-        configured, example_kb, tmp_path / "data", *acme_team(), roles="evidence"
-    ) as (app, _runtime):
+    keys = (
+        *acme_team(),
+        ApiKey(name="ops", sha256=hash_key("ops-key"), role="admin"),  # the deployment's
+        ApiKey(name="lead", sha256=hash_key("globex-lead-key"), tenant="globex", role="admin"),
+        ApiKey(name="backend", sha256=hash_key("globex-backend-key"), tenant="globex"),
+    )
+    with pilot_over_own_store(configured, example_kb, tmp_path / "data", *keys, roles="evidence") as (
+        app,
+        _runtime,
+    ):
         exporter = InMemorySpanExporter()
         app.state.pilot.tracer = TurnTracer.exporting_to(exporter)
         with TestClient(app) as client:
@@ -70,13 +79,13 @@ def ask(client, question: str = QUESTION) -> dict:
 
 def test_metrics_show_turns_by_verdict_steps_waiting_and_refusals(service):
     client, app, _ = service
-    before = samples(client.get("/metrics", headers=bearer("lead")).text)
+    before = samples(client.get("/metrics", headers=bearer("ops")).text)
     answered = ask(client)
     handed = ask(client, "I want to talk to a person")
     assert (answered["verdict"], handed["verdict"]) == ("answered", "handoff")
     for _ in range(3):  # the sessions limit is 3 a minute: two used, one left, then 429s
         client.post("/v1/sessions", json={}, headers=bearer("backend"))
-    scraped = client.get("/metrics", headers=bearer("lead"))
+    scraped = client.get("/metrics", headers=bearer("ops"))
     assert scraped.status_code == 200
     assert scraped.headers["content-type"].startswith("text/plain")
     after = samples(scraped.text)
@@ -102,6 +111,23 @@ def test_metrics_show_turns_by_verdict_steps_waiting_and_refusals(service):
     port = app.state.pilot.settings.observability.metrics_port
     unkeyed = samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
     assert unkeyed[("supportcrew_handoffs_waiting", (("tenant", "acme"),))] == 1
+
+
+def test_a_tenants_admin_reads_only_its_own_tenants_metrics(service):
+    client, _, _ = service
+    for key in ("backend", "globex-backend"):  # a conversation waits in each tenant
+        session = client.post("/v1/sessions", json={}, headers=bearer(key)).json()["session_id"]
+        client.post(f"/v1/sessions/{session}/handoff", json={}, headers=bearer(key))
+    acme = client.get("/metrics", headers=bearer("lead"))
+    assert acme.status_code == 200
+    mine = samples(acme.text)
+    assert mine == {("supportcrew_handoffs_waiting", (("tenant", "acme"),)): 1.0}, mine
+    assert "globex" not in acme.text
+    globex = samples(client.get("/metrics", headers=bearer("globex-lead")).text)
+    assert globex == {("supportcrew_handoffs_waiting", (("tenant", "globex"),)): 1.0}
+    everyone = samples(client.get("/metrics", headers=bearer("ops")).text)
+    assert everyone[("supportcrew_handoffs_waiting", (("tenant", "globex"),))] == 1.0
+    assert everyone[("supportcrew_handoffs_waiting", (("tenant", "acme"),))] == 1.0
 
 
 def test_one_span_a_turn_with_its_steps_inside_it_and_no_customer_words(service):

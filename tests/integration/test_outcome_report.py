@@ -11,44 +11,63 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from config.settings import ApiKey
 from main import app as cli
+from service.auth import hash_key
 from tests.helpers import acme_team, bearer, pilot_over_own_store
 
 pytestmark = pytest.mark.integration
-KEYS = acme_team()
+KEYS = [
+    *acme_team(),
+    ApiKey(
+        name="intranet",
+        sha256=hash_key("intranet-key"),
+        tenant="acme",
+        slots={"access_level": "internal"},
+        trust_customer_id=True,
+    ),
+    ApiKey(
+        name="senior-lead",
+        sha256=hash_key("senior-lead-key"),
+        tenant="acme",
+        role="admin",
+        slots={"access_level": "internal"},
+    ),
+]
 auth = bearer
 
 
-def conversation(client, customer: str, *messages: str) -> tuple[str, list[dict]]:
-    session = client.post(
-        "/v1/sessions", json={"customer_id": customer}, headers=auth("backend")
-    ).json()["session_id"]
+def conversation(
+    client, customer: str | None, *messages: str, key: str = "backend"
+) -> tuple[str, list[dict]]:
+    body = {"customer_id": customer} if customer else {}
+    session = client.post("/v1/sessions", json=body, headers=auth(key)).json()["session_id"]
     replies = [
-        client.post(
-            f"/v1/sessions/{session}/messages", json={"message": m}, headers=auth("backend")
-        ).json()
+        client.post(f"/v1/sessions/{session}/messages", json={"message": m}, headers=auth(key)).json()
         for m in messages
     ]
     return session, replies
 
 
-def rate(client, session: str, turn: int, rating: str) -> None:
+def rate(client, session: str, turn: int, rating: str, key: str = "backend") -> None:
     response = client.post(
         f"/v1/sessions/{session}/feedback",
         json={"turn_index": turn, "rating": rating},
-        headers=auth("backend"),
+        headers=auth(key),
     )
     assert response.status_code == 201, response.text
 
 
 @contextlib.contextmanager
-def served(settings, example_kb, tmp_path, outcome_after_s: float):
+def served(settings, example_kb, tmp_path, outcome_after_s: float, roles: str = "model"):
     """(client, app) of a pilot over its own store at ``tmp_path/data``, whose conversations
     get their outcome ``outcome_after_s`` after they go quiet."""
     pilot = settings.pilot.model_copy(update={"outcome_after_s": outcome_after_s})
     configured = settings.model_copy(update={"pilot": pilot})
     with (
-        pilot_over_own_store(configured, example_kb, tmp_path / "data" / "qdrant", *KEYS) as (
+        pilot_over_own_store(
+            configured, example_kb, tmp_path / "data" / "qdrant", *KEYS, roles=roles
+        ) as (
             app,
             _,
         ),
@@ -137,3 +156,38 @@ def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_k
         catch_up(pilot, time.time() + 7200)
         again = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
         assert [(c["session_id"], c["label"]) for c in again["conversations"]] == [(session, "assumed")]
+
+
+def test_marks_of_anonymous_visitors_are_flagged(settings, example_kb, tmp_path):
+    with served(settings, example_kb, tmp_path, outcome_after_s=0.0, roles="evidence") as (client, _):
+        named, _ = conversation(client, "c-1", "How do I reset my password?")
+        rate(client, named, 0, "up")
+        throwaway = []
+        for _ in range(3):  # ask, mark helpful, leave: what anyone can do without a name
+            session, replies = conversation(client, None, "How do I reset my password?")
+            assert replies[0]["verdict"] == "answered"
+            rate(client, session, 0, "up")
+            throwaway.append(session)
+        public = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+    rows = {c["session_id"]: c for c in public["conversations"]}
+    assert rows[named]["label"] == "confirmed" and rows[named].get("anonymous_mark") is False
+    for session in throwaway:
+        assert rows[session]["label"] == "confirmed" and rows[session].get("anonymous_mark") is True
+        assert "anonymous visitor" in rows[session]["why"]
+    [day] = public["days"]
+    assert day["confirmed"] == 4 and day.get("confirmed_anonymous") == 3
+    assert public["totals"]["confirmed_anonymous"] == 3
+
+
+def test_topics_name_only_the_pages_the_readers_key_may_read(settings, example_kb, tmp_path):
+    with served(settings, example_kb, tmp_path, outcome_after_s=0.0, roles="evidence") as (client, _):
+        inside, replies = conversation(
+            client, "c-5", "Which reason code do I use for a goodwill refund override?", key="intranet"
+        )
+        assert replies[0]["citations"][0]["source_id"] == "internal/runbook-refund-override.md"
+        public = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        senior = client.get("/v1/reports/outcomes", headers=auth("senior-lead")).json()
+    [row] = public["conversations"]
+    assert row["session_id"] == inside and row["topic"] == [] and "runbook" not in str(public)
+    [seen] = senior["conversations"]
+    assert seen["topic"] == ["internal/runbook-refund-override.md"]

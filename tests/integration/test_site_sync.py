@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from config.sources import PathSlots, SourceSettings
@@ -14,7 +17,7 @@ from main import app
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.kb.sync import sync_source
 from tests.conftest import REPO
-from tests.help_site import HelpSite, huge, redirect, slow
+from tests.help_site import HelpSite, huge, redirect, slow, trickle
 
 KB = REPO / "examples" / "kb"
 PUBLIC_PAGES = 23  # examples/kb's Markdown pages outside /internal/
@@ -37,7 +40,7 @@ def source_of(site: HelpSite, path: str = "/sitemap.xml", **more) -> SourceSetti
     return SourceSettings(
         kind="site",
         location=site.url(path),
-        slots=[PathSlots(path="/sso/", tiers=["enterprise"])],
+        slots=more.pop("slots", [PathSlots(path="/sso/", tiers=["enterprise"])]),
         requests_per_second=1000,
         **more,
     )
@@ -275,3 +278,158 @@ def test_the_pilot_resyncs_its_sources_while_it_serves(site, settings, example_k
             assert "3 to 4 business days" in found and "5 to 7 business days" not in found
     finally:
         store.close()
+
+
+RUNBOOK = "/internal/runbook-refund-override.html"  # says OVR-7; robots.txt disallows /internal/
+INTERNAL_RULE = PathSlots(path="/internal/", access="internal")
+
+
+DETOURS = ("public/..", ".", "a/b/../..", "%2E", "x/%2E%2E")
+
+
+@st.composite
+def spellings(draw: st.DrawFn, path: str = RUNBOOK) -> str:
+    """Another spelling of ``path`` a server serves as the same page: unreserved characters
+    percent-encoded (either case of hex), dot segments (``%2E`` dots too) before segments."""
+    spelled = []
+    for segment in path.strip("/").split("/"):
+        if draw(st.booleans()):
+            spelled.append(draw(st.sampled_from(DETOURS)))
+        hex_case = draw(st.sampled_from("xX"))
+        spelled.append("".join(f"%{ord(c):02{hex_case}}" if draw(st.booleans()) else c for c in segment))
+    return "/" + "/".join(spelled)
+
+
+def public_search_finds(kb: KnowledgeBase, settings, needle: str) -> bool:
+    """Whether a search with public slots returns a passage with ``needle``."""
+    from storage.retrieval.retriever import QdrantRetriever
+
+    found = QdrantRetriever(kb=kb).search_queries(
+        ["refund override reason code OVR-7"], {"access_level": "public"}, threshold=0.0
+    )
+    return any(needle in r.text for r in found.results)
+
+
+SPELLING_SETTINGS = settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+
+@SPELLING_SETTINGS
+@given(path=spellings(), scheme=st.sampled_from(["http", "HTTP", "Http"]))
+def test_any_spelling_of_an_internal_page_is_stored_as_internal(site, kb, settings, path, scheme):
+    site.robots = "User-agent: *\nAllow: /\n"
+    listed = site.url(path).replace("http", scheme, 1)
+    site.sitemap_body = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<url><loc>{listed}</loc></url></urlset>"
+    ).encode()
+    report = sync_source(kb, source_of(site, slots=[INTERNAL_RULE]))
+    assert report.complete, report.failures
+    chunks = kb.store.scroll(kb.collection, None, fields=("source_id", "access", "text"))
+    runbook = [c.payload for c in chunks if "OVR-7" in c.payload["text"]]
+    assert runbook and all(c["access"] == "internal" for c in runbook), (path, runbook)
+    assert {c["source_id"] for c in runbook} == {site.url(RUNBOOK)}  # one page, one spelling
+    assert not public_search_finds(kb, settings, "OVR-7")
+
+
+@SPELLING_SETTINGS
+@given(path=spellings())
+def test_no_spelling_or_redirect_reaches_a_page_robots_txt_disallows(site, kb, path):
+    site.add_trap("/moved.html", redirect(site.url(path)), listed=True)
+    site.listed_extra.append(path)
+    site.requests.clear()
+    report = sync_source(kb, source_of(site))
+    assert report.complete, report.failures  # disallowed is not a failure
+    assert not any(p.startswith("/internal/") for p in site.requests), site.requests
+    assert site.url(RUNBOOK) not in stored_pages(kb)
+    assert site.url("/moved.html") not in stored_pages(kb)
+    site.listed_extra.clear()
+
+
+def test_a_redirect_within_the_site_gets_the_slots_of_where_it_lands(site, kb):
+    site.robots = "User-agent: *\nAllow: /\n"
+    site.add_trap("/old-link.html", redirect(RUNBOOK))
+    assert sync_source(kb, source_of(site, slots=[INTERNAL_RULE])).complete
+    stored = kb.store.scroll(kb.collection, None, fields=("source_id", "access"))
+    moved = [r.payload["access"] for r in stored if r.payload["source_id"] == site.url("/old-link.html")]
+    assert moved and set(moved) == {"internal"}
+
+
+TRICKLE_S = 20.0  # a page that sends one byte every quarter second for this long
+
+
+def test_a_page_that_trickles_is_cut_at_its_deadline(site, kb):
+    site.add_trap("/trickle.html", trickle(seconds=TRICKLE_S, every_s=0.25), listed=False)
+    site.sitemaps["/slow.xml"] = ["/trickle.html"]
+    started = time.monotonic()
+    report = sync_source(kb, source_of(site, "/slow.xml", timeout_s=1.0))
+    took = time.monotonic() - started
+    [(url, why)] = report.failures
+    assert url == site.url("/trickle.html") and "timed out" in why
+    assert took < 5.0, f"the sync took {took:.1f} s with a 1 s page deadline"
+
+
+def test_the_sync_command_ends_and_frees_the_store_at_the_page_deadline(site, tmp_path, settings):
+    site.add_trap("/trickle.html", trickle(seconds=TRICKLE_S, every_s=0.25), listed=False)
+    site.sitemaps["/slow.xml"] = ["/billing/refunds.html", "/trickle.html"]
+    location = site.url("/slow.xml")
+    config = {"sources": [{"kind": "site", "location": location, "timeout_s": 1}]}
+    started = time.monotonic()
+    result = run_cli(tmp_path, "sync", config=config)
+    took = time.monotonic() - started
+    assert result.exit_code == 1 and "timed out" in result.output, result.output
+    assert took < TRICKLE_S / 2, f"main.py sync held the store {took:.1f} s with a 1 s deadline"
+    reopened = KnowledgeBase.open(settings, tmp_path / "data")  # the store is free again
+    try:
+        assert list(reopened.stored_sources()) == [site.url("/billing/refunds.html")]
+    finally:
+        reopened.close()
+
+
+def test_two_sources_on_one_site_never_prune_each_others_pages(site, kb):
+    site.sitemaps["/billing.xml"] = [p for p in site.pages if p.startswith("/billing/")]
+    site.sitemaps["/sso.xml"] = [p for p in site.pages if p.startswith("/sso/")]
+    billing, sso = source_of(site, "/billing.xml"), source_of(site, "/sso.xml")
+    for source in (billing, sso, billing, sso):
+        report = sync_source(kb, source)
+        assert report.complete and report.removed == 0, report
+    pages = stored_pages(kb)
+    assert set(site.sitemaps["/billing.xml"] + site.sitemaps["/sso.xml"]) == {
+        url.removeprefix(site.url("")) for url in pages
+    }
+    # each prunes its own: a billing page gone from its sitemap goes, the SSO pages stay
+    gone = site.sitemaps["/billing.xml"].pop()
+    assert sync_source(kb, billing).removed == 1
+    assert site.url(gone) not in stored_pages(kb)
+    assert all(site.url(p) in stored_pages(kb) for p in site.sitemaps["/sso.xml"])
+
+
+def test_pages_stored_before_sources_were_stamped_are_claimed_not_pruned(site, kb):
+    """A store from before: two sources' pages on one site, no stamp of either."""
+    site.sitemaps["/billing.xml"] = [p for p in site.pages if p.startswith("/billing/")]
+    site.sitemaps["/sso.xml"] = [p for p in site.pages if p.startswith("/sso/")]
+    billing, sso = source_of(site, "/billing.xml"), source_of(site, "/sso.xml")
+    for source in (billing, sso):
+        assert sync_source(kb, source).complete
+    from storage.kb.documents import Document
+
+    unstamped = [
+        Document(source_id=url, title="t", text=chunk_texts(kb, url), url=url, origin=url)
+        for url in stored_pages(kb)
+    ]
+    for doc in unstamped:
+        kb.remove(doc.source_id)
+    from storage.kb.ingest import IngestReport, ingest_documents
+
+    ingest_documents(kb, unstamped, IngestReport())
+    assert not any(p.get("sync_source") for p in stored_pages(kb).values())
+    before = set(stored_pages(kb))
+    assert sync_source(kb, billing).removed == 0  # the SSO pages are not billing's to prune
+    assert set(stored_pages(kb)) == before
+    assert sync_source(kb, sso).removed == 0
+    owners = {p.get("sync_source") for p in stored_pages(kb).values()}
+    assert owners == {site.url("/billing.xml"), site.url("/sso.xml")}

@@ -25,13 +25,16 @@ IDENTITY_ENV = "ACME_WIDGET_IDENTITY_SECRET"
 IDENTITY_SECRET = "site-secret-" + "s" * 40
 WIDGET = widget_key("site", "pk_live_acme", [SITE], IDENTITY_ENV)
 ANONYMOUS_WIDGET = widget_key("docs-site", "pk_live_docs", ["https://docs.acme.example"])
+# a second site of the tenant, its tokens signed with the same secret
+SHOP = "https://shop.acme.example"
+SHOP_WIDGET = widget_key("shop", "pk_live_shop", [SHOP], IDENTITY_ENV)
 
 
 @pytest.fixture
 def client(settings, example_kb, tmp_path, monkeypatch):
     monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
     monkeypatch.setenv(IDENTITY_ENV, IDENTITY_SECRET)
-    keys = (*acme_team(), WIDGET, ANONYMOUS_WIDGET)
+    keys = (*acme_team(), WIDGET, ANONYMOUS_WIDGET, SHOP_WIDGET)
     with (
         pilot_over_own_store(settings, example_kb, tmp_path / "data", *keys, roles="evidence") as (
             app,
@@ -135,6 +138,31 @@ def test_a_signed_customer_token_names_the_visitor_once(client):
     replayed = client.post("/v1/widget/sessions", json={"customer_token": token}, headers=from_site())
     assert replayed.status_code == 403
     assert "already opened a session" in replayed.json()["error"]["message"]
+
+
+def test_a_customer_token_opens_one_session_in_its_tenant_whichever_widget(client):
+    token = customer_token("cust-43")
+    assert open_widget_session(client, customer_token=token)["customer_id"] == "cust-43"
+    replayed = client.post(
+        "/v1/widget/sessions", json={"customer_token": token}, headers=from_site("pk_live_shop", SHOP)
+    )
+    assert replayed.status_code == 403, replayed.text
+    assert "already opened a session" in replayed.json()["error"]["message"]
+
+
+def test_a_token_spent_before_tokens_were_spent_per_tenant_stays_spent(client):
+    from service.widget_tokens import SPENT
+    from storage.qdrant.store import PointData
+
+    spent = client.app.state.pilot.spent_tokens
+    token = customer_token("cust-44")
+    jti = jwt.decode(token, options={"verify_signature": False})["jti"]
+    legacy = {"key": f"acme/site/{jti}", "claim": "x", "hour": str(int(time.time() // 3600))}
+    spent.store.upsert(SPENT, [PointData(id=str(uuid.uuid4()), dense=spent.vector, payload=legacy)])
+    replayed = client.post(
+        "/v1/widget/sessions", json={"customer_token": token}, headers=from_site("pk_live_shop", SHOP)
+    )
+    assert replayed.status_code == 403 and "already opened" in replayed.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -246,10 +274,10 @@ def test_spent_token_records_go_once_their_tokens_have_expired(client):
     pilot = client.app.state.pilot
     spent = pilot.spent_tokens
     an_hour_ago = time.time() - 3600
-    assert spent.spend("acme", "site", "old-token", expires_at=an_hour_ago - 60)
-    assert spent.spend("acme", "site", "live-token", expires_at=time.time() + 300)
+    assert spent.spend("acme", "old-token", expires_at=an_hour_ago - 60)
+    assert spent.spend("acme", "live-token", expires_at=time.time() + 300)
     forget_spent_tokens(pilot)
     kept = {r.payload["key"] for r in spent.store.scroll(SPENT)}
-    assert "acme/site/live-token" in kept and "acme/site/old-token" not in kept
+    assert '["acme", "live-token"]' in kept and '["acme", "old-token"]' not in kept
     # a live token stays spent: its replay is still refused
-    assert not spent.spend("acme", "site", "live-token", expires_at=time.time() + 300)
+    assert not spent.spend("acme", "live-token", expires_at=time.time() + 300)

@@ -38,6 +38,9 @@ DOCTESTED = (
     "service.rate_limits",
     "tasks.page_choice",
     "tasks.handoff_intent",
+    "storage.kb.sources.urls",
+    "storage.retrieval.filters",
+    "service.articles",
 )
 
 

@@ -9,6 +9,12 @@
 * the main content is extracted with trafilatura (navigation, footers and cookie banners
   stay out; headings kept as Markdown, so chunks keep their sections); the page URL is the
   document id and its citation;
+* every URL (sitemap entries, links, redirect targets) is normalised first (RFC 3986:
+  ``storage/kb/sources/urls.py``), so the same-site check, ``robots.txt`` and the slot rules
+  see the page the server will serve; a redirect is checked like a link (on the site, not
+  disallowed) and the slot rules apply to where it lands;
+* a page has ``timeout_s`` in all (the whole response, redirects included, not each read):
+  a server that trickles bytes cannot hold the sync;
 * a page that fails (a 404, a timeout, a redirect off the site, over the size cap, not HTML)
   is reported by URL and the fetch is incomplete: the caller then prunes nothing;
 * crawling from a start URL, the pages stored before are asked for too (an unchanged page's
@@ -27,13 +33,14 @@ import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urldefrag, urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
 
 import httpx
 
-from config.sources import SourceSettings, path_slots
+from config.sources import SourceSettings
 from storage.kb.documents import Document
+from storage.kb.sources.urls import comparable_path, normal_url, page_slots, same_site
 
 USER_AGENT = "supportcrew-sync/1.0"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -42,6 +49,10 @@ MAX_SITEMAPS = 50  # sitemaps of one sitemap index followed
 
 class SiteError(ValueError):
     """The site cannot be synced at all (its sitemap or robots.txt); the message says why."""
+
+
+class Disallowed(ValueError):
+    """A redirect into a path ``robots.txt`` disallows: the page is not fetched."""
 
 
 @dataclass
@@ -68,24 +79,20 @@ class SiteFetch:
 
 
 def page_id(url: str) -> str:
-    """A page's id: its URL without the fragment.
+    """A page's id: its URL normalised, without the fragment (ValueError: not a page URL).
 
-    >>> page_id("https://help.example.com/billing/refunds.html#annual")
+    >>> page_id("https://Help.example.com/billing/./refunds.html#annual")
     'https://help.example.com/billing/refunds.html'
     """
-    return urldefrag(url)[0]
+    return normal_url(urldefrag(url)[0])
 
 
-def same_origin(url: str, root: str) -> bool:
-    """Whether ``url`` is on ``root``'s scheme, host and port.
-
-    >>> same_origin("https://help.example.com/a", "https://help.example.com/sitemap.xml")
-    True
-    >>> same_origin("https://evil.example.net/a", "https://help.example.com/")
-    False
-    """
-    a, b = urlsplit(url), urlsplit(root)
-    return (a.scheme, a.netloc) == (b.scheme, b.netloc)
+def robots_allow(robots: RobotFileParser, url: str) -> bool:
+    """Whether ``robots.txt`` lets us fetch ``url``, under its own spelling and under the loose
+    one the slot rules match (``/Internal/`` is refused where ``/internal/`` is)."""
+    parts = urlsplit(url)
+    loose = urlunsplit((parts.scheme, parts.netloc, comparable_path(parts.path), parts.query, ""))
+    return robots.can_fetch(USER_AGENT, url) and robots.can_fetch(USER_AGENT, loose)
 
 
 def sitemap_urls(xml: bytes, where: str) -> tuple[list[str], list[str]]:
@@ -121,7 +128,7 @@ def page_links(html: str, base: str) -> list[str]:
         tree = lxml_html.fromstring(html)
     except (ValueError, TypeError):
         return []
-    return [page_id(urljoin(base, href)) for href in tree.xpath("//a/@href") if isinstance(href, str)]
+    return [urljoin(base, href) for href in tree.xpath("//a/@href") if isinstance(href, str)]
 
 
 def extract(html: str, url: str) -> tuple[str, str]:
@@ -167,37 +174,60 @@ class _Fetcher:
         self.pacer = _Pacer(source.requests_per_second)
         self.gate = asyncio.Semaphore(source.concurrency)
         self.requests = 0
+        self.robots: RobotFileParser | None = None  # once read, redirects are held to it
 
-    async def get(self, url: str, headers: Mapping[str, str] | None = None) -> httpx.Response:
-        """One GET on the site (redirects followed only on the site), its body read up to the
-        size cap; raises ValueError naming what is wrong."""
+    async def get(
+        self, url: str, headers: Mapping[str, str] | None = None
+    ) -> tuple[httpx.Response, str]:
+        """One GET on the site and the URL it ended at: redirects followed like links (on the
+        site, allowed by robots.txt), the body read up to the size cap, all of it within
+        ``timeout_s`` (the pacer's waits not counted); ValueError naming what is wrong,
+        TimeoutError past the deadline."""
+        loop = asyncio.get_running_loop()
         async with self.gate:
+            left = self.source.timeout_s
             for _ in range(5):
                 await self.pacer.wait()
                 self.requests += 1
-                async with self.client.stream("GET", url, headers=headers) as response:
-                    if response.has_redirect_location:
-                        target = urljoin(url, response.headers.get("location", ""))
-                        if not same_origin(target, self.source.location):
-                            raise ValueError(f"redirected off the site to {target}")
-                        url = target
-                        continue
-                    cap = self.source.max_page_bytes
-                    declared = response.headers.get("content-length", "")
-                    if declared.isdigit() and int(declared) > cap:
-                        raise ValueError(f"over the size cap ({declared} > {cap} bytes)")
-                    body = bytearray()
-                    async for piece in response.aiter_bytes():
-                        body.extend(piece)
-                        if len(body) > cap:
-                            raise ValueError(f"over the size cap ({cap} bytes)")
-                    return httpx.Response(
-                        response.status_code,
-                        headers=response.headers,
-                        content=bytes(body),
-                        request=response.request,
-                    )
+                started = loop.time()
+                async with asyncio.timeout(left):
+                    response, target = await self._once(url, headers)
+                left -= loop.time() - started
+                if response is not None:
+                    return response, url
+                url = target
             raise ValueError("too many redirects")
+
+    async def _once(
+        self, url: str, headers: Mapping[str, str] | None
+    ) -> tuple[httpx.Response | None, str]:
+        """(the response, ``url``), or (None, where a redirect points, checked like a link)."""
+        async with self.client.stream("GET", url, headers=headers) as response:
+            if response.has_redirect_location:
+                target = normal_url(urljoin(url, response.headers.get("location", "")))
+                if not same_site(target, self.source.location):
+                    raise ValueError(f"redirected off the site to {target}")
+                if self.robots is not None and not robots_allow(self.robots, target):
+                    raise Disallowed(f"redirected to {target}, which robots.txt disallows")
+                return None, target
+            cap = self.source.max_page_bytes
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise ValueError(f"over the size cap ({declared} > {cap} bytes)")
+            body = bytearray()
+            async for piece in response.aiter_bytes():
+                body.extend(piece)
+                if len(body) > cap:
+                    raise ValueError(f"over the size cap ({cap} bytes)")
+            return (
+                httpx.Response(
+                    response.status_code,
+                    headers=response.headers,
+                    content=bytes(body),
+                    request=response.request,
+                ),
+                url,
+            )
 
 
 async def _robots(fetcher: _Fetcher, root: str) -> RobotFileParser:
@@ -205,12 +235,13 @@ async def _robots(fetcher: _Fetcher, root: str) -> RobotFileParser:
     parts = urlsplit(root)
     url = f"{parts.scheme}://{parts.netloc}/robots.txt"
     try:
-        response = await fetcher.get(url)
-    except (httpx.HTTPError, ValueError) as exc:
+        response, _ = await fetcher.get(url)
+    except (httpx.HTTPError, ValueError, TimeoutError) as exc:
         raise SiteError(f"{url}: cannot be read ({exc or type(exc).__name__})") from None
     if response.status_code >= 500:
         raise SiteError(f"{url}: HTTP {response.status_code} (a site's robots.txt must be readable)")
     parser.parse(response.text.splitlines() if response.status_code == 200 else [])
+    fetcher.robots = parser
     return parser
 
 
@@ -220,14 +251,14 @@ async def _sitemap(fetcher: _Fetcher, url: str) -> list[str]:
         where = pending.pop(0)
         read += 1
         try:
-            response = await fetcher.get(where)
-        except (httpx.HTTPError, ValueError) as exc:
+            response, _ = await fetcher.get(where)
+        except (httpx.HTTPError, ValueError, TimeoutError) as exc:
             raise SiteError(f"{where}: {exc or type(exc).__name__}") from None
         if response.status_code != 200:
             raise SiteError(f"{where}: HTTP {response.status_code}")
         found, nested = sitemap_urls(response.content, where)
         pages.extend(found)
-        pending.extend(u for u in nested if same_origin(u, url))
+        pending.extend(u for u in nested if same_site(u, url))
     return pages
 
 
@@ -252,9 +283,12 @@ class _Crawl:
     async def page(self, fetcher: _Fetcher, url: str) -> str:
         """Fetch one page into ``found``; its HTML ("" when none)."""
         try:
-            response = await fetcher.get(url, self.conditional(url))
-        except httpx.TimeoutException:
-            self.found.failures.append((url, f"timed out after {self.source.timeout_s:g} s"))
+            response, landed = await fetcher.get(url, self.conditional(url))
+        except (httpx.TimeoutException, TimeoutError):
+            self.found.failures.append((url, f"timed out: not whole within {self.source.timeout_s:g} s"))
+            return ""
+        except Disallowed:
+            self.found.disallowed.append(url)
             return ""
         except (httpx.HTTPError, ValueError) as exc:
             self.found.failures.append((url, str(exc) or type(exc).__name__))
@@ -288,7 +322,7 @@ class _Crawl:
                 title=title,
                 text=text,
                 url=url,
-                metadata=path_slots(self.source.slots, urlsplit(url).path),
+                metadata=page_slots(self.source.slots, landed),
                 origin=url,
                 validators=validators,
             )
@@ -296,11 +330,12 @@ class _Crawl:
         return html
 
     def allowed(self, robots: RobotFileParser, urls: Iterable[str]) -> list[str]:
+        """``urls`` normalised, once each, on the site and not disallowed (those noted)."""
         kept: list[str] = []
-        for url in dict.fromkeys(page_id(u) for u in urls):
-            if not same_origin(url, self.source.location):
+        for url in dict.fromkeys(_page_ids(urls)):
+            if not same_site(url, self.source.location):
                 continue
-            if not robots.can_fetch(USER_AGENT, url):
+            if not robots_allow(robots, url):
                 self.found.disallowed.append(url)
                 continue
             kept.append(url)
@@ -346,6 +381,15 @@ class _Crawl:
                         queued.add(link)
                         queue.append(link)
                         self.unlinked.discard(link)
+
+
+def _page_ids(urls: Iterable[str]) -> Iterable[str]:
+    """The page ids of ``urls``; one that is no page URL (no host, a bad port) is left out."""
+    for url in urls:
+        try:
+            yield page_id(url)
+        except ValueError:
+            continue
 
 
 def fetch_site(

@@ -1,0 +1,166 @@
+"""A publishable widget key serves every visitor of a site: one visitor (a session token, a
+client address) has a budget of its own and cannot spend the site's. Every route a session
+token can call is counted, search and feedback included. The client address behind the
+proxy is the one it forwards, and only from a proxy the configuration trusts."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from service.widget_tokens import SESSION_SECRET_ENV
+from tests.helpers import acme_team, pilot_over_own_store, running_server, widget_key
+
+pytestmark = pytest.mark.integration
+SITE = "https://help.acme.example"
+WIDGET = widget_key("site", "pk_live_acme", [SITE])
+FLOODER, NEIGHBOUR = ("203.0.113.7", 40_000), ("198.51.100.4", 40_001)
+EMOJI = "\U0001f600" * 8000  # 32,000 bytes of UTF-8: the probe's waiting message
+
+
+def configured(settings, **pilot):
+    return settings.model_copy(update={"pilot": settings.pilot.model_copy(update=pilot)})
+
+
+@pytest.fixture
+def widget_app(settings, example_kb, tmp_path, monkeypatch):
+    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
+    # the key's day of message bytes: what one visitor drained before (the issue's probe)
+    limits = settings.pilot.limits.model_copy(update={"message_bytes": "150000/day"})
+    with pilot_over_own_store(
+        configured(settings, limits=limits),
+        example_kb,
+        tmp_path / "data",
+        *acme_team(),
+        WIDGET,
+        roles="evidence",
+    ) as (app, _):
+        yield app
+
+
+def visitor(app, address: tuple[str, int]) -> TestClient:
+    return TestClient(app, client=address)
+
+
+def open_session(client: TestClient) -> tuple[str, dict[str, str]]:
+    opened = client.post(
+        "/v1/widget/sessions", json={}, headers={"Authorization": "Bearer pk_live_acme", "Origin": SITE}
+    )
+    assert opened.status_code == 201, opened.text
+    body = opened.json()
+    return body["session_id"], {"Authorization": f"Bearer {body['token']}", "Origin": SITE}
+
+
+def test_one_visitor_cannot_spend_the_widgets_day(widget_app):
+    with TestClient(widget_app):  # the service starts
+        flood = visitor(widget_app, FLOODER)
+        refused = None
+        for _ in range(4):  # sessions handed off, then waiting messages of 32 kB each
+            session, token = open_session(flood)
+            flood.post(f"/v1/sessions/{session}/handoff", json={}, headers=token)
+            for _ in range(8):
+                sent = flood.post(
+                    f"/v1/sessions/{session}/messages", json={"message": EMOJI}, headers=token
+                )
+                if sent.status_code == 429:
+                    refused = sent.json()["error"]
+                    break
+            if refused:
+                break
+        assert refused is not None and refused["limit"] == "message_bytes"
+        assert refused.get("per") in ("address", "session"), refused  # the visitor's, not the key's
+        # another visitor of the site is answered as before
+        session, token = open_session(visitor(widget_app, NEIGHBOUR))
+        said = visitor(widget_app, NEIGHBOUR).post(
+            f"/v1/sessions/{session}/messages",
+            json={"message": "How long does a refund take?"},
+            headers=token,
+        )
+        assert said.status_code == 200, said.text
+        assert said.json()["verdict"] == "answered"
+
+
+def test_search_and_feedback_of_a_session_token_are_counted(widget_app):
+    with TestClient(widget_app):
+        client = visitor(widget_app, FLOODER)
+        session, token = open_session(client)
+        searched = [
+            client.post("/v1/search", json={"query": "refund"}, headers=token).status_code
+            for _ in range(31)
+        ]
+        assert searched[:30] == [200] * 30 and searched[30] == 429, searched
+        said = client.post(
+            f"/v1/sessions/{session}/messages",
+            json={"message": "How long does a refund take?"},
+            headers=token,
+        )
+        assert said.status_code == 200, said.text
+        rated = [
+            client.post(
+                f"/v1/sessions/{session}/feedback",
+                json={"turn_index": 0, "rating": "up", "comment": "x" * 2000},
+                headers=token,
+            ).status_code
+            for _ in range(21)
+        ]
+        assert rated[:20] == [201] * 20 and rated[20] == 429, rated
+        # the other visitor still searches and rates
+        _, other = open_session(visitor(widget_app, NEIGHBOUR))
+        found = visitor(widget_app, NEIGHBOUR).post(
+            "/v1/search", json={"query": "refund"}, headers=other
+        )
+        assert found.status_code == 200
+
+
+def test_a_widget_keys_own_limits_replace_the_defaults(settings, example_kb, tmp_path, monkeypatch):
+    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
+    small = WIDGET.model_copy(update={"limits": {"sessions": "2/minute"}})
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", small, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app),
+    ):
+        for n in range(2):
+            open_session(visitor(app, (f"192.0.2.{n}", 1)))
+        third = visitor(app, ("192.0.2.9", 1)).post(
+            "/v1/widget/sessions",
+            json={},
+            headers={"Authorization": "Bearer pk_live_acme", "Origin": SITE},
+        )
+        assert third.status_code == 429 and third.json()["error"]["per"] == "key"
+
+
+@pytest.mark.parametrize(("trusted", "apart"), [(["127.0.0.1"], True), ([], False)])
+def test_the_forwarded_address_counts_only_from_a_trusted_proxy(
+    settings, example_kb, tmp_path, monkeypatch, trusted, apart
+):
+    """Behind nginx (a trusted proxy on loopback) each forwarded address is its own visitor;
+    from an untrusted peer the header is ignored and the peer is the visitor."""
+    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
+    visitors = settings.pilot.visitor_limits.model_copy(update={"sessions": "2/hour"})
+    with (
+        pilot_over_own_store(
+            configured(settings, visitor_limits=visitors, trusted_proxies=trusted),
+            example_kb,
+            tmp_path / "data",
+            WIDGET,
+            roles="evidence",
+        ) as (app, _),
+        running_server(app) as (base, _server),
+    ):
+        statuses = [
+            httpx.post(
+                f"{base}/v1/widget/sessions",
+                json={},
+                headers={
+                    "Authorization": "Bearer pk_live_acme",
+                    "Origin": SITE,
+                    "X-Forwarded-For": f"203.0.113.{n}",
+                },
+            ).status_code
+            for n in range(4)
+        ]
+    assert statuses == ([201] * 4 if apart else [201, 201, 429, 429]), statuses
