@@ -239,7 +239,7 @@ def test_a_bug_in_a_turn_is_a_500_with_the_error_message_not_an_outage(client, s
     def broken(*_args, **_kwargs):
         raise KeyError("chunk_id")
 
-    monkeypatch.setattr("tasks.decision.assess", broken)
+    monkeypatch.setattr("tasks.decision.read_phrasing", broken)
     for accept in ("application/json", "text/event-stream"):
         response = client.post(
             f"/v1/sessions/{session}/messages",

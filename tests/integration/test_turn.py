@@ -272,7 +272,7 @@ def test_a_bug_is_a_logged_error_not_a_connection_problem(
     def broken(*_args, **_kwargs):
         raise KeyError("chunk_id")
 
-    monkeypatch.setattr("tasks.decision.assess", broken)
+    monkeypatch.setattr("tasks.decision.read_phrasing", broken)
     with caplog.at_level(logging.ERROR, logger="agents.turn"):
         result = ask(runtime, "How long does a refund take?")
     assert result.verdict == "error" and result.answer == settings.messages.error
