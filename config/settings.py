@@ -35,6 +35,7 @@ DEFAULT_CONFIG_PATH = Path(__file__).with_name("assistant.yaml")
 FITTED_DECISION = Path(__file__).resolve().parent.parent / "storage" / "kb" / "assets" / "decision"
 FITTED_ANSWERABILITY = FITTED_DECISION / "gate.yaml"
 FITTED_PAGE_CHOICE = FITTED_DECISION / "page_choice.yaml"
+FITTED_QUOTE = FITTED_DECISION / "quote.yaml"
 
 Pipeline = Literal["bm25", "dense", "hybrid", "dense+late", "hybrid+late"]
 PIPELINES: tuple[str, ...] = ("bm25", "dense", "hybrid", "dense+late", "hybrid+late")
@@ -219,13 +220,32 @@ def fitted_page_choice() -> PageChoiceModel:
     return PageChoiceModel.model_validate(yaml.safe_load(FITTED_PAGE_CHOICE.read_text()))
 
 
+class QuoteModel(LinearModel):
+    """Which units of the answering passage an extractive answer quotes
+    (tasks/quote_model.py): ``sigmoid(bias + sum(weight * (feature - mean) / scale))`` per
+    unit, fitted on the evidence spans agents grounded their replies on by
+    ``training/quote_fit.py`` into storage/kb/assets/decision/quote.yaml; with no ``weights``
+    the window reading's focus picks."""
+
+    bias: float = 0.0
+
+
+def fitted_quote() -> QuoteModel:
+    """The shipped quote model (storage/kb/assets/decision/quote.yaml; none fitted: the
+    window reading picks)."""
+    if not FITTED_QUOTE.exists():
+        return QuoteModel()
+    return QuoteModel.model_validate(yaml.safe_load(FITTED_QUOTE.read_text()))
+
+
 class EvidenceSettings(_Strict):
     """The evidence checks: the answerability gate and the support check of answer sentences.
 
     ``page_choice`` picks the page among the candidates; ``answerability`` (a logistic model over
     the chosen page's evidence features, the cross-encoder's reading of it and the codes it
     explains, its ``answer_at`` fitted for ``target_precision``) decides whether it answers
-    (``tasks/decision.py``). ``target_precision``: the share of answers that must cite a page
+    (``tasks/decision.py``); ``quote`` picks the sentences of that page an extractive answer
+    quotes. ``target_precision``: the share of answers that must cite a page
     that answers. ``model_dir``: the answerability cross-encoder (None: the shipped one).
     ``support_*``: an answer sentence needs this late-interaction score (MaxSim mean over its
     word pieces) and this share of its content words in the passage it leans on; one that
@@ -235,6 +255,7 @@ class EvidenceSettings(_Strict):
     target_precision: float = Field(0.95, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
     page_choice: PageChoiceModel = Field(default_factory=fitted_page_choice)
+    quote: QuoteModel = Field(default_factory=fitted_quote)
     model_dir: Path | None = None
     support_semantic: float = Field(0.8, ge=0, le=1)
     support_lexical: float = Field(0.6, ge=0, le=1)
@@ -246,7 +267,11 @@ class EvidenceSettings(_Strict):
     def reads_learned(self) -> bool:
         """Whether a turn runs the learned cross-encoder: a feature of the gate or of the
         page choice."""
-        return LEARNED_FEATURE in (*self.answerability.features, *self.page_choice.features)
+        return LEARNED_FEATURE in (
+            *self.answerability.features,
+            *self.page_choice.features,
+            *self.quote.features,
+        )
 
 
 class LlmSettings(_Strict):

@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from config.settings import EvidenceSettings
-from tasks.answerability_model import windows
 from tasks.courtesy import subject, subject_words
 from tasks.decision_features import MessageFeatures
 from tasks.evidence import EvidenceScorer
@@ -53,7 +52,6 @@ SHORT_ANSWER = 25  # ... or when the answer so far is shorter than this many wor
 RANK_WEIGHT = 0.5  # the passage's own relevance counts this much in choosing the answering one
 OWN_WORDS = 0.5  # a follow-up's own words lead its quote when a window holds this share of them
 HEADING_WEIGHT = 0.25  # the share of the question's terms in the headings above a unit counts this much
-READING_SHARE = 0.1  # the window reading's focus beside the cross-encoder's, in a learned quote
 
 
 @dataclass(frozen=True)
@@ -285,24 +283,3 @@ def quote(focus: Focus, question: str = "", max_words: int = ANSWER_WORDS) -> li
         picked.append(index)
         words += len(unit.text.split())
     return [units[i].text for i in picked]
-
-
-def learned_focus(scorer: EvidenceScorer, question: str, focus: Focus, title: str = "") -> Focus:
-    """Each unit's focus as the cross-encoder reads it: the highest probability of a window
-    (``tasks.answerability_model.windows``, what it was trained on: the sentences an agent
-    grounded a reply on against the page's other windows) that holds the unit, plus the
-    window reading's focus scaled to at most ``READING_SHARE`` (it breaks the model's ties).
-    Windows already read for the decision are not read again (the scorer keeps them)."""
-    spans = windows(focus.units, title)
-    if not spans:
-        return focus
-    probabilities = scorer.answerable(question, [w.text for w in spans])
-    learned = [0.0] * len(focus.units)
-    for span, probability in zip(spans, probabilities, strict=True):
-        for index in range(span.first, span.last):
-            learned[index] = max(learned[index], probability)
-    top = max(focus.focus, default=0.0) or 1.0
-    return replace(
-        focus,
-        focus=tuple(p + READING_SHARE * f / top for p, f in zip(learned, focus.focus, strict=True)),
-    )

@@ -18,8 +18,9 @@ in three stages, each a function of the one before:
                ``answer_at`` answer, below ``refuse_below`` refuse, between them suggest
                (a judge model, where one is configured, weighs in); a phrasing the
                conversation's page answers wins (``settle``)
-    3. quote   for an answer, the sentences of the chosen passage an extractive answer quotes
-               (``tasks/answerability.quote``)
+    3. quote   for an answer, the sentences of the chosen passage an extractive answer quotes:
+               the quote model (quote.yaml, ``tasks/quote_model.py``) weighs each unit's
+               reading, and ``tasks/answerability.quote`` quotes from the most probable one
 
 The :class:`~tasks.schemas.Decision` carries all three; the trace keeps it whole, and
 ``training/`` fits the page choice and the gate by settling the very readings the product
@@ -45,6 +46,7 @@ from tasks.decision_features import (
     CandidateFeatures,
     GateFeatures,
     PhrasingReading,
+    UnitFeatures,
     check_model,
 )
 from tasks.evidence import EvidenceScorer
@@ -52,6 +54,7 @@ from tasks.facts import explained_codes, undocumented_codes
 from tasks.judging import as_the_pages_read
 from tasks.operating_points import linear_terms, logistic_probability, operating_points
 from tasks.page_choice import PageExtras, candidate_indices, choose, page_rows
+from tasks.quote_model import quote_focus
 from tasks.schemas import Decision, DecisionAction, Passage
 
 _ACTION_RANK: dict[DecisionAction, int] = {"answer": 2, "suggest": 1, "refuse": 0, "handoff": 0}
@@ -76,6 +79,9 @@ def check_models(evidence: EvidenceSettings) -> None:
         evidence.page_choice.features,
         CandidateFeatures,
         "page choice (storage/kb/assets/decision/page_choice.yaml)",
+    )
+    check_model(
+        evidence.quote.features, UnitFeatures, "quote model (storage/kb/assets/decision/quote.yaml)"
     )
 
 
@@ -247,5 +253,8 @@ def decide(
     if message and message != decision.question:  # the message's own words pick too
         own = as_the_pages_read(scorer, message, [text])
         where = refocus(scorer, where, decision.question, own, text)
+    where = quote_focus(
+        scorer, settings.evidence.quote, decision.question, where, passages[decision.passage_index].title
+    )
     picked = quote(where, decision.question, settings.evidence.answer_words)
     return decision.model_copy(update={"quote": picked})

@@ -99,7 +99,22 @@ class PhrasingReading(_Frozen):
     candidates: list[Candidate] = Field(default_factory=list)
 
 
-FeatureRecord = CandidateFeatures | GateFeatures
+class UnitFeatures(_Frozen):
+    """One unit (sentence, list item) of the answering passage as the quote weighs it
+    (``tasks/quote_model.py``)."""
+
+    reading: float = 0.0  # its window-reading focus as a share of the passage's best
+    best_reading: float = 0.0  # 1: the best-focused unit
+    learned: float = 0.0  # the cross-encoder's highest probability of a window holding it
+    learned_share: float = 0.0  # that as a share of the passage's highest
+    best_learned: float = 0.0  # 1: a unit of the cross-encoder's best window
+    item: float = 0.0  # 1: a list item
+    after_lead_in: float = 0.0  # 1: the unit before it ends with ":"
+    words: float = 0.0  # log(1 + its words)
+    position: float = 0.0  # its place in the passage, 0 (first) .. 1 (last)
+
+
+FeatureRecord = CandidateFeatures | GateFeatures | UnitFeatures
 
 
 def value(features: FeatureRecord, name: str) -> float:

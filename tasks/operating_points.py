@@ -19,7 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from config.settings import AnswerabilityModel, EvidenceSettings, LinearModel, OperatingPoint
+from config.settings import (
+    AnswerabilityModel,
+    EvidenceSettings,
+    LinearModel,
+    OperatingPoint,
+    QuoteModel,
+)
 from tasks.decision_features import FeatureRecord, value
 
 
@@ -41,9 +47,9 @@ def sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-def logistic_probability(model: AnswerabilityModel, features: FeatureRecord) -> float:
+def logistic_probability(model: AnswerabilityModel | QuoteModel, features: FeatureRecord) -> float:
     """``sigmoid(bias + sum(weight * (feature - mean) / scale))``: the probability that the
-    passages answer, from a reading's features."""
+    passages answer, from a reading's features (or that a unit is what to quote)."""
     return sigmoid(model.bias + sum(linear_terms(model, features).values()))
 
 

@@ -2,15 +2,18 @@
 write storage/kb/assets/decision/{page_choice,gate}.yaml.
 
 Reads the rows of ``training/decision_rows.py``: the doc2dial training pack's question turns
-of folds the cross-encoder was not trained on, in their conversations, and the real questions
+in their conversations (the shipped cross-encoder never saw the pack), and the real questions
 of the dev answer sets, each with its unanswerable twin; each row holds the readings the
 product's decision made (``tasks/decision_features.py``). Everything here settles those
 records with ``tasks.decision.settle``, the function the turn calls, so what is fitted is what
 runs.
 
-1. **Page choice**: a logistic regression over each candidate's features (``FEATURES``), a
-   candidate labelled right when its page answers the turn; rows of every phrasing of an
-   answerable turn with a right candidate and another one.
+1. **Page choice** (``--refit-page-choice``; by default the shipped one is kept and measured):
+   a logistic regression over each candidate's features (``FEATURES``), a candidate labelled
+   right when its page answers the turn; rows of every phrasing of an answerable turn with a
+   right candidate and another one. The pack's ``conversation`` feature marks the page of the
+   dialogue's earlier gold turns, and pack dialogues rarely change page, so a refit leans on it
+   (held out 0.996 on the pack) and keeps a follow-up that names another page on the old one.
 2. **Gate**: with that page choice, each phrasing's chosen candidate gives the gate's features
    (``GateFeatures``), labelled right when the turn is answerable and the chosen page answers
    it (an answer from another page is as wrong as an answer to a twin); a logistic
@@ -18,7 +21,9 @@ runs.
 3. **Operating points**: every turn settled with the held-out models gives a probability and
    a page; ``answer_at`` is the lowest threshold from which every point of the pack's held-out
    risk-coverage curve reaches ``evidence.target_precision``, ``refuse_below`` the same for
-   ``target_precision - UNDECIDED_DROP``.
+   ``target_precision - UNDECIDED_DROP``. Where the curve never reaches the target (the
+   cross-encoder limits it), ``answer_at`` is the threshold with the most right answers less
+   ``WRONG_COST`` per wrong answer, ``refuse_below`` the same at a cost of one.
 
 Held out means grouped cross-validation (``SPLITS`` folds): a pack turn is held out with every
 turn about the same group of pages (``training/dialogue_pack.page_groups``), a dev question
@@ -64,6 +69,9 @@ SPLITS = 5
 SEED = 13
 CURVE_POINTS = 101
 UNDECIDED_DROP = 0.05
+# a wrong answer costs a support team as much as this many hand-offs to a person (between
+# refuse_below and answer_at the customer is still offered the page and a person)
+WRONG_COST = 2.0
 BOOTSTRAP = 1000
 # the gate's feature subsets tried (the cross-encoder's reading in each)
 SUBSETS: tuple[tuple[str, ...], ...] = (
@@ -262,6 +270,39 @@ def curve_threshold(curve: Sequence[dict[str, float]], precision: float) -> floa
     return threshold_for(points, precision)
 
 
+def cheapest_threshold(decided: Sequence[Row], wrong_cost: float) -> float:
+    """The threshold with the most right answers less ``wrong_cost`` per wrong answer."""
+    thresholds = [round(i / (CURVE_POINTS - 1), 4) for i in range(CURVE_POINTS)]
+
+    def value(threshold: float) -> float:
+        answered = [r for r in decided if r["gate_source"] and r["probability"] >= threshold]
+        right = sum(r["gate_right"] for r in answered)
+        return right - wrong_cost * (len(answered) - right)
+
+    return max(thresholds, key=lambda t: (value(t), t))
+
+
+def operating_point(
+    decided: Sequence[Row], curve: Sequence[dict[str, float]], target: float
+) -> tuple[float, float, str]:
+    """(answer_at, refuse_below, how they were chosen) from the pack's held-out rows."""
+    answer_at = curve_threshold(curve, target)
+    if answer_at < 1.0:
+        lower = curve_threshold(curve, target - UNDECIDED_DROP)
+        return (
+            answer_at,
+            min(answer_at, lower),
+            f"the held-out curve reaches {target} / {target - UNDECIDED_DROP:.2f}",
+        )
+    answer_at = cheapest_threshold(decided, WRONG_COST)
+    refuse_below = min(answer_at, cheapest_threshold(decided, 1.0))
+    how = (
+        f"the held-out curve never reaches precision {target}; answer_at: most right answers less "
+        f"{WRONG_COST:g} per wrong answer, refuse_below: less 1 per wrong answer"
+    )
+    return answer_at, refuse_below, how
+
+
 Splits = list[tuple[list[int], PageChoiceModel]]
 
 
@@ -359,12 +400,21 @@ def main() -> None:
     parser.add_argument("--rows", type=Path, default=Path("/tmp/decision-rows.jsonl"))
     parser.add_argument("--c", type=float, default=1.0, help="inverse regularisation strength")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument(
+        "--refit-page-choice",
+        action="store_true",
+        help="refit the page choice too (the pack's conversation feature names the dialogue's "
+        "gold page, so a refit leans on it and stays on a page a follow-up leaves)",
+    )
     args = parser.parse_args()
     evidence = load_settings().evidence
     target = evidence.target_precision
     rows = load_rows(args.rows)
     pack = [r for r in rows if r["set"] == "pack"]
-    choices: Splits = held_out(rows, lambda train: fit_page_choice(train, args.c))
+    if args.refit_page_choice:
+        choices: Splits = held_out(rows, lambda train: fit_page_choice(train, args.c))
+    else:
+        choices = held_out(rows, lambda train: evidence.page_choice)
     choice_table = page_choice_table(rows, evidence, choices)
     subsets = gate_subsets(rows, evidence, choices, args.c)
     best = subsets[0]["features"]
@@ -376,32 +426,38 @@ def main() -> None:
         "pack, first turns": risk_coverage(first, CURVE_POINTS),
         "dev answer sets": risk_coverage([r for r in decided if r["set"] != "pack"], CURVE_POINTS),
     }
-    answer_at = curve_threshold(curves["pack, held-out folds"], target)
-    lower = curve_threshold(curves["pack, held-out folds"], target - UNDECIDED_DROP)
-    refuse_below = min(answer_at, lower)
+    answer_at, refuse_below, how = operating_point(in_pack, curves["pack, held-out folds"], target)
+    before = [settled(r, evidence) for r in rows]
+    before_at = evidence.answerability.answer_at
 
     # the shipped models: fitted on every row
     about = (
-        f"{len(rows)} recorded turns ({len(pack)} of the doc2dial training pack, held-out folds of "
-        f"the cross-encoder, with twins; {len(rows) - len(pack)} of the dev answer sets, with "
-        "twins); training/decision_fit.py"
+        f"{len(rows)} recorded turns ({len(pack)} of the doc2dial training pack, read by the shipped "
+        f"cross-encoder, which never saw the pack, with twins; {len(rows) - len(pack)} of the dev "
+        "answer sets, with twins); training/decision_fit.py"
     )
-    chooser = fit_page_choice(rows, args.c).model_copy(update={"fitted_on": about})
+    chooser = (
+        fit_page_choice(rows, args.c).model_copy(update={"fitted_on": about})
+        if args.refit_page_choice
+        else evidence.page_choice
+    )
     gate = fit_gate(gate_rows(rows, with_models(evidence, chooser, None)), best, args.c)
     gate = gate.model_copy(
         update={
             "answer_at": answer_at,
             "refuse_below": refuse_below,
-            "fitted_on": about + "; answer_at / refuse_below: the pack's held-out curve at "
-            f"precision {target} / {target - UNDECIDED_DROP:.2f}",
+            "fitted_on": about + "; answer_at / refuse_below: " + how,
         }
     )
     figures = {
         "pack, held-out folds": with_interval(in_pack, answer_at),
         "pack, first turns": with_interval(first, answer_at),
         "dev answer sets": with_interval([r for r in decided if r["set"] != "pack"], answer_at),
+        f"pack, the models shipped before (answer_at {before_at})": with_interval(
+            [r for r in before if r["set"] == "pack"], before_at
+        ),
     }
-    lines = report_lines(about, choice_table, subsets, answer_at, refuse_below, target, figures, curves)
+    lines = report_lines(about, choice_table, subsets, answer_at, refuse_below, how, figures, curves)
     results = {
         "page_choice": chooser.model_dump(),
         "gate": gate.model_dump(),
@@ -416,10 +472,13 @@ def main() -> None:
     plot_risk_coverage(curves, PLOT, dict.fromkeys(curves, answer_at), "held-out risk-coverage")
     header = "# Fitted by training/decision_fit.py; do not edit by hand.\n"
     chosen_fields = ("features", "mean", "scale", "weights", "fitted_on")
-    FITTED_PAGE_CHOICE.write_text(
-        header
-        + yaml.safe_dump({k: chooser.model_dump()[k] for k in chosen_fields}, sort_keys=False, width=100)
-    )
+    if args.refit_page_choice:
+        FITTED_PAGE_CHOICE.write_text(
+            header
+            + yaml.safe_dump(
+                {k: chooser.model_dump()[k] for k in chosen_fields}, sort_keys=False, width=100
+            )
+        )
     FITTED_ANSWERABILITY.write_text(
         header + yaml.safe_dump(gate.model_dump(), sort_keys=False, width=100)
     )
@@ -431,7 +490,7 @@ def report_lines(
     subsets: list[dict[str, Any]],
     answer_at: float,
     refuse_below: float,
-    target: float,
+    how: str,
     figures: dict[str, dict[str, str]],
     curves: dict[str, list[dict[str, float]]],
 ) -> list[str]:
@@ -451,7 +510,7 @@ def report_lines(
         *table(("features", "log loss"), ((", ".join(s["features"]), s["log_loss"]) for s in subsets)),
         "",
         f"Chosen: {', '.join(subsets[0]['features'])}. answer_at {answer_at}, refuse_below "
-        f"{refuse_below} (the pack's held-out curve reaches {target} / {target - UNDECIDED_DROP:.2f}).",
+        f"{refuse_below} ({how}).",
         "",
         "## Held-out figures at answer_at (95 % bootstrap interval over page groups)",
         "",
