@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from service.outcomes import Tile, tiles
 
 ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence")
-OTHER = "no page named (or one your key may not read)"
+OTHER = "other (no page named, or one above your access)"
 # a conversation citing an article that ended here: the article did not settle the question
 FAILED = ("reopened", "unanswered", "handed_off", "resolved_by_person", "suggested")
 
@@ -70,7 +70,7 @@ def by_topic(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> li
     >>> [(t.title, t.conversations) for t in by_topic(
     ...     [{"label": "assumed", "topic_id": "a.md"}, {"label": "pending", "topic_id": "x.md"}],
     ...     {"a.md": "Refunds"})]
-    [('Refunds', 1), ('no page named (or one your key may not read)', 1)]
+    [('Refunds', 1), ('other (no page named, or one above your access)', 1)]
     """
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for row in rows:

@@ -79,8 +79,8 @@ function svgNode(name, attributes, text) {
 // that label (click, or Enter when focused).
 function chart(days) {
   const width = 640, height = 230, left = 30, bottom = 22, top = 8;
-  const legendRows = Math.ceil(LABELS.length / 4);
-  const svg = svgNode("svg", { viewBox: `0 0 ${width} ${height + 8 + legendRows * 20}`, role: "img",
+  const legendRows = Math.ceil(LABELS.length / 2);
+  const svg = svgNode("svg", { viewBox: `0 0 ${width} ${height + 8 + legendRows * 22}`, role: "img",
                                "aria-label": "Conversations per day, by outcome" });
   const plotW = width - left - 6, plotH = height - bottom - top;
   const totals = days.map((d) => LABELS.reduce((sum, l) => sum + (d[l.key] || 0), 0));
@@ -114,9 +114,9 @@ function chart(days) {
     }
   });
   LABELS.forEach((l, n) => {
-    const lx = left + (n % 4) * 152, ly = height + 4 + Math.floor(n / 4) * 20;
-    svg.append(svgNode("rect", { x: lx, y: ly, width: 12, height: 12, fill: l.color }));
-    svg.append(svgNode("text", { x: lx + 16, y: ly + 10, "font-size": 12, fill: "#333" }, l.name));
+    const lx = left + (n % 2) * 300, ly = height + 4 + Math.floor(n / 2) * 22;
+    svg.append(svgNode("rect", { x: lx, y: ly, width: 14, height: 14, fill: l.color }));
+    svg.append(svgNode("text", { x: lx + 20, y: ly + 12, "font-size": 16, fill: "#333" }, l.name));
   });
   return svg;
 }
