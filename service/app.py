@@ -58,6 +58,7 @@ from service.routes import (
 from service.routes.page import PAGE_HEADERS, STATIC
 from service.scheduled_sync import sync_forever
 from service.session_state import SessionConflict
+from service.topics import topic_namer
 from service.tracing import TurnTracer
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.qdrant.store import StoreError
@@ -87,7 +88,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         await run_in_threadpool(pilot.articles.reconcile, kb)  # the layout of this version
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
-        pilot.outcomes = OutcomeStore(turns_store, kb.encoders)
+        pilot.outcomes = OutcomeStore(
+            turns_store, kb.encoders, lambda tenant: topic_namer(pilot.runtime.retriever, tenant)
+        )
         if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))

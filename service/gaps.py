@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
+from service.topics import nearest_page
 from tasks.gap_report import GapReport, cluster_gaps, failed_turns, gap_questions
 from tasks.handoff_intent import load_handoff_intent
 
@@ -34,15 +35,7 @@ def tenant_gap_report(
     feedback = [f for f in pilot_store.all_feedback(tenant) if f.get("ts", 0.0) >= since]
     rated = sorted({f["session_id"] for f in feedback if f.get("rating") == "down"})
     turns = memory.gap_turns(tenant, since, rated)
-    search_slots = {**slots, "tenant": tenant} if tenant else dict(slots)
-
-    def nearest(text: str) -> tuple[str, str, float] | None:
-        found = retriever.search_queries([text], search_slots, top_k=1, threshold=0.0, strict=False)
-        if not found.results:
-            return None
-        best = found.results[0]
-        return best.metadata["source_id"], best.metadata.get("title", ""), best.score
-
+    nearest = nearest_page(retriever, {**slots, "tenant": tenant} if tenant else dict(slots))
     intent = load_handoff_intent(memory.encoders)
     questions = gap_questions(turns, feedback, intent.asks_for_person)
     report = cluster_gaps(questions, memory.encoders.dense.encode, nearest, top=TOP)

@@ -20,10 +20,12 @@ Usage::
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from config.settings import PilotSettings
-from service.outcomes import OutcomeReport, outcome_report, window
+from service.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
+from service.topics import TopicNamer
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from tasks.outcomes import LABELS, Outcome, day_row, label, reopened, shared_pages
@@ -33,13 +35,34 @@ ANONYMOUS_MARK = "anonymous"  # confirmed by an anonymous visitor's mark
 _NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
 
 
+INDEXED = ("tenant", "day", "label", "customer_id", "session_id", "topic_id", "topic")
+
+
+def conditions(tenant: str, days: list[str], wanted: ConversationFilter) -> AllOf:
+    """The store's filter for ``wanted`` conversations of ``tenant`` started on ``days``."""
+    parts: list[Condition] = [Match("tenant", (tenant,)), Match("day", tuple(days))]
+    if wanted.label:
+        parts.append(Match("label", (wanted.label,)))
+    if wanted.topic is not None:
+        parts.append(Match("topic_id", (wanted.topic,)))
+    if wanted.article:
+        parts.append(Match("topic", (wanted.article,)))
+    return AllOf(tuple(parts))
+
+
 class OutcomeStore:
-    def __init__(self, store: Store, encoders: Any) -> None:
+    """``name_topic(question, slots)``: the page a conversation none of whose answers cited
+    one is about (``service.topics.topic_namer``); None: such conversations have no topic."""
+
+    def __init__(
+        self, store: Store, encoders: Any, name_topic: Callable[[str], TopicNamer] | None = None
+    ) -> None:
         self.store = store
+        self.name_topic = name_topic  # tenant -> its namer
         self.vector = encoders.dense.encode(["outcome"])[0].dense
-        ensure_records(
-            store, OUTCOMES, encoders.dense.dim, ("tenant", "day", "label", "customer_id", "session_id")
-        )
+        ensure_records(store, OUTCOMES, encoders.dense.dim, INDEXED)
+        for key in INDEXED:  # a store from before a field was indexed
+            store.add_keyword_index(OUTCOMES, key)
 
     def _write(self, tenant: str, outcomes: list[Outcome]) -> None:
         points = [
@@ -86,6 +109,13 @@ class OutcomeStore:
                 header, turns, pilot_store.feedback(tenant, session_id), now, pilot.outcome_after_s
             )
             if found is not None:
+                if not found.topic_id and self.name_topic is not None:
+                    asked: dict[str, Any] = next(
+                        (t for t in turns if t.get("user") == found.first_question), {}
+                    )
+                    found.topic_id = self.name_topic(tenant)(
+                        found.first_question, asked.get("slots") or {}
+                    )
                 fresh.setdefault(found.customer_id, []).append(found)
         for customer, mine in fresh.items():
             known = {
@@ -132,6 +162,19 @@ class OutcomeStore:
                 done += len(missing)
         return done
 
+    def get(self, tenant: str, session_id: str) -> Outcome | None:
+        """One conversation's stored outcome (None: none stored in ``tenant``)."""
+        found = self._stored(AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,)))))
+        return found[0] if found else None
+
+    def window_rows(
+        self, tenant: str, now: float, days: int, fields: tuple[str, ...]
+    ) -> list[dict[str, Any]]:
+        """``fields`` of every stored outcome of ``tenant`` started in the last ``days`` days
+        (the per-topic and per-article breakdowns: one read, only the fields they need)."""
+        where = conditions(tenant, window(now, days), ConversationFilter())
+        return [r.payload for r in self.store.scroll(OUTCOMES, where, fields=fields)]
+
     def _count(self, tenant: str, day: str, name: str, *more: Condition) -> int:
         return self.store.count(
             OUTCOMES,
@@ -147,10 +190,12 @@ class OutcomeStore:
         days: int = 30,
         offset: int = 0,
         limit: int = 100,
+        wanted: ConversationFilter | None = None,
     ) -> OutcomeReport:
         """Rates per day from counts, and the conversations ``offset`` to ``offset + limit``
-        newest first (read a day at a time, from today back); ``feedback_counts(day)``: the
-        day's (helpful, all) marks."""
+        newest first that ``wanted`` lists (read a day at a time, from today back; how many
+        it lists in all is counted); ``feedback_counts(day)``: the day's (helpful, all) marks."""
+        wanted = wanted or ConversationFilter()
         rows = []
         for day in window(now, days):
             counts: dict[str, int] = {name: self._count(tenant, day, name) for name in LABELS}
@@ -158,20 +203,22 @@ class OutcomeStore:
             if sum(counts.values()) or given:
                 anonymous = self._count(tenant, day, "confirmed", Match("mark", (ANONYMOUS_MARK,)))
                 rows.append(day_row(day, counts, helpful, given, anonymous))
+        listed = [d for d in window(now, days) if wanted.day in (None, d)]
+        matching = self.store.count(OUTCOMES, conditions(tenant, listed, wanted)) if listed else 0
         page: list[Outcome] = []
         seen = 0
-        for day in reversed(window(now, days)):
+        for day in reversed(listed):
             if len(page) >= limit:
                 break
-            todays = sorted(
-                self._stored(AllOf((Match("tenant", (tenant,)), Match("day", (day,))))),
-                key=lambda o: -o.started,
-            )
-            for outcome in todays:
+            todays = self._stored(conditions(tenant, [day], wanted))
+            if seen + len(todays) <= offset:  # a whole day before the page: skipped unsorted
+                seen += len(todays)
+                continue
+            for outcome in sorted(todays, key=lambda o: -o.started):
                 if seen >= offset and len(page) < limit:
                     page.append(outcome)
                 seen += 1
-        return outcome_report(tenant, pilot, window(now, days)[0], rows, page)
+        return outcome_report(tenant, pilot, window(now, days)[0], rows, page, matching)
 
 
 def touched(pilot: Any, tenant: str, session_id: str) -> None:

@@ -11,13 +11,26 @@ Usage::
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from config.settings import PilotSettings
-from tasks.outcomes import Label, Outcome, daily_rates, day_of, label, reopened, shared_pages
+from tasks.outcomes import (
+    LABELS,
+    Label,
+    Outcome,
+    daily_rates,
+    day_of,
+    label,
+    reopened,
+    shared_pages,
+)
 
 TURN_FIELDS = ("session_id", "turn_index", "user", "verdict", "status", "ts", "citations", "from")
 DAY_S = 86_400.0
@@ -61,6 +74,26 @@ class ConversationOutcome(BaseModel):
     topic: list[str]  # the pages its answers cited that the reader's key may read
     first_question: str
     anonymous_mark: bool = False  # confirmed by an anonymous visitor: unverifiable
+    topic_id: str = ""  # the page it is about, if the reader's key may read it ("" otherwise)
+    topic_title: str = ""
+
+
+class Tile(BaseModel):
+    """One label's conversations of the window: a count and its whole-number share of all
+    the window's conversations (pending included); the tiles' percents add up to 100."""
+
+    label: Label
+    count: int
+    percent: int
+
+
+class ConversationFilter(BaseModel):
+    """Which conversations a drill-down lists (every given field must match)."""
+
+    label: Label | None = None
+    topic: str | None = None  # the page the conversation is about (``topic_id``)
+    day: str | None = None  # the UTC day it started, ISO
+    article: str | None = None  # a page its answers cited
 
 
 class OutcomeReport(BaseModel):
@@ -72,6 +105,69 @@ class OutcomeReport(BaseModel):
     totals: dict[str, int | float | None]
     conversations: list[ConversationOutcome] = Field(default_factory=list)
     total_conversations: int = 0
+    tiles: list[Tile] = Field(default_factory=list)
+    matching: int = 0  # conversations of the window the filter lists (all: no filter)
+
+
+def tiles(counts: Mapping[str, Any]) -> list[Tile]:
+    """Every label's count and share of all of them, the shares rounded so they add up to
+    100 (largest remainder); no conversation: every share 0.
+
+    >>> [(t.label, t.percent) for t in tiles({"assumed": 1, "pending": 2}) if t.count]
+    [('assumed', 33), ('pending', 67)]
+    """
+    found = {name: int(counts.get(name, 0) or 0) for name in LABELS}
+    whole = sum(found.values())
+    if not whole:
+        return [Tile(label=name, count=0, percent=0) for name in LABELS]
+    exact = {name: 100 * n / whole for name, n in found.items()}
+    percent = {name: int(v) for name, v in exact.items()}
+    by_remainder = sorted(LABELS, key=lambda n: -(exact[n] - percent[n]))
+    for name in by_remainder[: 100 - sum(percent.values())]:
+        percent[name] += 1
+    return [Tile(label=name, count=found[name], percent=percent[name]) for name in LABELS]
+
+
+CSV_COLUMNS = (
+    "session_id",
+    "customer_id",
+    "day",
+    "label",
+    "topic_id",
+    "topic_title",
+    "first_question",
+    "resolved_by",
+    "why",
+    "questions",
+    "evidence",
+)
+
+
+def conversations_csv(conversations: list[ConversationOutcome]) -> str:
+    """The listed conversations as CSV (``CSV_COLUMNS``; the evidence as JSON): what the API's
+    ``/v1/reports/outcomes.csv`` serves and ``main.py report outcomes --csv`` prints.
+
+    >>> conversations_csv([]).strip()
+    'session_id,customer_id,day,label,topic_id,topic_title,first_question,resolved_by,why,questions,evidence'
+    """
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for c in conversations:
+        row = {**c.model_dump(), "resolved_by": c.evidence.get("resolved_by", "")}
+        row["evidence"] = json.dumps(c.evidence, sort_keys=True)
+        writer.writerow([row[k] for k in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def matches(outcome: Outcome, wanted: ConversationFilter) -> bool:
+    """Whether ``wanted`` lists ``outcome`` (the store's filter, in Python, for the recompute)."""
+    return (
+        wanted.label in (None, outcome.label)
+        and wanted.topic in (None, outcome.topic_id)
+        and wanted.day in (None, outcome.day)
+        and (not wanted.article or wanted.article in outcome.topic)
+    )
 
 
 def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
@@ -105,9 +201,11 @@ def tenant_outcomes(
     days: int = 30,
     offset: int = 0,
     limit: int | None = None,
+    wanted: ConversationFilter | None = None,
 ) -> OutcomeReport:
     """Every conversation of ``tenant`` labelled; the rates of the last ``days`` days and the
-    conversations ``offset`` to ``offset + limit`` of them, newest first (all: no limit)."""
+    conversations ``offset`` to ``offset + limit`` of them ``wanted`` lists, newest first
+    (all: no limit)."""
     turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for turn in memory.tenant_turns(tenant, TURN_FIELDS):
         turns[turn["session_id"]].append(turn)
@@ -125,8 +223,9 @@ def tenant_outcomes(
     since = window(now, days)[0]
     recent = [o for o in outcomes if o.day >= since]
     rates = daily_rates(recent, [f for f in feedback if day_of(float(f.get("ts", 0.0))) >= since])
-    page = list(reversed(recent))[offset : None if limit is None else offset + limit]
-    return outcome_report(tenant, pilot, since, rates, page)
+    listed = [o for o in reversed(recent) if matches(o, wanted or ConversationFilter())]
+    page = listed[offset : None if limit is None else offset + limit]
+    return outcome_report(tenant, pilot, since, rates, page, len(listed))
 
 
 def window(now: float, days: int) -> list[str]:
@@ -139,16 +238,26 @@ def window(now: float, days: int) -> list[str]:
 
 
 def outcome_report(
-    tenant: str, pilot: PilotSettings, since_day: str, rows: list[dict[str, Any]], page: list[Outcome]
+    tenant: str,
+    pilot: PilotSettings,
+    since_day: str,
+    rows: list[dict[str, Any]],
+    page: list[Outcome],
+    matching: int | None = None,
 ) -> OutcomeReport:
-    """The report of the day ``rows`` (``tasks.outcomes.day_row``) and a ``page`` of outcomes."""
+    """The report of the day ``rows`` (``tasks.outcomes.day_row``) and a ``page`` of outcomes
+    (of ``matching`` the filter lists; None: all of the window's)."""
+    summed = totals(rows)
+    involved = sum(row["involved"] for row in rows)
     return OutcomeReport(
         tenant=tenant,
         outcome_after_s=pilot.outcome_after_s,
         reopen_within_s=pilot.reopen_within_s,
         since_day=since_day,
         days=[DayRates(**row) for row in rows],
-        totals=totals(rows),
+        totals=summed,
         conversations=[ConversationOutcome(**o.row()) for o in page],
-        total_conversations=sum(row["involved"] for row in rows),
+        total_conversations=involved,
+        tiles=tiles(summed),
+        matching=involved if matching is None else matching,
     )

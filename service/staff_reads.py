@@ -33,10 +33,15 @@ def staff_slots(who: Caller) -> dict[str, str]:
 
 def readable(runtime: Any, slots: dict[str, str], source_ids: Sequence[str]) -> frozenset[str]:
     """Which of ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
+    return frozenset(readable_titles(runtime, slots, source_ids))
+
+
+def readable_titles(runtime: Any, slots: dict[str, str], source_ids: Sequence[str]) -> dict[str, str]:
+    """The titles of the ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
     if not source_ids:
-        return frozenset()
+        return {}
     kb = runtime.knowledge_base()
-    return kb.readable_sources(
+    return kb.readable_titles(
         sorted(set(source_ids)), build_filters(kb.settings.slots, slots, strict=False).enforced
     )
 
@@ -66,8 +71,18 @@ def withhold_unreadable(
 
 def only_readable_topics(runtime: Any, slots: dict[str, str], report: Any) -> Any:
     """An outcome report (``service.outcomes.OutcomeReport``) whose conversations' ``topic``
-    lists only the pages ``slots`` may read (one store read for the page of conversations)."""
-    ids = readable(runtime, slots, [t for c in report.conversations for t in c.topic])
-    for conversation in report.conversations:
-        conversation.topic = [t for t in conversation.topic if t in ids]
+    and ``topic_id`` name only the pages ``slots`` may read, ``topic_title`` the title of that
+    page (one store read for the page of conversations)."""
+    report.conversations = readable_outcomes(runtime, slots, report.conversations)
     return report
+
+
+def readable_outcomes(runtime: Any, slots: dict[str, str], conversations: list[Any]) -> list[Any]:
+    """``conversations`` (``ConversationOutcome``) naming only pages ``slots`` may read."""
+    pages = [t for c in conversations for t in (*c.topic, c.topic_id) if t]
+    titles = readable_titles(runtime, slots, pages)
+    for conversation in conversations:
+        conversation.topic = [t for t in conversation.topic if t in titles]
+        conversation.topic_id = conversation.topic_id if conversation.topic_id in titles else ""
+        conversation.topic_title = titles.get(conversation.topic_id, "")
+    return conversations

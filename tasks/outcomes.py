@@ -70,6 +70,9 @@ class Outcome:
     evidence: dict[str, Any] = field(default_factory=dict)
     topic: list[str] = field(default_factory=list)  # pages its answers cited
     first_question: str = ""
+    # the page it is about: the first its answers cited, else (``OutcomeStore.refresh``) the
+    # article nearest its first question, the gap report's naming; "" where none is known
+    topic_id: str = ""
     # confirmed by an anonymous visitor's mark: any throwaway session can make one
     anonymous_mark: bool = False
 
@@ -110,6 +113,7 @@ def label(
         last_activity=last_activity,
         topic=topic,
         first_question=str(asked[0]["user"])[:300],
+        topic_id=next((str(c) for t in asked for c in t.get("citations", [])), ""),
     )
     evidence: dict[str, Any] = {"last_question_turn": index, "verdict": last.get("verdict")}
     if index in ratings:

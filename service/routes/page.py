@@ -1,5 +1,5 @@
-"""The web chat page (``/``) and the agent desk (``/agent``), served with a strict
-Content-Security-Policy."""
+"""The web chat page (``/``), the agent desk (``/agent``) and the lead's page (``/lead``),
+served with a strict Content-Security-Policy."""
 
 from __future__ import annotations
 
@@ -29,6 +29,12 @@ async def page() -> FileResponse:
 @router.get("/agent")
 async def agent_desk() -> FileResponse:
     return FileResponse(STATIC / "agent.html", headers=PAGE_HEADERS)
+
+
+@router.get("/lead")
+async def lead_page() -> FileResponse:
+    """The lead's dashboard: outcomes, drill-down, topics, articles, gaps, the editor."""
+    return FileResponse(STATIC / "lead.html", headers=PAGE_HEADERS)
 
 
 @router.get("/widget.js")

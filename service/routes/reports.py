@@ -5,19 +5,39 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel
 
-from service.context import Admin, Pilot
+from service.auth import Caller
+from service.breakdowns import ROW_FIELDS, ArticleReport, TopicReport, by_article, by_topic, pages
+from service.context import Admin, Pilot, PilotContext
 from service.errors import ApiError
 from service.gaps import tenant_gap_report
 from service.outcome_store import flush
-from service.outcomes import OutcomeReport
-from service.records import GapReportPage
-from service.staff_reads import only_readable_topics, staff_slots
+from service.outcomes import (
+    ConversationFilter,
+    ConversationOutcome,
+    OutcomeReport,
+    conversations_csv,
+    window,
+)
+from service.records import FeedbackMark, GapReportPage, SessionView, TurnRecord
+from service.routes.handoffs import customer_label
+from service.staff_reads import (
+    only_readable_topics,
+    readable,
+    readable_outcomes,
+    readable_titles,
+    staff_slots,
+    withhold_unreadable,
+)
+from storage.memory import Scope
 from tasks.gap_report import parse_since
+from tasks.outcomes import Label
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 DEFAULT_SINCE = "30d"
@@ -59,24 +79,41 @@ async def gaps(
     }
 
 
-@router.get("/outcomes", response_model=OutcomeReport)
-async def outcomes(
-    who: Admin,
-    pilot: Pilot,
-    days: int = Query(30, ge=1, le=366),
-    limit: int = Query(100, ge=0, le=1000),
-    offset: int = Query(0, ge=0),
+class ConversationReport(BaseModel):
+    """One conversation as a lead audits it: its outcome with the evidence behind the label,
+    and its transcript and marks as far as the key may read them."""
+
+    outcome: ConversationOutcome
+    session: SessionView
+    customer: str
+    turns: list[TurnRecord]
+    feedback: list[FeedbackMark]
+
+
+def drill_down(
+    label: Label | None = None,
+    topic: str | None = Query(None, max_length=500, description="the page it is about"),
+    day: str | None = Query(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="UTC, ISO"),
+    article: str | None = Query(None, max_length=500, description="a page its answers cited"),
+) -> ConversationFilter:
+    return ConversationFilter(label=label, topic=topic, day=day, article=article)
+
+
+Wanted = Annotated[ConversationFilter, Depends(drill_down)]
+
+
+def listed(
+    pilot: PilotContext, who: Caller, wanted: ConversationFilter, days: int, offset: int, limit: int
 ) -> OutcomeReport:
-    """What the assistant achieved per day over the last ``days`` days (resolution, hand-off,
-    unanswered and suggested rates, satisfaction) and every conversation's label with the
-    turns, feedback and timestamps that justify it, newest first, a page at a time. Read from
-    the outcomes stored as conversations change (``service/outcome_store.py``), the ones
-    touched since the last minute's sweep refreshed first. A conversation's ``topic`` names
-    only the pages the key's slots may read."""
+    """The report with the page of conversations ``wanted`` lists; a topic or article the key
+    may not read lists nothing (whether it exists is not said)."""
     now = time.time()
-    await run_in_threadpool(flush, pilot, now)
-    report = await run_in_threadpool(
-        pilot.outcomes.report,
+    flush(pilot, now)
+    slots = staff_slots(who)
+    asked = [p for p in (wanted.topic, wanted.article) if p]
+    if asked and len(readable(pilot.runtime, slots, asked)) < len(set(asked)):
+        wanted, limit = ConversationFilter(label=wanted.label, day="none"), 0
+    report = pilot.outcomes.report(
         who.tenant,
         now,
         pilot.settings.pilot,
@@ -84,5 +121,104 @@ async def outcomes(
         days,
         offset,
         limit,
+        wanted,
     )
-    return await run_in_threadpool(only_readable_topics, pilot.runtime, staff_slots(who), report)
+    return only_readable_topics(pilot.runtime, slots, report)
+
+
+@router.get("/outcomes", response_model=OutcomeReport)
+async def outcomes(
+    who: Admin,
+    pilot: Pilot,
+    wanted: Wanted,
+    days: int = Query(30, ge=1, le=366),
+    limit: int = Query(100, ge=0, le=1000),
+    offset: int = Query(0, ge=0),
+) -> OutcomeReport:
+    """What the assistant achieved per day over the last ``days`` days (every label's count,
+    the rates, satisfaction), ``tiles``: every label's count and share of all the window's
+    conversations (pending included; the shares add up to 100), and the conversations the
+    filters list (``label``, ``topic``, ``day``, ``article``; ``matching`` of them in all)
+    with the turns, feedback and timestamps that justify each label, newest first, a page at
+    a time. Read from the outcomes stored as conversations change
+    (``service/outcome_store.py``), the ones touched since the last minute's sweep refreshed
+    first. Topics and cited pages name only the pages the key's slots may read."""
+    return await run_in_threadpool(listed, pilot, who, wanted, days, offset, limit)
+
+
+@router.get(
+    "/outcomes.csv",
+    response_class=PlainTextResponse,
+    responses={
+        200: {
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+            "description": "the listed conversations, one CSV row each",
+        }
+    },
+)
+async def outcomes_csv(
+    who: Admin,
+    pilot: Pilot,
+    wanted: Wanted,
+    days: int = Query(30, ge=1, le=366),
+    limit: int = Query(10_000, ge=0, le=100_000),
+) -> PlainTextResponse:
+    """The conversations the same filters list, as CSV (``service.outcomes.CSV_COLUMNS``)."""
+    report = await run_in_threadpool(listed, pilot, who, wanted, days, 0, limit)
+    return PlainTextResponse(
+        conversations_csv(report.conversations),
+        media_type="text/csv",
+        headers={"Content-Disposition": 'attachment; filename="conversations.csv"'},
+    )
+
+
+def conversation_report(pilot: PilotContext, who: Caller, session_id: str) -> ConversationReport:
+    flush(pilot, time.time())
+    outcome = pilot.outcomes.get(who.tenant, session_id)
+    header = pilot.store.session(who.tenant, session_id)
+    if outcome is None or header is None:
+        raise ApiError(404, "unknown_session", f"no conversation {session_id!r} with an outcome")
+    slots = staff_slots(who)
+    [shown] = readable_outcomes(pilot.runtime, slots, [ConversationOutcome(**outcome.row())])
+    turns = pilot.memory.session_turns(Scope(header["customer_id"], who.tenant), session_id)
+    return ConversationReport(
+        outcome=shown,
+        session=SessionView(**header),
+        customer=customer_label(header["customer_id"]),
+        turns=[TurnRecord(**t) for t in withhold_unreadable(pilot.runtime, slots, turns)],
+        feedback=[FeedbackMark(**f) for f in pilot.store.feedback(who.tenant, session_id)],
+    )
+
+
+@router.get(
+    "/outcomes/{session_id}", response_model=ConversationReport, response_model_exclude_unset=True
+)
+async def outcome_of(session_id: str, who: Admin, pilot: Pilot) -> ConversationReport:
+    """One conversation's label, why and evidence, with its transcript and marks (an answer
+    citing a page the key may not read is withheld and says so)."""
+    return await run_in_threadpool(conversation_report, pilot, who, session_id)
+
+
+def breakdown_titles(
+    pilot: PilotContext, who: Caller, days: int
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    flush(pilot, time.time())
+    rows = pilot.outcomes.window_rows(who.tenant, time.time(), days, ROW_FIELDS)
+    return rows, readable_titles(pilot.runtime, staff_slots(who), pages(rows))
+
+
+@router.get("/topics", response_model=TopicReport)
+async def topics(who: Admin, pilot: Pilot, days: int = Query(30, ge=1, le=366)) -> TopicReport:
+    """Outcomes by topic: the page each conversation is about (the first its answers cited,
+    else the article nearest its first question, as the gap report names its groups), the
+    largest first; pages the key may not read are never named."""
+    rows, titles = await run_in_threadpool(breakdown_titles, pilot, who, days)
+    return TopicReport(since_day=window(time.time(), days)[0], topics=by_topic(rows, titles))
+
+
+@router.get("/articles", response_model=ArticleReport)
+async def articles(who: Admin, pilot: Pilot, days: int = Query(30, ge=1, le=366)) -> ArticleReport:
+    """Per article: the conversations whose answers cited it, their outcomes, the marks on
+    their last answer and the hand-offs that followed; the articles that fail most first."""
+    rows, titles = await run_in_threadpool(breakdown_titles, pilot, who, days)
+    return ArticleReport(since_day=window(time.time(), days)[0], articles=by_article(rows, titles))

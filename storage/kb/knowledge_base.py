@@ -236,13 +236,17 @@ class KnowledgeBase:
     def readable_sources(self, source_ids: Sequence[str], where: Condition | None) -> frozenset[str]:
         """The ``source_ids`` that have a chunk matching ``where`` (a caller's enforced
         filter): what that caller may read of a list of citations."""
+        return frozenset(self.readable_titles(source_ids, where))
+
+    def readable_titles(self, source_ids: Sequence[str], where: Condition | None) -> dict[str, str]:
+        """source_id -> title of the ``source_ids`` that have a chunk matching ``where``."""
         if not source_ids or not self.exists():
-            return frozenset()
+            return {}
         wanted = all_of(Match("source_id", tuple(source_ids)), where)
-        return frozenset(
-            r.payload["source_id"]
-            for r in self.store.scroll(self.collection, wanted, fields=("source_id",))
-        )
+        return {
+            r.payload["source_id"]: str(r.payload.get("title") or r.payload["source_id"])
+            for r in self.store.scroll(self.collection, wanted, fields=("source_id", "title"))
+        }
 
     def vocabulary(self) -> frozenset[str]:
         """Every entity any chunk mentions (cached until the next write)."""

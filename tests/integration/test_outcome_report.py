@@ -191,3 +191,85 @@ def test_topics_name_only_the_pages_the_readers_key_may_read(settings, example_k
     assert row["session_id"] == inside and row["topic"] == [] and "runbook" not in str(public)
     [seen] = senior["conversations"]
     assert seen["topic"] == ["internal/runbook-refund-override.md"]
+
+
+def test_the_lead_drills_from_tiles_to_transcripts(settings, example_kb, tmp_path):
+    """Tiles count every conversation of the window (pending included) and their shares add
+    up to 100 %; each label, topic, day and article lists its conversations, each opens its
+    transcript with the label's evidence; the list comes as CSV too."""
+    with served(settings, example_kb, tmp_path, outcome_after_s=3600.0, roles="evidence") as (
+        client,
+        _app,
+    ):
+        answered, _ = conversation(client, "c-1", "How do I reset my password?")
+        rate(client, answered, 0, "up")
+        refund, _ = conversation(client, "c-2", "How long does a refund take?")
+        person, _ = conversation(client, "c-3", "Do you offer a student discount?")
+        handed = client.post(
+            f"/v1/sessions/{person}/handoff", json={"reason": "asked"}, headers=auth("backend")
+        )
+        assert handed.status_code == 200
+        client.post(f"/v1/sessions/{person}/resolve", json={"note": "no"}, headers=auth("ana"))
+        inside, _ = conversation(
+            client, "c-5", "Which reason code do I use for a goodwill refund override?", key="intranet"
+        )
+        report = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        tiles = {t["label"]: t for t in report["tiles"]}
+        # recorded: 4 conversations; confirmed 1, resolved by a person 1, the rest still going
+        assert sum(t["count"] for t in tiles.values()) == 4 == report["total_conversations"]
+        assert sum(t["percent"] for t in tiles.values()) == 100
+        assert (tiles["confirmed"]["count"], tiles["resolved_by_person"]["count"]) == (1, 1)
+        assert (tiles["pending"]["count"], tiles["pending"]["percent"]) == (2, 50)
+
+        def listed(**query: str) -> dict:
+            response = client.get("/v1/reports/outcomes", params=query, headers=auth("lead"))
+            assert response.status_code == 200, response.text
+            return response.json()
+
+        by_label = listed(label="resolved_by_person")
+        assert [c["session_id"] for c in by_label["conversations"]] == [person]
+        assert by_label["matching"] == 1 and by_label["total_conversations"] == 4
+        assert by_label["conversations"][0]["evidence"]["resolved_by"] == "ana"
+        refunds = listed(article="billing/refunds.md")
+        assert [c["session_id"] for c in refunds["conversations"]] == [refund]
+        [row] = refunds["conversations"]
+        assert row["topic_id"] == "billing/refunds.md" and row["topic_title"]
+        by_topic = listed(topic="billing/refunds.md")
+        assert [c["session_id"] for c in by_topic["conversations"]] == [refund]
+        assert listed(day=report["days"][0]["day"])["matching"] == 4
+        assert listed(day="2001-01-01")["matching"] == 0
+        # a page above the lead's access lists nothing, and is never named
+        hidden = listed(topic="internal/runbook-refund-override.md")
+        assert hidden["conversations"] == [] and hidden["matching"] == 0
+        senior = client.get(
+            "/v1/reports/outcomes",
+            params={"topic": "internal/runbook-refund-override.md"},
+            headers=auth("senior-lead"),
+        ).json()
+        assert [c["session_id"] for c in senior["conversations"]] == [inside]
+
+        opened = client.get(f"/v1/reports/outcomes/{person}", headers=auth("lead")).json()
+        assert opened["outcome"]["label"] == "resolved_by_person"
+        assert opened["outcome"]["evidence"]["handoff_reason"] == "asked"
+        assert opened["turns"][0]["user"] == "Do you offer a student discount?"
+        secret = client.get(f"/v1/reports/outcomes/{inside}", headers=auth("lead")).json()
+        assert "withheld" in secret["turns"][0]["answer"] and "runbook" not in str(secret)
+        assert client.get("/v1/reports/outcomes/nope", headers=auth("lead")).status_code == 404
+        assert client.get(f"/v1/reports/outcomes/{person}", headers=auth("ana")).status_code == 403
+
+        text = client.get("/v1/reports/outcomes.csv", params={"label": "pending"}, headers=auth("lead"))
+        assert text.headers["content-type"].startswith("text/csv")
+        rows = list(csv.DictReader(io.StringIO(text.text)))
+        assert sorted(r["session_id"] for r in rows) == sorted([refund, inside])
+        assert {r["label"] for r in rows} == {"pending"}
+
+        topics = client.get("/v1/reports/topics", headers=auth("lead")).json()["topics"]
+        named = {t["topic_id"]: t for t in topics}
+        assert named["billing/refunds.md"]["conversations"] == 1
+        assert "internal/runbook-refund-override.md" not in named
+        assert sum(t["conversations"] for t in topics) == 4
+        articles = client.get("/v1/reports/articles", headers=auth("lead")).json()["articles"]
+        failing = [a["failing_percent"] for a in articles]
+        assert failing == sorted(failing, reverse=True)  # the articles that fail first
+        helpful = [a for a in articles if a["helpful"]]
+        assert helpful and helpful[0]["failing"] == 0

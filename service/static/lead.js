@@ -1,0 +1,374 @@
+// The lead's page (/lead): every conversation of the window by outcome (tiles that add up,
+// a stacked bar per day), each tile, bar, topic, article and gap opening the list of its
+// conversations, each opening its transcript with the label's evidence; the gap report and
+// the article editor (draft, check, publish). Plain JS, no build step, the page's CSP.
+"use strict";
+const { $, call, item, element, guarded } = Staff;
+const DAYS = 30;
+const PAGE = 20;
+// every label in the order a lead reads them, with the words and colours the page uses
+const LABELS = [
+  { key: "confirmed", name: "resolved, marked helpful", color: "#1b5e20" },
+  { key: "assumed", name: "resolved, customer left", color: "#66bb6a" },
+  { key: "reopened", name: "came back (reopened)", color: "#f9a825" },
+  { key: "suggested", name: "article suggested", color: "#8d6e63" },
+  { key: "unanswered", name: "unanswered", color: "#c62828" },
+  { key: "handed_off", name: "waiting for a person", color: "#1565c0" },
+  { key: "resolved_by_person", name: "resolved by a person", color: "#64b5f6" },
+  { key: "pending", name: "still going", color: "#90a4ae" },
+];
+const NAME = Object.fromEntries(LABELS.map((l) => [l.key, l.name]));
+const lead = { report: null, offset: 0, article: null };
+
+const percent = (part, whole) => (whole ? `${Math.round((100 * part) / whole)}%` : "–");
+const when = (ts) => new Date(ts * 1000).toISOString().slice(0, 16).replace("T", " ");
+const shorten = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
+
+// -- overview: tiles and the daily chart ---------------------------------------------------
+function tile(text, value, detail, onClick) {
+  const box = element(onClick ? "button" : "div", { className: "lead-tile", type: "button" },
+    element("strong", { textContent: value }), element("span", { textContent: text }),
+    element("small", { textContent: detail }));
+  if (onClick) box.addEventListener("click", guarded(onClick));
+  return box;
+}
+
+async function loadOverview() {
+  const report = await call(`/v1/reports/outcomes?days=${DAYS}&limit=0`);
+  lead.report = report;
+  const whole = report.total_conversations;
+  const tiles = Object.fromEntries(report.tiles.map((t) => [t.label, t]));
+  $("tiles").replaceChildren(
+    tile("conversations with a question", String(whole), `since ${report.since_day}`,
+         () => showList({})),
+    ...LABELS.map((l) => tile(l.name, `${tiles[l.key].percent}%`, `${tiles[l.key].count} of ${whole}`,
+                              () => showList({ label: l.key }))),
+    tile("satisfaction", report.totals.satisfaction === null ? "–" :
+         `${Math.round(report.totals.satisfaction * 100)}%`,
+         `${report.totals.feedback || 0} mark${report.totals.feedback === 1 ? "" : "s"}, ` +
+         `${report.totals.helpful || 0} helpful`),
+  );
+  const resolved = tiles.confirmed.count + tiles.assumed.count;
+  $("tiles-note").textContent = `Shares of all ${whole} conversations, still-going ones included ` +
+    `(they add up to 100%). Resolved by the assistant: ${percent(resolved, whole)}, of which ` +
+    `${percent(tiles.confirmed.count, resolved)} marked helpful by the customer.`;
+  $("window").textContent = `Last ${DAYS} days, since ${report.since_day} (UTC)`;
+  $("chart").replaceChildren(chart(everyDay(report)));
+  $("overview").hidden = false;
+}
+
+// Every day of the window, a day without conversations empty: the axis is always DAYS days.
+function everyDay(report) {
+  const byDay = Object.fromEntries(report.days.map((d) => [d.day, d]));
+  const start = new Date(report.since_day + "T00:00:00Z");
+  return Array.from({ length: DAYS }, (_, i) => {
+    const day = new Date(start.getTime() + i * 86400000).toISOString().slice(0, 10);
+    return byDay[day] || { day };
+  });
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svgNode(name, attributes, text) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attributes)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// A stacked bar per day, one segment per label; a segment opens that day's conversations of
+// that label (click, or Enter when focused).
+function chart(days) {
+  const width = 640, height = 230, left = 30, bottom = 22, top = 8;
+  const legendRows = Math.ceil(LABELS.length / 2);
+  const svg = svgNode("svg", { viewBox: `0 0 ${width} ${height + 8 + legendRows * 22}`, role: "img",
+                               "aria-label": "Conversations per day, by outcome" });
+  const plotW = width - left - 6, plotH = height - bottom - top;
+  const totals = days.map((d) => LABELS.reduce((sum, l) => sum + (d[l.key] || 0), 0));
+  const most = Math.max(1, ...totals);
+  const y = (v) => top + plotH - (v / most) * plotH;
+  for (const v of [...new Set([0, Math.round(most / 2), most])]) {
+    svg.append(svgNode("line", { x1: left, x2: width, y1: y(v), y2: y(v), stroke: "#dde1e6" }));
+    svg.append(svgNode("text", { x: 2, y: y(v) + 4, "font-size": 11, fill: "#555" }, String(v)));
+  }
+  const slot = plotW / days.length, barW = Math.max(3, slot * 0.7);
+  days.forEach((d, i) => {
+    const x = left + i * slot + (slot - barW) / 2;
+    let base = 0;
+    for (const l of LABELS) {
+      const value = d[l.key] || 0;
+      if (!value) continue;
+      const rect = svgNode("rect", { x, y: y(base + value), width: barW,
+                                     height: y(base) - y(base + value), fill: l.color,
+                                     tabindex: 0, class: "bar", "data-day": d.day,
+                                     "data-label": l.key });
+      rect.append(svgNode("title", {}, `${d.day}: ${value} ${l.name}`));
+      const open = guarded(() => showList({ day: d.day, label: l.key }));
+      rect.addEventListener("click", open);
+      rect.addEventListener("keydown", (e) => { if (e.key === "Enter") open(e); });
+      svg.append(rect);
+      base += value;
+    }
+    if (i % 5 === 0 || i === days.length - 1) {
+      svg.append(svgNode("text", { x: x + barW / 2, y: height - 6, "font-size": 11, fill: "#555",
+                                   "text-anchor": "middle" }, d.day.slice(5)));
+    }
+  });
+  LABELS.forEach((l, n) => {
+    const lx = left + (n % 2) * 300, ly = height + 4 + Math.floor(n / 2) * 22;
+    svg.append(svgNode("rect", { x: lx, y: ly, width: 14, height: 14, fill: l.color }));
+    svg.append(svgNode("text", { x: lx + 20, y: ly + 12, "font-size": 16, fill: "#333" }, l.name));
+  });
+  return svg;
+}
+
+// -- the drill-down list and one transcript ------------------------------------------------
+function filters() {
+  const query = new URLSearchParams();
+  for (const name of ["label", "topic", "day", "article"]) {
+    const value = $(`filter-${name}`).value;
+    if (value) query.set(name, value);
+  }
+  return query;
+}
+
+function ensureOption(select, value, text) {
+  if (value && ![...select.options].some((o) => o.value === value)) {
+    select.append(element("option", { value, textContent: text || value }));
+  }
+}
+
+// The list for these filters (the others cleared), scrolled into view.
+async function showList(wanted) {
+  for (const name of ["label", "topic", "day", "article"]) {
+    const select = $(`filter-${name}`);
+    if (select.tagName === "SELECT") ensureOption(select, wanted[name], wanted[name]);
+    select.value = wanted[name] || "";
+  }
+  lead.offset = 0;
+  await loadList();
+  $("transcript-section").hidden = true;
+  $("list-section").scrollIntoView({ block: "start" });
+}
+
+async function loadList() {
+  const query = filters();
+  query.set("days", DAYS);
+  query.set("limit", PAGE);
+  query.set("offset", lead.offset);
+  const page = await call(`/v1/reports/outcomes?${query}`);
+  const rows = page.conversations.map((c) => {
+    const open = element("button", { type: "button", className: "link",
+                                     textContent: shorten(c.first_question, 90) });
+    open.addEventListener("click", guarded(() => openTranscript(c.session_id)));
+    return element("tr", {},
+      element("td", {}, element("span", { className: `label label-${c.label}`,
+                                          textContent: NAME[c.label] })),
+      element("td", { textContent: c.topic_title || "–" }),
+      element("td", {}, open),
+      element("td", { textContent: when(c.started) }),
+      element("td", { textContent: c.evidence.resolved_by ||
+        (["confirmed", "assumed"].includes(c.label) ? "the assistant" : "–") }));
+  });
+  $("list").replaceChildren(...rows);
+  const shown = page.conversations.length;
+  const described = [...filters().entries()].map(([k, v]) =>
+    k === "label" ? NAME[v] : k === "topic" ? `topic ${topicName(v)}` : `${k} ${v}`).join(", ");
+  $("list-count").textContent = page.matching ?
+    `${lead.offset + 1}-${lead.offset + shown} of ${page.matching} conversations` +
+    `${described ? ` (${described})` : ""}, newest first` :
+    `No conversation${described ? ` (${described})` : ""} in the last ${DAYS} days.`;
+  $("list-older").hidden = lead.offset + shown >= page.matching;
+  $("list-newer").hidden = lead.offset === 0;
+}
+
+function topicName(id) {
+  const option = [...$("filter-topic").options].find((o) => o.value === id);
+  return option ? option.textContent : id;
+}
+
+async function openTranscript(sessionId) {
+  const data = await call(`/v1/reports/outcomes/${encodeURIComponent(sessionId)}`);
+  const o = data.outcome;
+  $("transcript-title").textContent = `Conversation with ${data.customer}, ${when(o.started)}`;
+  $("transcript-outcome").replaceChildren(
+    element("span", { className: `label label-${o.label}`, textContent: NAME[o.label] }),
+    document.createTextNode(` because ${o.why}` + (o.topic_title ? ` · topic: ${o.topic_title}` : "")));
+  const evidence = Object.entries(o.evidence).flatMap(([key, value]) => [
+    element("dt", { textContent: key.replaceAll("_", " ") }),
+    element("dd", { textContent: typeof value === "object" ? JSON.stringify(value) :
+      (/_at$|_since$/.test(key) && typeof value === "number" ? when(value) : String(value)) }),
+  ]);
+  $("transcript-evidence").replaceChildren(...evidence);
+  const marks = Object.fromEntries(data.feedback.map((f) => [f.turn_index, f]));
+  const transcript = $("transcript");
+  transcript.replaceChildren();
+  for (const turn of data.turns) {
+    if (turn.user) transcript.append(item("user", `Customer (turn ${turn.turn_index})`, turn.user));
+    if (turn.from === "agent") transcript.append(item("agent", `Agent ${turn.agent}`, turn.answer));
+    else if (turn.answer) {
+      const sources = (turn.citations || []).length ? ` [${turn.citations.join(", ")}]` : "";
+      const mark = marks[turn.turn_index] ?
+        ` — marked ${marks[turn.turn_index].rating === "up" ? "helpful" : "not helpful"}` : "";
+      transcript.append(item("assistant", `Assistant (${turn.verdict})${mark}`, turn.answer + sources));
+    }
+  }
+  $("transcript-section").hidden = false;
+  $("transcript-section").scrollIntoView({ block: "start" });
+}
+
+// -- topics and articles --------------------------------------------------------------------
+function share(t, ...labels) {
+  const counts = Object.fromEntries(t.tiles.map((x) => [x.label, x.count]));
+  return percent(labels.reduce((sum, l) => sum + counts[l], 0), t.conversations);
+}
+
+function opener(text, wanted) {
+  const button = element("button", { type: "button", className: "link", textContent: text });
+  button.addEventListener("click", guarded(() => showList(wanted)));
+  return button;
+}
+
+async function loadTopics() {
+  const { topics } = await call(`/v1/reports/topics?days=${DAYS}`);
+  const select = $("filter-topic");
+  select.replaceChildren(element("option", { value: "", textContent: "every topic" }));
+  $("topics").replaceChildren(...topics.map((t) => {
+    if (t.topic_id) select.append(element("option", { value: t.topic_id, textContent: t.title }));
+    return element("tr", {},
+      element("td", {}, t.topic_id ? opener(t.title, { topic: t.topic_id }) :
+        element("span", { className: "meta", textContent: t.title })),
+      element("td", { textContent: String(t.conversations) }),
+      element("td", { textContent: share(t, "confirmed", "assumed") }),
+      element("td", { textContent: share(t, "handed_off", "resolved_by_person") }),
+      element("td", { textContent: share(t, "unanswered", "suggested") }));
+  }));
+}
+
+async function loadArticles() {
+  const { articles } = await call(`/v1/reports/articles?days=${DAYS}`);
+  const select = $("filter-article");
+  select.replaceChildren(element("option", { value: "", textContent: "any article" }));
+  $("articles").replaceChildren(...articles.map((a) => {
+    select.append(element("option", { value: a.source_id, textContent: a.title }));
+    return element("tr", {},
+      element("td", {}, opener(a.title, { article: a.source_id })),
+      element("td", { textContent: String(a.conversations) }),
+      element("td", { textContent: `${a.failing_percent}% (${a.failing})` }),
+      element("td", { textContent: `${a.helpful} helpful, ${a.not_helpful} not` }),
+      element("td", { textContent: String(a.handoffs) }));
+  }));
+  if (!articles.length) {
+    $("articles").append(element("tr", {}, element("td", { colSpan: 5, className: "meta",
+      textContent: "No answer cited an article in this window." })));
+  }
+}
+
+// -- gaps and the article editor ------------------------------------------------------------
+async function loadGaps() {
+  const report = await call("/v1/reports/gaps");
+  const list = $("gaps");
+  list.replaceChildren();
+  const largest = Math.max(1, ...report.clusters.map((c) => c.size));
+  for (const cluster of report.clusters.slice(0, 10)) {
+    const bar = element("meter", { min: 0, max: largest, value: cluster.size });
+    bar.setAttribute("aria-label", `${cluster.size} questions`);
+    const near = cluster.nearest_article ?
+      ` (nearest article: ${cluster.nearest_article.title || cluster.nearest_article.source_id})` : "";
+    const write = element("button", { type: "button", textContent: "Draft an article" });
+    write.addEventListener("click", guarded(() => draftArticle(cluster.examples)));
+    list.append(element("li", {}, bar,
+      element("span", { textContent: ` ${cluster.size} × ${cluster.examples.join(" / ")}${near}` }),
+      element("br"), write));
+  }
+  if (!report.clusters.length) {
+    list.append(element("li", { className: "meta", textContent: "Nothing missing in this window." }));
+  }
+}
+
+// From a gap to a tested article: draft from people's replies, save (a hidden draft), check, publish.
+async function draftArticle(questions) {
+  const proposal = await call("/v1/articles/draft", { questions });
+  lead.article = { questions, slug: null };
+  $("article-for").textContent = `For: ${questions.map((q) => `“${q}”`).join(", ")}`;
+  $("article-name").value = proposal.title;
+  $("article-slug").value = proposal.slug;
+  $("article-text").value = proposal.text;
+  $("article-sources").replaceChildren(...[...new Set(proposal.sources.map((s) => s.session_id))]
+    .map((session) => element("li", { textContent: `from the replies in conversation ${session.slice(0, 8)}` })));
+  $("article-status").textContent = "A draft from the replies people wrote: edit, then save.";
+  $("article-check").hidden = true;
+  $("article-publish").hidden = true;
+  $("article-results").replaceChildren();
+  $("article-section").hidden = false;
+  $("article-section").scrollIntoView({ block: "start" });
+  $("article-name").focus();
+}
+
+function showArticle(record) {
+  lead.article.slug = record.slug;
+  const last = record.events[record.events.length - 1];
+  $("article-status").textContent = `${record.id}: ${record.status} (${last.action} by ${last.by})`;
+  $("article-check").hidden = false;
+  $("article-results").replaceChildren(...((record.check && record.check.rows) || []).map((row) => {
+    const verdict = row.answered_from_article ? "answered from the article" :
+      `not answered from it (${row.verdict}${row.cited.length ? ", cites " + row.cited.join(", ") : ""})`;
+    return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict);
+  }));
+  $("article-publish").hidden = !(record.check && record.check.answered) ||
+    record.status === "published";
+}
+
+// -- wiring ---------------------------------------------------------------------------------
+for (const l of LABELS) $("filter-label").append(element("option", { value: l.key, textContent: l.name }));
+
+$("key-form").addEventListener("submit", guarded(async () => {
+  Staff.key = $("api-key").value.trim();
+  const me = await call("/v1/me");
+  if (me.role !== "admin") throw new Error("This page is for a lead's (admin) key; agents work the queue at /agent.");
+  await loadOverview();
+  $("key-form").hidden = true;
+  $("board").hidden = false;
+  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps()]);
+}));
+
+for (const name of ["label", "topic", "day", "article"]) {
+  $(`filter-${name}`).addEventListener("change", guarded(async () => {
+    lead.offset = 0;
+    await loadList();
+  }));
+}
+$("filters").addEventListener("submit", (e) => e.preventDefault());
+$("filter-clear").addEventListener("click", guarded(() => showList({})));
+$("list-csv").addEventListener("click", guarded(() =>
+  Staff.download(`/v1/reports/outcomes.csv?${filters()}&days=${DAYS}`, "conversations.csv")));
+$("list-older").addEventListener("click", guarded(async () => {
+  lead.offset += PAGE;
+  await loadList();
+}));
+$("list-newer").addEventListener("click", guarded(async () => {
+  lead.offset = Math.max(0, lead.offset - PAGE);
+  await loadList();
+}));
+$("transcript-close").addEventListener("click", () => {
+  $("transcript-section").hidden = true;
+  $("list-section").scrollIntoView({ block: "start" });
+});
+
+$("article-form").addEventListener("submit", guarded(async () => {
+  const tiers = $("article-tiers").value.split(",").map((t) => t.trim()).filter(Boolean);
+  showArticle(await call("/v1/articles", {
+    slug: $("article-slug").value.trim(),
+    title: $("article-name").value.trim(),
+    text: $("article-text").value,
+    access: $("article-access").value,
+    ...(tiers.length ? { tiers } : {}),
+    questions: lead.article.questions,
+  }));
+}));
+$("article-check").addEventListener("click", guarded(async () => {
+  showArticle(await call(`/v1/articles/${lead.article.slug}/check`, {}));
+}));
+$("article-publish").addEventListener("click", guarded(async () => {
+  showArticle(await call(`/v1/articles/${lead.article.slug}/publish`, {}));
+  await Promise.all([loadGaps(), loadArticles(), loadTopics()]);
+}));

@@ -1,0 +1,189 @@
+"""The lead's page (``/lead``) in real headless Chromium, played as a lead: tiles that add up
+to every conversation, a tile opens its conversations, one opens its transcript with the
+label's evidence, a topic and an article filter the list, a gap is drafted into an article,
+checked and published; screenshots at 1280 and 390 px (``LEAD_SCREENSHOTS``: a folder to keep
+them in, as ``docs/images/lead-*.png`` were made)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.e2e.test_agent_desk import ARGS, open_desk
+from tests.e2e.test_web_page import CHROMIUM
+from tests.helpers import running_server
+
+pytestmark = pytest.mark.integration
+REPLY = "We do not ship to Antarctica. Orders to every other continent arrive within 10 business days."
+
+
+@pytest.fixture
+def own_server(settings, example_kb, tmp_path):
+    """A pilot over its own store (articles are written into its knowledge base), every role
+    on the evidence path, as shipped."""
+    from config.settings import ApiKey
+    from service.auth import hash_key
+    from tests.helpers import pilot_over_own_store
+
+    keys = [
+        ApiKey(name="web", sha256=hash_key("web-key"), slots={"access_level": "customer"}),
+        ApiKey(name="ana", sha256=hash_key("ana-key"), role="agent"),
+        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"),
+    ]
+    with (
+        pilot_over_own_store(settings, example_kb, tmp_path / "data", *keys, roles="evidence") as (
+            app,
+            _,
+        ),
+        running_server(app) as (url, _server),
+    ):
+        yield url
+
+
+def customer_asks(browser, server: str, message: str):
+    page = browser.new_page()
+    page.goto(server)
+    page.get_by_label("Access key").fill("web-key")
+    page.get_by_role("button", name="Start").click()
+    question = page.get_by_label("Your question")
+    question.fill(message)
+    question.press("Enter")
+    page.locator("li.assistant").first.wait_for(timeout=60_000)
+    return page, question
+
+
+def open_lead(page, server: str):
+    page.goto(server + "/lead")
+    page.get_by_label("Lead key").fill("lead-key")
+    page.get_by_role("button", name="Open the dashboard").click()
+    page.locator("#tiles .lead-tile").first.wait_for(timeout=15_000)
+    return page
+
+
+def record_conversations(browser, server: str) -> None:
+    """A refund question marked helpful; a shipping question a person answers and resolves
+    (a knowledge gap); a question still going."""
+    refund, _ = customer_asks(browser, server, "How long does a refund take?")
+    refund.get_by_role("button", name="Helpful", exact=True).first.click()
+    refund.get_by_text("Thanks for your feedback.").wait_for()
+    customer, question = customer_asks(browser, server, "Do you ship to Antarctica?")
+    question.fill("I want to talk to a human")
+    question.press("Enter")
+    customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+    customer_asks(browser, server, "How do I reset my password?")
+
+    agent = open_desk(browser.new_page(), server, "ana-key")
+    agent.locator("#queue button").first.click()
+    agent.get_by_role("button", name="Take this conversation").click()
+    agent.get_by_text("taken by ana").first.wait_for()
+    agent.get_by_label("Your reply").fill(REPLY)
+    agent.get_by_role("button", name="Send reply").click()
+    agent.locator("#transcript").get_by_text(REPLY).wait_for()
+    agent.get_by_label("Resolution note").fill("told them")
+    agent.get_by_role("button", name="Resolve").click()
+    agent.get_by_text("No conversation is waiting.").wait_for()
+
+
+def tile_counts(lead) -> dict[str, tuple[int, int]]:
+    """Each outcome tile's (count, percent), by its words."""
+    found = {}
+    for text in lead.locator("#tiles .lead-tile").all_inner_texts():
+        value, name, detail = text.split("\n")[:3]
+        if name != "satisfaction" and value.endswith("%"):
+            found[name] = (int(detail.split(" of ")[0]), int(value.rstrip("%")))
+    return found
+
+
+def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        problems: list[str] = []
+        record_conversations(browser, own_server)
+
+        lead = browser.new_page(viewport={"width": 1280, "height": 900})
+        lead.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        open_lead(lead, own_server)
+        assert lead.title() == "CloudDesk support: the lead's dashboard"
+        counts = tile_counts(lead)
+        assert len(counts) == 8  # every label has its tile, still-going ones included
+        assert sum(n for n, _ in counts.values()) == 3  # every recorded conversation
+        assert sum(p for _, p in counts.values()) == 100
+        shown = ("resolved, marked helpful", "resolved by a person", "still going")
+        assert [counts[name][0] for name in shown] == [1, 1, 1]
+        assert sorted(counts[name][1] for name in shown) == [33, 33, 34]  # a third each
+        satisfaction = lead.locator("#tiles .lead-tile", has_text="satisfaction").inner_text()
+        assert satisfaction.split("\n") == ["100%", "satisfaction", "1 mark, 1 helpful"]
+        assert lead.locator("#chart svg rect.bar").count() == 3  # one segment per outcome today
+        lead.locator("#list tr").first.wait_for()
+        lead.screenshot(path=str(shots / "lead-desktop.png"), full_page=True)
+
+        # a tile opens its conversations; one opens its transcript with the evidence
+        lead.locator("#tiles .lead-tile", has_text="resolved by a person").click()
+        lead.get_by_text("1-1 of 1 conversations (resolved by a person)").wait_for()
+        row = lead.locator("#list tr").first
+        assert "Do you ship to Antarctica?" in row.inner_text() and "ana" in row.inner_text()
+        row.get_by_role("button").click()
+        evidence = lead.locator("#transcript-evidence")
+        evidence.get_by_text("resolved by").wait_for()
+        assert "ana" in evidence.inner_text()
+        assert REPLY in lead.locator("#transcript").inner_text()
+        lead.screenshot(path=str(shots / "lead-transcript-desktop.png"), full_page=True)
+
+        # a bar of the chart: today's conversations of that outcome
+        lead.locator("#chart rect.bar[data-label='confirmed']").click()
+        lead.get_by_text("1-1 of 1 conversations (resolved, marked helpful, day ").wait_for()
+        # a topic filters the list; an article's row opens the conversations citing it
+        topic = lead.locator("#topics button", has_text="refund").first
+        topic.click()
+        lead.locator("#list-count", has_text="topic").wait_for()
+        rows = lead.locator("#list tr").all_inner_texts()
+        assert len(rows) == 1 and "How long does a refund take?" in rows[0], (
+            rows,
+            lead.locator("#list-count").inner_text(),
+            lead.locator("#topics").inner_text(),
+        )
+        lead.locator("#filter-topic").select_option("")
+        lead.locator("#list tr").nth(2).wait_for()
+        lead.locator("#articles button", has_text="refund").first.click()
+        lead.locator("#list-count", has_text="article").wait_for()
+        rows = lead.locator("#list tr").all_inner_texts()
+        assert len(rows) == 1 and "How long does a refund take?" in rows[0], rows
+
+        # a gap: draft, save, check, publish
+        gap = lead.locator("#gaps li", has_text="Antarctica")
+        gap.wait_for(timeout=15_000)
+        assert "talk to a human" not in lead.locator("#gaps").inner_text()  # not a gap
+        gap.get_by_role("button", name="Draft an article").click()
+        text = lead.get_by_label("Article (Markdown)")
+        text.wait_for()
+        assert "We do not ship to Antarctica." in text.input_value()  # the person's reply
+        lead.get_by_label("Title").fill("Shipping to Antarctica")
+        lead.get_by_label("File name").fill("shipping-antarctica")
+        text.fill("# Shipping to Antarctica\n\n" + REPLY)
+        lead.get_by_role("button", name="Save as a hidden draft").click()
+        lead.get_by_text("articles/shipping-antarctica: draft").wait_for()
+        assert lead.get_by_role("button", name="Publish").is_hidden()  # not before a check
+        lead.get_by_role("button", name="Check it against the questions").click()
+        lead.locator("#article-results").get_by_text("answered from the article").first.wait_for()
+        lead.screenshot(path=str(shots / "lead-article-checked.png"), full_page=True)
+        lead.get_by_role("button", name="Publish").click()
+        lead.get_by_text("articles/shipping-antarctica: published").wait_for()
+
+        phone = browser.new_page(viewport={"width": 390, "height": 844})
+        phone.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        open_lead(phone, own_server)
+        phone.locator("#list tr").first.wait_for()
+        wide = phone.evaluate("document.documentElement.scrollWidth")
+        assert wide <= 390, f"the page scrolls sideways on a phone: {wide} px"
+        phone.screenshot(path=str(shots / "lead-phone.png"), full_page=True)
+        assert not problems, problems
+        browser.close()
+    keep = os.environ.get("LEAD_SCREENSHOTS")
+    if keep:
+        shutil.copytree(shots, keep, dirs_exist_ok=True)
