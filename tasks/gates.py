@@ -52,7 +52,7 @@ def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
     state.asks_for_person = probability >= intent.threshold
     state.kind = read_kind(state.message, offer_pending(state.history))
     if state.asks_for_person:
-        why = "the customer asked for a person"
+        why, state.kind = "the customer asked for a person", "person"
     elif state.kind == "accept":
         why = "the customer accepted the offer of a person"
     else:

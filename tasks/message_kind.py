@@ -1,5 +1,6 @@
 """What kind of customer message this is, read at intake before any search: a question (the
-default), courtesy alone, or a reply to the assistant's offer of a person.
+default), a request for a person (the learned hand-off intent, ``tasks/handoff_intent.py``),
+courtesy alone, or a reply to the assistant's offer of a person.
 
 The assistant's offer ("...shall I connect you with a support agent?") is a state of the
 conversation: the turn that made it is stored with ``offers_handoff``, and the next message is
@@ -127,5 +128,6 @@ def kind_of(turn: Mapping[str, Any]) -> MessageKind:
 
 
 def asked_something(turn: Mapping[str, Any]) -> bool:
-    """Whether a stored customer turn asked something: a question, not courtesy or a reply."""
-    return bool(turn.get("user")) and kind_of(turn) == "question"
+    """Whether a stored customer turn asked something: a question or a request for a person,
+    not courtesy or a yes / no."""
+    return bool(turn.get("user")) and kind_of(turn) in ("question", "person")

@@ -63,9 +63,9 @@ Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
 PlanRoute = Literal["rewrite", "as_is"]
 DraftRoute = Literal["revise", "done"]
 StepRoute = Literal[Route, PlanRoute, DraftRoute]
-# what a customer message is, read at intake (``tasks/message_kind.py``): a question, courtesy
-# alone, or a yes / no to the assistant's offer of a person
-MessageKind = Literal["question", "courtesy", "accept", "decline"]
+# what a customer message is, read at intake (``tasks/message_kind.py``): a question, a request
+# for a person, courtesy alone, or a yes / no to the assistant's offer of a person
+MessageKind = Literal["question", "person", "courtesy", "accept", "decline"]
 
 
 class HistoryTurn(BaseModel):

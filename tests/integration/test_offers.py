@@ -89,3 +89,40 @@ def test_a_yes_to_the_offer_hands_off_and_the_report_says_handed_off(pilot):
     assert labels[declined]["label"] == "unanswered"
     assert labels[followed]["questions"] == 2  # the follow-up is a question, not small talk
     assert labels[followed]["evidence"]["last_question_turn"] == 1
+
+
+def test_after_a_hand_off_the_person_gets_the_messages_and_the_queue_shows_the_problem(pilot):
+    client = pilot
+    session, _ = converse(client, "c-waits", "Do you offer a student discount?", "yes please")
+    first, second = (
+        client.post(
+            f"/v1/sessions/{session}/messages", json={"message": text}, headers=bearer("backend")
+        ).json()
+        for text in ("I study at the open university.", "Thank you so much!")
+    )
+    # one short note that a person will reply here, then nothing canned
+    assert first["answer"] == "Thanks, a person from our team will reply here."
+    assert second["answer"] == "" and second["handoff"] is True
+    assert "passing this conversation" not in first["answer"] + second["answer"]
+
+    left = client.post(
+        f"/v1/sessions/{session}/contact", json={"email": "sam@example.com"}, headers=bearer("backend")
+    )
+    assert left.status_code == 200 and left.json()["session"]["contact_email"] == "sam@example.com"
+    bad = client.post(
+        f"/v1/sessions/{session}/contact", json={"email": "not an email"}, headers=bearer("backend")
+    )
+    assert bad.status_code == 422
+
+    [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
+    # the problem, not "yes please" nor the thanks
+    assert row["problem"] == "Do you offer a student discount?"
+    assert row["session"]["contact_email"] == "sam@example.com"
+    assert (row["waiting"], row["urgent"]) == (2, False)
+    client.post(
+        f"/v1/sessions/{session}/messages", json={"message": "Hello?"}, headers=bearer("backend")
+    )
+    [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
+    assert row["urgent"] is True and "3 messages" in row["urgent_why"]
+    whole = client.get(f"/v1/handoffs/{session}", headers=bearer("ana")).json()
+    assert whole["session"]["contact_email"] == "sam@example.com"
