@@ -189,6 +189,7 @@ def run_turn(
                 raise RuntimeError("the engine ended the turn without a result")
             result = state.result
             result.turn_index = state.turn_index
+            result.kind = state.kind
         except TurnFailed as failed:
             state = failed.state
             result = _failure(failed.cause, state, request, runtime, watch.running)

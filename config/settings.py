@@ -505,7 +505,14 @@ class Observability(_Strict):
 
 
 class Messages(_Strict):
-    no_results: str = "I could not find this in our help articles."
+    no_results: str = (
+        "I could not find this in our help articles. Could you rephrase, or shall I connect you "
+        "with a support agent?"
+    )
+    # no_results offers a person: the next "yes" / "ok" / "please do" hands off and "no" gets
+    # ``declined`` (tasks/message_kind.py); false when your no_results offers none
+    no_results_offers_handoff: bool = True
+    declined: str = "All right. If there is anything else I can help with, just ask."
     # evidence between refuse_below and answer_at, no judge model: the closest article offered
     suggest: str = (
         "I could not find a direct answer to that in our help articles. This article may help:"
@@ -516,6 +523,8 @@ class Messages(_Strict):
         "Something went wrong on our side with this message. Please try again, or ask for a person."
     )
     handoff: str = "I'm passing this conversation to a member of our support team."
+    # the first message after a hand-off, until a person replies; later ones get no reply
+    handoff_waiting: str = "Thanks, a person from our team will reply here."
     # the assistant would hand off, but the key's ``pilot.limits.handoffs`` are spent
     handoff_busy: str = (
         "Our support team cannot take more conversations right now. Please try again later."

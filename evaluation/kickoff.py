@@ -150,7 +150,10 @@ def run_script(
             result = run_turn(request, runtime)
             history.append(
                 HistoryTurn(
-                    user=turn.user, answer=result.answer, sources=[c.source_id for c in result.citations]
+                    user=turn.user,
+                    answer=result.answer,
+                    sources=[c.source_id for c in result.citations],
+                    offered_handoff=result.offers_handoff,
                 )
             )
             yield turn_line(conversation, index, turn, result, check(turn.expect, result))

@@ -60,6 +60,7 @@ class SessionView(_Record):
     handoff_reason: str | None = None
     handoff_at: float | None = None
     resolved_at: float | None = None
+    contact_email: str | None = None  # left by the customer at the hand-off
 
 
 class TurnRecord(_Record):
@@ -101,12 +102,17 @@ class QueueSession(BaseModel):
     taken_by: str | None = None
     taken_at: float | None = None
     created: float | None = None
+    contact_email: str | None = None
 
 
 class QueueRow(BaseModel):
     session: QueueSession
     customer: str
     why: str
+    # the customer's latest question nobody answered yet: what the person has to solve
+    problem: str = ""
+    urgent: bool = False
+    urgent_why: str = ""
     first_message: str
     turns: int
     waiting: int

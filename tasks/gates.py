@@ -23,13 +23,13 @@ Usage::
 from __future__ import annotations
 
 from config.settings import Settings
-from tasks.courtesy import courtesy_only
 from tasks.decision import Conversation, decide
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
 from tasks.followups import named, resolve_follow_up, subject_pages
 from tasks.handoff_intent import HandoffIntent
 from tasks.judging import judged
+from tasks.message_kind import offer_pending, read_kind
 from tasks.operating_points import operating_points
 from tasks.phrasings import grounded_phrasings
 from tasks.schemas import Decision, GateDecision, Judgement, Reformulation
@@ -44,28 +44,40 @@ def answer_floor(settings: Settings) -> float:
 
 def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
     """Before any model call: a customer who asks for a person (the learned hand-off intent,
-    ``tasks/handoff_intent.py``) is handed off at once; a message of courtesy alone ("Thanks,
-    bye", "Hi!") asks no page anything and gets the courteous reply, not a search."""
+    ``tasks/handoff_intent.py``) or says yes to the assistant's offer of one
+    (``tasks/message_kind.py``) is handed off at once; a "no" to the offer, or a message of
+    courtesy alone ("Thanks, bye", "Hi!"), asks no page anything and gets the polite reply,
+    not a search."""
     probability = intent.probability(state.message)
     state.asks_for_person = probability >= intent.threshold
-    if not state.asks_for_person:
+    state.kind = read_kind(state.message, offer_pending(state.history))
+    if state.asks_for_person:
+        why, state.kind = "the customer asked for a person", "person"
+    elif state.kind == "accept":
+        why = "the customer accepted the offer of a person"
+    else:
         return nothing_asked(state)
-    why = "the customer asked for a person"
     with state.step("intake") as info:
         state.verdict, state.route = "needs_human", "handoff"
-        info.update(route="handoff", decided_by=why, asks_for_person=round(probability, 3))
+        info.update(
+            route="handoff", decided_by=why, kind=state.kind, asks_for_person=round(probability, 3)
+        )
     decision = Decision(action="handoff", probability=round(probability, 4))
     return state.decide(GateDecision(gate="intake", route="handoff", reason=why, evidence=decision))
 
 
 def nothing_asked(state: TurnState) -> GateDecision | None:
-    """A message made of courtesy alone (``tasks.courtesy.courtesy_only``) ends the turn."""
-    if not courtesy_only(state.message):
+    """A message made of courtesy alone, or a "no" to the offer of a person, ends the turn."""
+    if state.kind not in ("courtesy", "decline"):
         return None
-    why = "the message is courtesy alone: nothing to search"
+    why = (
+        "the customer declined the offer of a person"
+        if state.kind == "decline"
+        else "the message is courtesy alone: nothing to search"
+    )
     with state.step("intake") as info:
         state.verdict, state.route, state.nothing_asked = "insufficient", "refuse", True
-        info.update(route="refuse", decided_by=why)
+        info.update(route="refuse", decided_by=why, kind=state.kind)
     return state.decide(
         GateDecision(gate="intake", route="refuse", reason=why, evidence=Decision(action="refuse"))
     )

@@ -61,7 +61,12 @@ def load_context(memory: MemoryStore | None, request: TurnRequest, turn_index: i
         return MemoryContext(scope=None, history=list(request.history), turn_index=turn_index)
     turns = memory.session_turns(scope, request.session_id)
     history = list(request.history) or [
-        HistoryTurn(user=t["user"], answer=t.get("answer", ""), sources=t.get("citations", []))
+        HistoryTurn(
+            user=t["user"],
+            answer=t.get("answer", ""),
+            sources=t.get("citations", []),
+            offered_handoff=bool(t.get("offers_handoff")),
+        )
         for t in turns
         if t.get("status") == "done" and t["turn_index"] < turn_index
     ]
@@ -104,6 +109,8 @@ def save_result(
             "answer": result.answer,
             "verdict": result.verdict,
             "citations": [c.source_id for c in result.citations],
+            "kind": result.kind,
+            "offers_handoff": result.offers_handoff,
             "llm_calls": result.trace.llm_calls,
             **({"failure": result.failure.model_dump()} if result.failure else {}),
         },

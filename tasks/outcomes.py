@@ -17,10 +17,12 @@ evidence that justifies it (turn indices, feedback, timestamps):
                         topic within ``reopen_within_s``: not counted as resolved
     pending             still going: not quiet for ``outcome_after_s`` and not closed
 
-Messages of courtesy alone ("Thanks, bye") are not questions. Rates (``daily_rates``):
-involvement = conversations with a question; resolution = (confirmed + assumed) / involved
-(reopened ones are not in it); hand-off, unanswered and suggested likewise over the involved;
-satisfaction = helpful marks / all marks.
+Messages of courtesy alone ("Thanks, bye") and yes / no replies to the offer of a person are
+not questions (``tasks/message_kind.py``); a conversation whose customer wrote again after the
+answer and got only the courtesy reply ("Can you help me?") is never ``assumed``.
+Rates (``daily_rates``): involvement = conversations with a question; resolution =
+(confirmed + assumed) / involved (reopened ones are not in it); hand-off, unanswered and
+suggested likewise over the involved; satisfaction = helpful marks / all marks.
 
 Usage::
 
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from storage.memory import ANONYMOUS
-from tasks.courtesy import courtesy_only
+from tasks.message_kind import asked_something, closing, kind_of
 
 Label = Literal[
     "confirmed",
@@ -82,7 +84,23 @@ class Outcome:
 
 
 def _questions(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [t for t in turns if t.get("user") and not courtesy_only(str(t["user"]))]
+    return [t for t in turns if asked_something(t)]
+
+
+def _unclosed_courtesy(turns: Sequence[dict[str, Any]], after: int) -> int | None:
+    """The first customer message after turn ``after`` that got only the courtesy reply and was
+    no thanks or goodbye ("Can you help me?"): the customer wrote again and was not helped."""
+    return next(
+        (
+            int(t["turn_index"])
+            for t in turns
+            if int(t.get("turn_index", -1)) > after
+            and t.get("user")
+            and kind_of(t) == "courtesy"
+            and not closing(str(t["user"]))
+        ),
+        None,
+    )
 
 
 def label(
@@ -136,6 +154,10 @@ def label(
                 outcome.why += " (an anonymous visitor: unverified, a throwaway session can do it)"
         elif rating == "down":
             outcome.label, outcome.why = "unanswered", "the customer marked the last answer not helpful"
+        elif (after := _unclosed_courtesy(turns, index)) is not None and (quiet or closed):
+            evidence["courtesy_turn"] = after
+            outcome.label = "unanswered"
+            outcome.why = "the customer wrote again after the answer and got only the courtesy reply"
         elif quiet or closed:
             outcome.label = "assumed"
             outcome.why = "answered; the customer left without asking again"

@@ -117,7 +117,7 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
     if state.nothing_asked:
         return TurnResult(
             session_id=session_id,
-            answer=settings.messages.courtesy,
+            answer=settings.messages.declined if state.kind == "decline" else settings.messages.courtesy,
             verdict="idk",
             judge_verdict=state.verdict,
         )
@@ -139,6 +139,7 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
         answer=settings.messages.no_results,
         verdict="idk",
         judge_verdict=state.verdict,
+        offers_handoff=settings.messages.no_results_offers_handoff,
     )
 
 

@@ -63,12 +63,16 @@ Route = Literal["answer", "retry", "refuse", "handoff", "ask_judge"]
 PlanRoute = Literal["rewrite", "as_is"]
 DraftRoute = Literal["revise", "done"]
 StepRoute = Literal[Route, PlanRoute, DraftRoute]
+# what a customer message is, read at intake (``tasks/message_kind.py``): a question, a request
+# for a person, courtesy alone, or a yes / no to the assistant's offer of a person
+MessageKind = Literal["question", "person", "courtesy", "accept", "decline"]
 
 
 class HistoryTurn(BaseModel):
     user: str
     answer: str = ""
     sources: list[str] = Field(default_factory=list)  # the pages the answer cited
+    offered_handoff: bool = False  # the answer offered a person: a "yes" next accepts it
 
 
 class TurnRequest(BaseModel):
@@ -277,5 +281,9 @@ class TurnResult(BaseModel):
     judge_verdict: JudgeVerdict | None = None
     citations: list[Citation] = Field(default_factory=list)
     handoff: bool = False
+    # the answer offers a person ("shall I connect you with a support agent?"): a "yes" to it
+    # hands off, a "no" closes politely
+    offers_handoff: bool = False
+    kind: MessageKind = "question"  # what the customer's message was read as
     failure: TurnFailure | None = None  # set only when ``verdict`` is "error"
     trace: Trace = Field(default_factory=Trace)

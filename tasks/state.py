@@ -28,6 +28,7 @@ from tasks.schemas import (
     GateDecision,
     HistoryTurn,
     JudgeVerdict,
+    MessageKind,
     RetrievalOutput,
     Route,
     Step,
@@ -54,7 +55,8 @@ class TurnState(BaseModel):
     turn_index: int = 0
     round_index: int = 0
     asks_for_person: bool = False  # the hand-off intent read at intake
-    nothing_asked: bool = False  # a message of courtesy alone ("Thanks, bye"): no search
+    nothing_asked: bool = False  # courtesy alone ("Thanks, bye") or a "no" to the offer: no search
+    kind: MessageKind = "question"  # what the message was read as at intake
     rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
     pointed_at: list[RememberedEntity] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]

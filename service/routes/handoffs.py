@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -38,6 +39,7 @@ from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import ANONYMOUS, Scope
 from tasks.memory_context import close_session, messages_waiting
+from tasks.message_kind import asked_something, kind_of
 from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
@@ -50,7 +52,10 @@ QUEUE_FIELDS = (
     "taken_by",
     "taken_at",
     "created",
+    "contact_email",
 )
+URGENT_AFTER_S = 15 * 60  # handed off this long ago and no person has replied: urgent
+URGENT_WAITING = 3  # this many messages wait for a person: urgent
 
 
 class AgentMessage(BaseModel):
@@ -144,17 +149,60 @@ def handoff_why(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
     return str(header.get("handoff_reason") or "")
 
 
+def problem_of(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
+    """What the person has to solve: the customer's first question since the last one the
+    assistant answered (later messages add to it; the queue counts them), else their latest
+    request for a person (a bare "yes please" to the offer, thanks and greetings are never
+    it), else why the conversation was handed off.
+
+    >>> problem_of({}, [{"user": "Student discount?", "verdict": "idk", "kind": "question"},
+    ...                 {"user": "yes please", "verdict": "handoff", "kind": "accept"},
+    ...                 {"user": "I study at the OU.", "status": "waiting_for_agent"},
+    ...                 {"user": "Thank you so much!", "status": "waiting_for_agent"}])
+    'Student discount?'
+    """
+    answered = [i for i, t in enumerate(turns) if t.get("verdict") == "answered"]
+    since = turns[answered[-1] + 1 :] if answered else turns
+    asked = [t for t in since if asked_something(t)]
+    for kinds in (("question",), ("person",)):
+        found = [t for t in asked if kind_of(t) in kinds]
+        if found:
+            return str(found[0 if kinds == ("question",) else -1]["user"])
+    return handoff_why(header, turns)
+
+
+def urgency(header: dict[str, Any], turns: list[dict[str, Any]], now: float) -> str:
+    """Why the conversation is urgent ("" when it is not): the customer has waited for a
+    person too long, or keeps writing.
+
+    >>> urgency({"handoff_at": 100.0}, [], now=3700.0)
+    'waiting 60 min for a person'
+    """
+    waiting = messages_waiting(turns)
+    if waiting >= URGENT_WAITING:
+        return f"{waiting} messages wait for a person"
+    replied = any(t.get("from") == "agent" for t in turns)
+    since = header.get("handoff_at")
+    if since is not None and not replied and now - float(since) >= URGENT_AFTER_S:
+        return f"waiting {int((now - float(since)) // 60)} min for a person"
+    return ""
+
+
 def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
-    """One line of the queue: enough to choose a conversation (who, why, since when, who has
-    it), none of its answers."""
+    """One line of the queue: enough to choose a conversation (who, their problem, why, since
+    when, who has it, whether it is urgent), none of its answers."""
     turns = pilot.memory.session_turns(
         Scope(header["customer_id"], header["tenant"]), header["session_id"]
     )
     first = next((t["user"] for t in turns if t.get("user")), "")
+    urgent = urgency(header, turns, time.time())
     return {
         "session": {k: header.get(k) for k in QUEUE_FIELDS},
         "customer": customer_label(header["customer_id"]),
         "why": handoff_why(header, turns),
+        "problem": problem_of(header, turns),
+        "urgent": bool(urgent),
+        "urgent_why": urgent,
         "first_message": first,
         "turns": len(turns),
         "waiting": messages_waiting(turns),

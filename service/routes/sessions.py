@@ -22,11 +22,12 @@ from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, found, owned_session, owner_of
 from service.errors import ApiError, error_body
 from service.outcome_store import touched
-from service.records import FeedbackMark, HandedOff, NewSessionView, SessionDetail
+from service.records import FeedbackMark, HandedOff, NewSessionView, SessionChange, SessionDetail
 from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, check_id
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
+from tasks.message_kind import read_kind
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -71,6 +72,13 @@ class Feedback(BaseModel):
 class Handoff(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: PlainText = Field(default="requested by the customer", max_length=500)
+
+
+class Contact(BaseModel):
+    """Where a person can answer a visitor who left: given by the customer at the hand-off."""
+
+    model_config = ConfigDict(extra="forbid")
+    email: str = Field(max_length=254, pattern=r"^[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+$")
 
 
 def sse_event(name: str, data: dict[str, Any]) -> str:
@@ -299,6 +307,7 @@ CUSTOMER_FIELDS = (
     "handoff_reason",
     "handoff_at",
     "resolved_at",
+    "contact_email",
 )
 # which staff key replied, the enforced slots the turn ran under, the turn's claim id
 STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim")
@@ -316,29 +325,38 @@ def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
 
 def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str) -> TurnResult:
     """A message after the hand-off: stored for the person who takes the conversation, at
-    most ``waiting_messages`` of them until a person replies. The cap holds for messages sent
-    at once too: a message is kept only if it is within the cap among the waiting messages
-    claimed before it (turn indices are claimed in order), else its claim is taken back."""
+    most ``waiting_messages`` of them until a person replies. The first gets one short note
+    (``messages.handoff_waiting``), later ones no reply: the canned hand-off line is said
+    once. The cap holds for messages sent at once too: a message is kept only if it is within
+    the cap among the waiting messages claimed before it (turn indices are claimed in order),
+    else its claim is taken back."""
     scope = Scope(header["customer_id"], who.tenant)
     memory = pilot.memory
     session_id = header["session_id"]
     cap = pilot.settings.pilot.limits.waiting_messages
-    waiting = messages_waiting(memory.session_turns(scope, session_id))
+    before = memory.session_turns(scope, session_id)
+    waiting = messages_waiting(before)
     if waiting >= cap:
         too_many_waiting(waiting)
-    index = memory.claim_turn(scope, session_id, {"user": message}, status=WAITING_FOR_AGENT)
+    kind = read_kind(message, offer_pending=False)
+    index = memory.claim_turn(
+        scope, session_id, {"user": message, "kind": kind}, status=WAITING_FOR_AGENT
+    )
     turns = memory.session_turns(scope, session_id)
     ahead = messages_waiting([t for t in turns if t["turn_index"] <= index])
     if ahead > cap:
         memory.release_turn(scope, session_id, index)
         too_many_waiting(ahead - 1)
     remember_entities(memory, scope, session_id, index, message)
+    noted = any(t.get("status") == WAITING_FOR_AGENT for t in before)
     return TurnResult(
         session_id=header["session_id"],
-        answer=pilot.settings.messages.handoff,
+        # one short note that a person will reply, then nothing: the messages are for them
+        answer="" if noted else pilot.settings.messages.handoff_waiting,
         verdict="handoff",
         handoff=True,
         turn_index=index,
+        kind=kind,
     )
 
 
@@ -402,3 +420,23 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     )
     touched(pilot, who.tenant, session_id)
     return {"session": customer_view(header), "message": pilot.settings.messages.handoff}
+
+
+@router.post("/{session_id}/contact", response_model=SessionChange, response_model_exclude_unset=True)
+async def contact(session_id: str, body: Contact, who: Customer, pilot: Pilot) -> dict[str, Any]:
+    """The customer leaves an email at the hand-off, so a person can answer after they left;
+    the desk shows it with the conversation."""
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    move(header, "message", "customer", "")  # 409 for a resolved session
+    await run_in_threadpool(pilot.limits.spend, "feedback", who)
+    written = await run_in_threadpool(
+        pilot.store.apply,
+        who.tenant,
+        session_id,
+        "message",
+        "customer",
+        "",
+        lambda _h, _c: {"contact_email": body.email},
+    )
+    touched(pilot, who.tenant, session_id)
+    return {"session": customer_view(found(written, session_id))}

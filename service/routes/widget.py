@@ -3,6 +3,10 @@ short-lived token for it (``service/widget_tokens.py``); everything after goes t
 ``/v1/sessions/{id}`` with that token. A signed customer token from the team's site names the
 visitor; without one the visitor is anonymous.
 
+A session's token renews itself before it expires (``POST /v1/widget/sessions/{id}/token``
+with that token): the widget keeps one conversation's token across reloads, never the key's
+reach beyond it.
+
 Usage (what widget.js sends; the customer token is optional)::
 
     opened = client.post(
@@ -22,7 +26,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.auth import Caller
-from service.context import Pilot, PilotContext, Widget
+from service.context import Customer, Pilot, PilotContext, Widget, owned_session
 from service.errors import ApiError
 from service.routes.sessions import open_session
 from service.widget_tokens import TokenError, read_customer_token, secret_from_environment, widget_key
@@ -39,6 +43,12 @@ class NewWidgetSession(BaseModel):
 class WidgetSession(BaseModel):
     session_id: str
     customer_id: str
+    token: str
+    expires_at: float
+
+
+class RenewedToken(BaseModel):
+    session_id: str
     token: str
     expires_at: float
 
@@ -86,3 +96,16 @@ def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -
             403, "customer_token_refused", "customer token refused: it has already opened a session"
         )
     return vouched.customer_id
+
+
+@router.post("/sessions/{session_id}/token", response_model=RenewedToken)
+async def renew_token(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
+    """A widget session's token, renewed before it expires: the same session (and no other),
+    a new expiry. Only the session's own token renews it; a widget keeps it for that one
+    conversation (so a reload resumes it)."""
+    if who.session_id is None:
+        raise ApiError(403, "session_token", "only a widget session's own token renews it")
+    await run_in_threadpool(owned_session, pilot, who, session_id)  # 404 for any other session
+    assert pilot.session_tokens is not None  # a session token was read, so tokens exist
+    token, expires = pilot.session_tokens.issue(who.tenant, who.key_name, session_id, time.time())
+    return {"session_id": session_id, "token": token, "expires_at": expires}

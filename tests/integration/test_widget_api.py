@@ -281,3 +281,21 @@ def test_spent_token_records_go_once_their_tokens_have_expired(client):
     assert '["acme", "live-token"]' in kept and '["acme", "old-token"]' not in kept
     # a live token stays spent: its replay is still refused
     assert not spent.spend("acme", "live-token", expires_at=time.time() + 300)
+
+
+def test_a_session_token_renews_itself_for_its_own_session_only(client):
+    opened = open_widget_session(client)
+    session = opened["session_id"]
+    token = {"Authorization": f"Bearer {opened['token']}", "Origin": SITE}
+    time.sleep(1.1)  # a later expiry than the first token's
+    renewed = client.post(f"/v1/widget/sessions/{session}/token", headers=token)
+    assert renewed.status_code == 200, renewed.text
+    body = renewed.json()
+    assert body["session_id"] == session and body["expires_at"] > opened["expires_at"]
+    fresh = {"Authorization": f"Bearer {body['token']}", "Origin": SITE}
+    assert client.get(f"/v1/sessions/{session}", headers=fresh).status_code == 200
+    other = open_widget_session(client)["session_id"]
+    assert client.post(f"/v1/widget/sessions/{other}/token", headers=fresh).status_code == 404
+    # a key is no session token: it renews nothing
+    backend = client.post(f"/v1/widget/sessions/{session}/token", headers=bearer("backend"))
+    assert backend.status_code in (403, 404)
