@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from storage.memory import WAITING_FOR_AGENT
 from tasks.judging import asks_the_pages
+from tasks.message_kind import kind_of
 
 GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
 # cosine distance under which two questions ask the same thing: the best adjusted Rand index
@@ -109,7 +110,8 @@ def gap_questions(
 ) -> list[GapQuestion]:
     """The customer messages of refused or handed-off turns, and of turns rated "down" (each
     message once, its first reason kept); a message that asks the pages nothing (only for a
-    person, read by ``asks_for_person``, or courtesy) is no knowledge gap."""
+    person, read by ``asks_for_person``, courtesy, or a yes / no to the assistant's offer of
+    a person) is no knowledge gap."""
     by_turn = {(t["session_id"], t["turn_index"]): t for t in turns if t.get("user")}
     found: dict[tuple[str, int], GapQuestion] = {}
     asks: dict[str, bool] = {}  # the same question comes back again and again
@@ -117,6 +119,8 @@ def gap_questions(
         kind = GAP_KINDS.get(turn.get("verdict", ""))
         if turn.get("status") == WAITING_FOR_AGENT:
             kind = "handoff"
+        if kind and kind_of(turn) in ("accept", "decline", "courtesy"):
+            continue
         if kind and turn["user"] not in asks:
             asks[turn["user"]] = asks_the_pages(turn["user"], asks_for_person)
         if kind and asks[turn["user"]]:

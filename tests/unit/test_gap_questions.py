@@ -35,3 +35,15 @@ def test_requests_for_a_person_and_courtesy_are_no_knowledge_gaps():
         "Can I pay in Japanese yen?": "refused",
         "What about the student discount?": "suggested",
     }
+
+
+def test_a_yes_or_no_to_the_offer_of_a_person_is_no_knowledge_gap():
+    accepted = turn(1, "yes", "handoff") | {"kind": "accept"}
+    declined = turn(2, "no thanks", "idk") | {"kind": "decline"}
+    waiting = turn(3, "ok", "handoff") | {"kind": "accept", "status": "waiting_for_agent"}
+    asked = turn(4, "Do you offer a student discount?", "idk") | {"kind": "question"}
+    intent = load_handoff_intent(load_encoders(load_settings()))
+    found = [
+        q.text for q in gap_questions([accepted, declined, waiting, asked], [], intent.asks_for_person)
+    ]
+    assert found == ["Do you offer a student discount?"]
