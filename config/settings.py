@@ -224,14 +224,14 @@ class QuoteModel(LinearModel):
     """Which units of the answering passage an extractive answer quotes
     (tasks/quote_model.py): ``sigmoid(bias + sum(weight * (feature - mean) / scale))`` per
     unit, fitted on the evidence spans agents grounded their replies on by
-    ``training/quote_fit.py`` into storage/kb/assets/decision/quote.yaml; with no ``weights``
+    ``training/quote_fit.py`` into quote.yaml in storage/kb/assets/decision/; with no ``weights``
     the window reading's focus picks."""
 
     bias: float = 0.0
 
 
 def fitted_quote() -> QuoteModel:
-    """The shipped quote model (storage/kb/assets/decision/quote.yaml; none fitted: the
+    """The shipped quote model (quote.yaml in storage/kb/assets/decision/; none fitted: the
     window reading picks)."""
     if not FITTED_QUOTE.exists():
         return QuoteModel()

@@ -81,7 +81,7 @@ def check_models(evidence: EvidenceSettings) -> None:
         "page choice (storage/kb/assets/decision/page_choice.yaml)",
     )
     check_model(
-        evidence.quote.features, UnitFeatures, "quote model (storage/kb/assets/decision/quote.yaml)"
+        evidence.quote.features, UnitFeatures, "quote model (quote.yaml in storage/kb/assets/decision/)"
     )
 
 

@@ -4,7 +4,7 @@ reading, fitted on the sentences real agents grounded their replies on.
 The window reading (``tasks/answerability``) scores every unit by the question's rare terms
 and how close its word pieces read; the cross-encoder rereads the windows around the
 best-focused units (``REREAD``), the way it was trained (a window under its headings); the
-quote model (storage/kb/assets/decision/quote.yaml, ``training/quote_fit.py``) weighs both
+quote model (quote.yaml in storage/kb/assets/decision/, ``training/quote_fit.py``) weighs both
 per unit (:class:`~tasks.decision_features.UnitFeatures`) into the probability that the unit
 is what an agent would quote, and ``tasks.answerability.quote`` quotes from the most probable
 unit on. The decision has already read these windows for its gate (the scorer keeps them), so

@@ -1,5 +1,5 @@
 """Fit which sentences to quote on the doc2dial training pack: the units real agents grounded
-their replies on, and write storage/kb/assets/decision/quote.yaml.
+their replies on, and write quote.yaml in storage/kb/assets/decision/.
 
 1. **Units** (``--extract``): for every question turn of the pack (``training/dialogue_pack``),
    the page that answers it read as one passage: each unit's window-reading focus and the
@@ -286,7 +286,7 @@ def main() -> None:
         "",
         "Shipped: "
         + (
-            "the quote model (storage/kb/assets/decision/quote.yaml)."
+            "the quote model (quote.yaml in storage/kb/assets/decision/)."
             if shipped
             else "none; the held-out quote model does not recall more of the evidence than the "
             "window reading, so the product quotes by the window reading."

@@ -43,8 +43,8 @@ def test_a_late_card_refund_quotes_the_card_sentence_not_paypals(runtime):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the shipped cross-encoder reads the bank-transfer window at 0.04, so the gate offers "
-    "the page (suggest) instead of answering; needs the cross-encoder retrained on the pack (issue 48)",
+    reason="the shipped cross-encoder reads the bank-transfer window at 0.04 ('instead of a card'), "
+    "the gate 0.26: refused; needs the cross-encoder retrained on the pack (issue 48)",
 )
 def test_paying_by_bank_transfer_is_answered_from_the_payment_methods_page(runtime):
     result = ask(runtime, "Can I pay by bank transfer instead of a card?", slots=ENTERPRISE)
@@ -54,8 +54,8 @@ def test_paying_by_bank_transfer_is_answered_from_the_payment_methods_page(runti
 
 @pytest.mark.xfail(
     strict=True,
-    reason="'what happens if I go over it?' reads 0.59 (< answer_at 0.67): the page is offered, "
-    "not quoted; needs the cross-encoder retrained on the pack (issue 48)",
+    reason="'what happens if I go over it?' reads 0.22 on the rate-limit page (the gate weighs "
+    "none of its words): refused; needs the cross-encoder retrained on the pack (issue 48)",
 )
 def test_going_over_the_rate_limit_is_answered_in_the_rate_limit_conversation(runtime):
     opener = "What are the API rate limits on the Pro plan?"

@@ -212,7 +212,11 @@ def test_handoff_switches_the_session_to_a_human(client, settings):
     after = client.post(
         f"/v1/sessions/{session}/messages", json={"message": "hello?"}, headers=auth("widget")
     ).json()
-    assert after["verdict"] == "handoff" and after["answer"] == settings.messages.handoff
+    assert after["verdict"] == "handoff" and after["answer"] == settings.messages.handoff_waiting
+    again = client.post(
+        f"/v1/sessions/{session}/messages", json={"message": "still there?"}, headers=auth("widget")
+    ).json()
+    assert again["verdict"] == "handoff" and again["answer"] == ""  # for the person, no canned line
 
 
 def test_store_down_gives_503_and_keeps_the_users_turn(client, monkeypatch):
