@@ -34,7 +34,7 @@ from config.settings import Settings
 from service.articles import Articles
 from service.auth import authenticate
 from service.context import PilotContext
-from service.errors import ApiError, error_body, field_of
+from service.errors import ERROR_RESPONSES, ApiError, error_body, field_of
 from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
@@ -116,7 +116,12 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
 
     # no /docs or /redoc: their pages load scripts from a CDN, which the page's CSP forbids
     app = FastAPI(
-        title="supportcrew pilot", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None
+        title="supportcrew pilot",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        responses=ERROR_RESPONSES,  # one error shape, FastAPI's own 422 included
     )
     app.state.pilot = pilot
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

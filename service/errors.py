@@ -10,6 +10,48 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
+
+class ErrorField(BaseModel):
+    """One part of the request at fault: ``field`` is a dotted path in the body or a query
+    parameter (``body`` for the body as a whole)."""
+
+    field: str
+    problem: str
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong: a stable ``code`` to branch on, a ``message`` to show, and for a
+    request that is not valid the fields at fault."""
+
+    # an error may add what a client can act on (a limit's retry time, a conflicting state)
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    message: str
+    details: list[ErrorField] | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx and 5xx answer of the pilot (FastAPI's validation errors included)."""
+
+    error: ErrorInfo
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorBody, "description": "The request is refused: the error says why"},
+    "5XX": {"model": ErrorBody, "description": "The service failed or its store is down"},
+}
+# for a route whose own answer is not JSON (a CSV file): its errors still are
+JSON_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {
+        "description": answer["description"],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+    }
+    for code, answer in ERROR_RESPONSES.items()
+}
+
 
 class ApiError(Exception):
     def __init__(

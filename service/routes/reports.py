@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from service.auth import Caller
 from service.breakdowns import ROW_FIELDS, ArticleReport, TopicReport, by_article, by_topic, pages
 from service.context import Admin, Pilot, PilotContext
-from service.errors import ApiError
+from service.errors import JSON_ERRORS, ApiError
 from service.gaps import tenant_gap_report
 from service.outcome_store import flush
 from service.outcomes import (
@@ -153,7 +153,8 @@ async def outcomes(
         200: {
             "content": {"text/csv": {"schema": {"type": "string"}}},
             "description": "the listed conversations, one CSV row each",
-        }
+        },
+        **JSON_ERRORS,
     },
 )
 async def outcomes_csv(

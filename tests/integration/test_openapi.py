@@ -143,3 +143,11 @@ def test_a_generated_client_reads_and_writes_back_every_answer(
         round_trips(
             m.SearchResponse, client.post("/v1/search", json={"query": "refund"}, headers=customer)
         )
+        refused = client.post(
+            f"/v1/sessions/{session}/feedback",
+            json={"turn_index": "first", "rating": "up"},
+            headers=customer,
+        )
+        read = m.ErrorBody.model_validate(refused.json())
+        assert refused.status_code == 422 and read.error.details[0].field == "turn_index"
+        assert read.model_dump(mode="json", exclude_unset=True) == refused.json()
