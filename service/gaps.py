@@ -15,11 +15,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from service.topics import nearest_page
-from tasks.gap_report import GapReport, cluster_gaps, failed_turns, gap_questions
+from tasks.gap_report import (
+    Addressed,
+    GapReport,
+    cluster_gaps,
+    failed_turns,
+    gap_questions,
+    mark_addressed,
+)
 from tasks.handoff_intent import load_handoff_intent
 
 Report = TypeVar("Report")
@@ -28,10 +35,36 @@ TOP = 100  # clusters kept per report, served a page at a time
 FAILED_SHOWN = 20  # the most recent failed turns listed with the error count
 
 
+def published_articles(records: Sequence[Mapping[str, Any]]) -> dict[str, Addressed]:
+    """The published ones of a tenant's article records (``service.articles.Articles.all``),
+    by source id, each with when it last went live.
+
+    >>> published_articles([{"id": "articles/acme/mars", "title": "Mars", "status": "published",
+    ...     "events": [{"action": "published", "at": 9.0}]}])["articles/acme/mars"].published_at
+    9.0
+    """
+    found = {}
+    for record in records:
+        went_live = [e["at"] for e in record.get("events", []) if e.get("action") == "published"]
+        if record.get("status") == "published" and went_live:
+            found[record["id"]] = Addressed(
+                source_id=record["id"], title=record.get("title", ""), published_at=max(went_live)
+            )
+    return found
+
+
 def tenant_gap_report(
-    memory: Any, pilot_store: Any, retriever: Any, tenant: str, since: float, slots: dict[str, str]
+    memory: Any,
+    pilot_store: Any,
+    retriever: Any,
+    tenant: str,
+    since: float,
+    slots: dict[str, str],
+    published: Mapping[str, Addressed] | None = None,
 ) -> GapReport:
-    """``slots``: the enforced slots the nearest article is searched under (the caller's)."""
+    """``slots``: the enforced slots the nearest article is searched under (the caller's);
+    ``published``: the tenant's live articles (``published_articles``), which mark the gaps
+    they answer addressed."""
     feedback = [f for f in pilot_store.all_feedback(tenant) if f.get("ts", 0.0) >= since]
     rated = sorted({f["session_id"] for f in feedback if f.get("rating") == "down"})
     turns = memory.gap_turns(tenant, since, rated)
@@ -41,7 +74,7 @@ def tenant_gap_report(
     report = cluster_gaps(questions, memory.encoders.dense.encode, nearest, top=TOP)
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
-    return report
+    return mark_addressed(report, published or {})
 
 
 class ReportCache(Generic[Report]):
@@ -62,3 +95,8 @@ class ReportCache(Generic[Report]):
             if key not in self._kept:
                 self._kept[key] = (now, compute())
             return self._kept[key][1]
+
+    def clear(self) -> None:
+        """Forget every kept report (the knowledge base changed: an article went live)."""
+        with self._lock:
+            self._kept.clear()

@@ -19,7 +19,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -35,6 +35,7 @@ GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
 DISTANCE = 0.55
 EXAMPLES = 3
 MAX_CLUSTERED = 2000  # the most recent gap questions clustered per report
+REOPEN_AFTER = 2  # an addressed gap reopens when this many of its questions fail after
 MAX_SINCE_S = 36500 * 86400  # "since" reaches back 100 years at most
 
 
@@ -54,11 +55,31 @@ class NearestArticle(BaseModel):
     score: float
 
 
+class Addressed(BaseModel):
+    """The published article that answers a gap: its id, title and when it went live."""
+
+    source_id: str
+    title: str
+    published_at: float
+
+
+GapStatus = Literal["open", "addressed", "reopened"]
+
+
 class GapCluster(BaseModel):
+    """A group of failed questions. ``status``: ``addressed`` once the article nearest to it
+    is a published article of the tenant and fewer than ``REOPEN_AFTER`` of its questions
+    failed since it went live; ``reopened`` when that many did (the article did not close it)."""
+
     size: int
     kinds: dict[str, int]
     examples: list[str]
     nearest_article: NearestArticle | None = None
+    last_asked: float = 0.0
+    status: GapStatus = "open"
+    addressed_by: Addressed | None = None
+    failed_since: int = 0  # of its questions, those asked after the article went live
+    asked_at: list[float] = Field(default_factory=list, exclude=True, repr=False)
 
 
 GAP_KINDS: dict[str, GapKind] = {"idk": "refused", "suggest": "suggested", "handoff": "handoff"}
@@ -183,6 +204,8 @@ def cluster_gaps(
                 )
                 if found
                 else None,
+                last_asked=max(q.ts for q in central),
+                asked_at=[q.ts for q in central],
             )
         )
         if len(clusters) == top:
@@ -217,6 +240,28 @@ def _labels(vectors: np.ndarray, distance: float) -> np.ndarray:
     distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
     np.fill_diagonal(distances, 0.0)
     return model.fit_predict(distances)
+
+
+def mark_addressed(
+    report: GapReport, published: Mapping[str, Addressed], reopen_after: int = REOPEN_AFTER
+) -> GapReport:
+    """Each cluster whose nearest article is one of ``published`` (by source id): addressed,
+    or reopened when ``reopen_after`` of its questions failed after the article went live.
+
+    >>> live = {"a/mars": Addressed(source_id="a/mars", title="Mars", published_at=10.0)}
+    >>> gap = GapCluster(size=2, kinds={}, examples=["Mars?"], asked_at=[5.0, 11.0],
+    ...                  nearest_article=NearestArticle(source_id="a/mars", title="Mars", score=0.9))
+    >>> [c.status for c in mark_addressed(GapReport(questions=2, clusters=[gap]), live).clusters]
+    ['addressed']
+    """
+    for cluster in report.clusters:
+        article = published.get(cluster.nearest_article.source_id) if cluster.nearest_article else None
+        if article is None:
+            continue
+        cluster.failed_since = sum(ts > article.published_at for ts in cluster.asked_at)
+        cluster.addressed_by = article
+        cluster.status = "reopened" if cluster.failed_since >= reopen_after else "addressed"
+    return report
 
 
 def parse_since(text: str | None, now: float) -> float:

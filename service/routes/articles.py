@@ -89,6 +89,7 @@ async def publish_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
     article the key may not read)."""
     kb = pilot.runtime.knowledge_base()
     record = await _run(pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb)
+    pilot.gap_reports.clear()  # the gaps it answers read addressed at once
     return ArticleRecord(**record)
 
 

@@ -16,7 +16,7 @@ from service.auth import Caller
 from service.breakdowns import ROW_FIELDS, ArticleReport, TopicReport, by_article, by_topic, pages
 from service.context import Admin, Pilot, PilotContext
 from service.errors import JSON_ERRORS, ApiError
-from service.gaps import tenant_gap_report
+from service.gaps import published_articles, tenant_gap_report
 from service.outcome_store import flush
 from service.outcomes import (
     ConversationFilter,
@@ -65,7 +65,13 @@ async def gaps(
         pilot.gap_reports.get,
         key,
         lambda: tenant_gap_report(
-            pilot.runtime.memory, pilot.store, pilot.runtime.retriever, who.tenant, minute, who.slots
+            pilot.runtime.memory,
+            pilot.store,
+            pilot.runtime.retriever,
+            who.tenant,
+            minute,
+            who.slots,
+            published_articles(pilot.articles.all(who.tenant, staff_slots(who))),
         ),
     )
     body = report.model_dump()

@@ -276,9 +276,17 @@ async function loadGaps() {
       ` (nearest article: ${cluster.nearest_article.title || cluster.nearest_article.source_id})` : "";
     const write = element("button", { type: "button", textContent: "Draft an article" });
     write.addEventListener("click", guarded(() => draftArticle(cluster.examples)));
-    list.append(element("li", {}, bar,
-      element("span", { textContent: ` ${cluster.size} × ${cluster.examples.join(" / ")}${near}` }),
-      element("br"), write));
+    const item = element("li", {}, bar,
+      element("span", { textContent: ` ${cluster.size} × ${cluster.examples.join(" / ")}${near}` }));
+    if (cluster.addressed_by) {
+      const live = new Date(cluster.addressed_by.published_at * 1000).toISOString().slice(0, 10);
+      const said = cluster.status === "reopened"
+        ? `Reopened: ${cluster.failed_since} questions failed after “${cluster.addressed_by.title}” went live on ${live}`
+        : `Addressed by “${cluster.addressed_by.title}”, live since ${live}`;
+      item.append(element("br"), element("span", { className: `gap-${cluster.status}`, textContent: said }));
+    }
+    item.append(element("br"), write);
+    list.append(item);
   }
   if (!report.clusters.length) {
     list.append(element("li", { className: "meta", textContent: "Nothing missing in this window." }));

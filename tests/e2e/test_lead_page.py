@@ -174,6 +174,11 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         lead.screenshot(path=str(shots / "lead-article-checked.png"), full_page=True)
         lead.get_by_role("button", name="Publish").click()
         lead.get_by_text("articles/shipping-antarctica: published").wait_for()
+        # the gap it answers reads addressed, with the article and the day it went live
+        addressed = lead.locator("#gaps li", has_text="Antarctica").locator(".gap-addressed")
+        addressed.wait_for(timeout=15_000)
+        assert "Shipping to Antarctica" in addressed.inner_text(), addressed.inner_text()
+        lead.screenshot(path=str(shots / "lead-gap-addressed.png"), full_page=True)
 
         phone = browser.new_page(viewport={"width": 390, "height": 844})
         phone.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)

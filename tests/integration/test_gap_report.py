@@ -20,6 +20,7 @@ from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore, Scope
 from storage.qdrant.edge_store import EdgeStore
 from storage.retrieval.retriever import QdrantRetriever
+from tasks.gap_report import Addressed
 from tests.helpers import answering_llm, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
@@ -205,3 +206,26 @@ def test_without_a_tenant_the_cli_names_the_tenants_instead_of_a_silent_zero(tmp
     assert "give --tenant" in silent.output and "acme, globex" in silent.output
     named = runner.invoke(cli, ["--data-dir", str(data), "report", "gaps", "--tenant", "acme", "--json"])
     assert named.exit_code == 0 and json.loads(named.stdout)["questions"] == 1
+
+
+def test_a_gap_whose_nearest_article_went_live_is_addressed_until_it_keeps_failing(seeded):
+    kb, memory, pilot = seeded
+    password = "accounts/reset-password.md"
+    plain = tenant_gap_report(
+        memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}
+    )
+    yen = plain.clusters[0].nearest_article.source_id
+    assert {c.status for c in plain.clusters} == {"open"}
+    live = {page: Addressed(source_id=page, title=page, published_at=0.0) for page in (password, yen)}
+    report = tenant_gap_report(
+        memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}, live
+    )
+    by_page = {c.nearest_article.source_id: c for c in report.clusters if c.nearest_article}
+    # one question failed after the password article went live: addressed
+    assert by_page[password].status == "addressed" and by_page[password].failed_since == 1
+    assert by_page[password].addressed_by == live[password]
+    # three yen questions failed after theirs: it did not close the gap
+    assert by_page[yen].status == "reopened" and by_page[yen].failed_since == 3
+    [fax] = [c for c in report.clusters if c.size == 2]
+    assert fax.status == "open" and fax.addressed_by is None
+    assert "asked_at" not in report.model_dump()["clusters"][0]
