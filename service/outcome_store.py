@@ -28,14 +28,15 @@ from service.outcomes import ConversationFilter, OutcomeReport, outcome_report, 
 from service.topics import TopicNamer
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
-from tasks.outcomes import LABELS, Outcome, day_row, label, reopened, shared_pages
+from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, shared_pages
 
 OUTCOMES = "pilot_outcomes"
 ANONYMOUS_MARK = "anonymous"  # confirmed by an anonymous visitor's mark
 _NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
 
 
-INDEXED = ("tenant", "day", "label", "customer_id", "session_id", "topic_id", "topic")
+INDEXED = ("tenant", "day", "label", "customer_id", "session_id", "topic_id", "topic", "trust")
+VERIFIED = "verified"  # the ``trust`` keyword of a verified resolution
 
 
 def conditions(tenant: str, days: list[str], wanted: ConversationFilter) -> AllOf:
@@ -74,6 +75,7 @@ class OutcomeStore:
                     **o.row(),
                     "tenant": tenant,
                     "mark": ANONYMOUS_MARK if o.anonymous_mark else "",
+                    "trust": VERIFIED if o.verified else "",
                 },
             )
             for o in outcomes
@@ -202,7 +204,18 @@ class OutcomeStore:
             helpful, given = feedback_counts(day)
             if sum(counts.values()) or given:
                 anonymous = self._count(tenant, day, "confirmed", Match("mark", (ANONYMOUS_MARK,)))
-                rows.append(day_row(day, counts, helpful, given, anonymous))
+                verified = self.store.count(
+                    OUTCOMES,
+                    AllOf(
+                        (
+                            Match("tenant", (tenant,)),
+                            Match("day", (day,)),
+                            Match("label", RESOLVED),
+                            Match("trust", (VERIFIED,)),
+                        )
+                    ),
+                )
+                rows.append(day_row(day, counts, helpful, given, anonymous, verified))
         listed = [d for d in window(now, days) if wanted.day in (None, d)]
         matching = self.store.count(OUTCOMES, conditions(tenant, listed, wanted)) if listed else 0
         page: list[Outcome] = []

@@ -32,7 +32,19 @@ from tasks.outcomes import (
     shared_pages,
 )
 
-TURN_FIELDS = ("session_id", "turn_index", "user", "verdict", "status", "ts", "citations", "from")
+TURN_FIELDS = (
+    "session_id",
+    "turn_index",
+    "user",
+    "verdict",
+    "status",
+    "ts",
+    "citations",
+    "from",
+    "kind",
+    "probability",
+    "drafted",
+)
 DAY_S = 86_400.0
 
 
@@ -43,6 +55,7 @@ class DayRates(BaseModel):
     involved: int
     confirmed: int
     confirmed_anonymous: int = 0  # of ``confirmed``: marked by anonymous visitors (unverified)
+    verified: int = 0  # of ``confirmed`` and ``assumed``: trusted (``tasks.outcomes.VERIFIED_AT``)
     assumed: int
     reopened: int
     suggested: int
@@ -74,6 +87,7 @@ class ConversationOutcome(BaseModel):
     topic: list[str]  # the pages its answers cited that the reader's key may read
     first_question: str
     anonymous_mark: bool = False  # confirmed by an anonymous visitor: unverifiable
+    verified: bool = False  # resolved and trusted (``tasks.outcomes.Outcome.verified``)
     topic_id: str = ""  # the page it is about, if the reader's key may read it ("" otherwise)
     topic_title: str = ""
 
@@ -178,6 +192,7 @@ def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
             if isinstance(value, int) and not isinstance(value, bool):
                 summed[key] += value
     decided = summed["involved"] - summed["pending"]
+    resolved = summed["confirmed"] + summed["assumed"]
 
     def rate(*labels: str) -> float | None:
         return round(sum(summed[x] for x in labels) / decided, 3) if decided else None
@@ -185,6 +200,7 @@ def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
     return {
         **summed,
         "resolution_rate": rate("confirmed", "assumed"),
+        "verified_rate": round(summed["verified"] / resolved, 3) if resolved else None,
         "handoff_rate": rate("handed_off", "resolved_by_person"),
         "unanswered_rate": rate("unanswered"),
         "suggested_rate": rate("suggested"),

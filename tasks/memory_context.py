@@ -93,6 +93,25 @@ def remember_entities(
     memory.upsert_entities(scope, extract(message), source=f"{session_id}#{turn_index}")
 
 
+def assurance(result: TurnResult) -> dict[str, Any]:
+    """How sure an answer was, for the lead's verified resolutions: the decision's probability
+    that its page answers, and whether the words are a model's draft (kept only after the
+    support check passed it) or the page's own quoted sentences; every answer is one of the
+    two. Empty for other verdicts.
+
+    >>> assurance(TurnResult(session_id="s", answer="", verdict="idk"))
+    {}
+    """
+    if result.verdict != "answered":
+        return {}
+    evidence = result.trace.last_evidence()
+    verify = next((s for s in reversed(result.trace.steps) if s.name == "verify"), None)
+    return {
+        "probability": round(evidence.probability, 4) if evidence else None,
+        "drafted": bool(verify and verify.detail.get("kept_draft")),
+    }
+
+
 def save_result(
     memory: MemoryStore | None, request: TurnRequest, context: MemoryContext, result: TurnResult
 ) -> None:
@@ -111,6 +130,7 @@ def save_result(
             "citations": [c.source_id for c in result.citations],
             "kind": result.kind,
             "offers_handoff": result.offers_handoff,
+            **assurance(result),
             "llm_calls": result.trace.llm_calls,
             **({"failure": result.failure.model_dump()} if result.failure else {}),
         },

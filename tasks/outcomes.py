@@ -55,6 +55,10 @@ Label = Literal[
 ]
 RESOLVED: tuple[Label, ...] = ("confirmed", "assumed")
 LABELS: tuple[Label, ...] = get_args(Label)
+# an assumed resolution is verified when the decision was at least this sure that the page
+# answers (every answer is grounded: a draft the support check passed, or the page's quote);
+# stricter than the gate's answer_at, where its dev curves already read precision 0.95
+VERIFIED_AT = 0.8
 
 
 @dataclass
@@ -77,6 +81,9 @@ class Outcome:
     topic_id: str = ""
     # confirmed by an anonymous visitor's mark: any throwaway session can make one
     anonymous_mark: bool = False
+    # resolved and trusted: confirmed by a customer who signed in, or assumed after an answer
+    # the decision was sure of (``VERIFIED_AT``)
+    verified: bool = False
 
     def row(self) -> dict[str, Any]:
         """Its fields as a dict (shallow: a report builds one per conversation it shows)."""
@@ -149,6 +156,7 @@ def label(
         rating = ratings.get(index, {}).get("rating")
         if rating == "up":
             outcome.label, outcome.why = "confirmed", "the customer marked the last answer helpful"
+            outcome.verified = not outcome.customer_id.startswith(ANONYMOUS)
             if outcome.customer_id.startswith(ANONYMOUS):
                 outcome.anonymous_mark = True
                 outcome.why += " (an anonymous visitor: unverified, a throwaway session can do it)"
@@ -162,6 +170,9 @@ def label(
             outcome.label = "assumed"
             outcome.why = "answered; the customer left without asking again"
             evidence["quiet_since"] = last_activity
+            sure = last.get("probability")
+            evidence.update(probability=sure, drafted=last.get("drafted"))
+            outcome.verified = sure is not None and float(sure) >= VERIFIED_AT
         else:
             outcome.why = f"answered; not quiet for {outcome_after_s:g} s yet"
     elif not (quiet or closed):
@@ -221,7 +232,12 @@ def day_of(ts: float) -> str:
 
 
 def day_row(
-    day: str, counts: Mapping[str, int], helpful: int, given: int, confirmed_anonymous: int = 0
+    day: str,
+    counts: Mapping[str, int],
+    helpful: int,
+    given: int,
+    confirmed_anonymous: int = 0,
+    verified: int = 0,
 ) -> dict[str, Any]:
     """One day's counts by label and its rates over the decided conversations (not pending;
     None: none decided), with satisfaction from that day's marks, and how many of the
@@ -243,6 +259,7 @@ def day_row(
         "involved": involved,
         **by_label,
         "confirmed_anonymous": confirmed_anonymous,
+        "verified": verified,
         "resolution_rate": rate(*RESOLVED),
         "handoff_rate": rate("handed_off", "resolved_by_person"),
         "unanswered_rate": rate("unanswered"),
@@ -260,9 +277,11 @@ def daily_rates(
     and satisfaction from that day's marks (``day_row``)."""
     days: dict[str, Counter[str]] = defaultdict(Counter)
     anonymous: Counter[str] = Counter()
+    verified: Counter[str] = Counter()
     for outcome in outcomes:
         days[outcome.day][outcome.label] += 1
         anonymous[outcome.day] += outcome.label == "confirmed" and outcome.anonymous_mark
+        verified[outcome.day] += outcome.label in RESOLVED and outcome.verified
     marks: dict[str, Counter[str]] = defaultdict(Counter)
     for mark in feedback:
         marks[day_of(float(mark.get("ts", 0.0)))][str(mark.get("rating"))] += 1
@@ -273,6 +292,7 @@ def daily_rates(
             marks[day]["up"],
             marks[day]["up"] + marks[day]["down"],
             anonymous[day],
+            verified[day],
         )
         for day in sorted(set(days) | set(marks))
     ]

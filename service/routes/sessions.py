@@ -310,7 +310,7 @@ CUSTOMER_FIELDS = (
     "contact_email",
 )
 # which staff key replied, the enforced slots the turn ran under, the turn's claim id
-STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim")
+STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
 
 
 def customer_view(header: dict[str, Any]) -> dict[str, Any]:

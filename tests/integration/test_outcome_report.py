@@ -111,6 +111,13 @@ def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tm
     }
     assert labels[reopened]["questions"] == 1  # "Thanks, bye!" asks nothing
     assert labels[back]["label"] == "assumed"
+    # how sure the decision was is kept with an assumed resolution; backend customers sign in
+    sure = labels[back]["evidence"]["probability"]
+    assert labels[back]["verified"] == (sure >= 0.8)
+    assert labels[back]["evidence"]["drafted"] is True  # the model's draft, support-checked
+    assert labels[confirmed]["verified"] and not labels[unanswered]["verified"]
+    assert body["totals"]["verified"] == 1 + labels[back]["verified"]
+    assert body["totals"]["verified_rate"] == round(body["totals"]["verified"] / 2, 3)
     assert labels[unanswered]["label"] in ("unanswered", "suggested")
     assert labels[person]["label"] == "resolved_by_person"
     assert labels[person]["evidence"]["resolved_by"] == "ana"

@@ -123,3 +123,20 @@ def test_the_rates_of_a_day_count_only_decided_conversations():
     assert day["resolution_rate"] == 0.5  # assumed + confirmed of 4 decided
     assert day["handoff_rate"] == 0.25 and day["unanswered_rate"] == 0.25
     assert day["satisfaction"] == 0.5 and day["feedback"] == 2
+
+
+def test_a_resolution_is_verified_by_a_signed_in_mark_or_a_sure_answer():
+    sure = {**REFUND, "probability": 0.93, "drafted": False}
+    unsure = {**REFUND, "probability": 0.52, "drafted": True}
+    assumed_sure, assumed_unsure = outcome([sure], session_id="a"), outcome([unsure], session_id="b")
+    assert assumed_sure.label == assumed_unsure.label == "assumed"
+    assert assumed_sure.verified and not assumed_unsure.verified
+    assert assumed_unsure.evidence["probability"] == 0.52 and assumed_unsure.evidence["drafted"]
+    # a turn recorded before probabilities were: assumed, never verified
+    assert not outcome([REFUND], session_id="c").verified
+    up = [{"turn_index": 0, "rating": "up", "ts": T0 + 20}]
+    assert outcome([unsure], up, session_id="d").verified  # a signed-in customer said so
+    anonymous = outcome([sure], up, session_id="e", customer="anon-visitor-1")
+    assert anonymous.label == "confirmed" and not anonymous.verified
+    [day] = daily_rates([assumed_sure, assumed_unsure, anonymous])
+    assert day["verified"] == 1 and day["assumed"] == 2 and day["confirmed"] == 1
