@@ -654,6 +654,73 @@ def report_outcomes(
     console.print(table if report.days else "no conversations with a question in this window")
 
 
+@app.command()
+@friendly_errors
+def replay(
+    against: Annotated[
+        Path,
+        typer.Option(
+            "--against",
+            help="The changed settings file (another knowledge-base collection, gate, roles...).",
+        ),
+    ],
+    tenant: TenantOption = "",
+    days: Annotated[int, typer.Option(min=1, max=366, help="Questions of the last N days.")] = 30,
+    limit: Annotated[int, typer.Option(min=1, max=5000, help="At most this many questions.")] = 200,
+    engine: Annotated[str | None, typer.Option(help="crewai | autogen")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every question's change as JSON.")
+    ] = False,
+) -> None:
+    """Replay recent real customer questions against a change before it goes live: what would
+    be newly answered, lost, or answered from another page. Exit 1 when any answer is lost
+    (put it in a team's CI); nothing is stored."""
+    import time
+
+    from agents.build import build_runtime
+    from evaluation.replay import compare, recent_questions, replies, summary
+    from storage.memory import MemoryStore
+
+    changed = load_settings(against)
+    with open_kb() as kb:
+        memory = MemoryStore(kb.store, kb.encoders, state.settings.slots)
+        asked = recent_questions(memory, tenant, time.time() - days * 86_400.0, limit)
+    if not asked:
+        console.print(f"no customer questions in the last {days} days to replay")
+        return
+    answered = []
+    for settings in (state.settings, changed):
+        runtime = build_runtime(settings, state.data_dir, engine=engine)
+        try:
+            with console.status(f"replaying {len(asked)} questions…"):
+                answered.append(replies(runtime, asked))
+        finally:
+            runtime.close()
+    changes = compare(asked, *answered)
+    counts = summary(changes)
+    if as_json:
+        sys.stdout.write(
+            json.dumps({"summary": counts, "changes": [c.model_dump() for c in changes]}, indent=2)
+            + "\n"
+        )
+    else:
+        table = Table(title=f"replay of {len(asked)} questions against {against}")
+        for column in ("change", "question", "before", "after"):
+            table.add_column(column)
+        for c in changes:
+            if c.change != "same":
+                table.add_row(
+                    c.change,
+                    c.question[:80],
+                    f"{c.before.verdict} {' '.join(c.before.pages[:1])}",
+                    f"{c.after.verdict} {' '.join(c.after.pages[:1])}",
+                )
+        console.print(table if any(c.change != "same" for c in changes) else "nothing changes")
+        console.print(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in counts.items()))
+    if counts["lost"]:
+        raise typer.Exit(1)
+
+
 keys_app = typer.Typer(help="Pilot API keys.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 
