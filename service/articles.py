@@ -135,7 +135,7 @@ def draft(memory: Any, tenant: str, questions: Sequence[str]) -> dict[str, Any]:
                 sentences.append(sentence)
                 sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
     title = str(questions[0]).strip().rstrip("?") if questions else "New article"
-    body = "\n\n".join(sentences) or "(Nobody replied to these questions yet: write the answer.)"
+    body = "\n\n".join(sentences) or skeleton(questions)
     return {
         "title": title[:200],
         "slug": slugify(title),
@@ -143,6 +143,25 @@ def draft(memory: Any, tenant: str, questions: Sequence[str]) -> dict[str, Any]:
         "sources": sources,
         "questions": list(questions),
     }
+
+
+def skeleton(questions: Sequence[str]) -> str:
+    """Where nobody replied: each of the gap's questions as a heading over a place for its
+    answer, so the article is found by the words customers used.
+
+    >>> print(skeleton(["Do you ship to Mars?", "do you  ship to MARS?"]))
+    (Nobody replied to these questions yet: write each answer under its question.)
+    <BLANKLINE>
+    ## Do you ship to Mars?
+    <BLANKLINE>
+    (the answer)
+    """
+    heads: dict[str, str] = {}
+    for question in questions:
+        heads.setdefault(normal(question), " ".join(question.split()))
+    parts = ["(Nobody replied to these questions yet: write each answer under its question.)"]
+    parts += [f"## {q}\n\n(the answer)" for key, q in heads.items() if key]
+    return "\n\n".join(parts)
 
 
 def normal(text: str) -> str:
