@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from service.topics import nearest_page
+from storage.retrieval.filters import SlotError, admits
 from tasks.gap_report import (
     Addressed,
     GapReport,
@@ -74,7 +75,24 @@ def tenant_gap_report(
     report = cluster_gaps(questions, memory.encoders.dense.encode, nearest, top=TOP)
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
-    return mark_addressed(report, published or {})
+    return mark_addressed(above_the_askers(report, memory.rules), published or {})
+
+
+def above_the_askers(report: GapReport, rules: Mapping[str, Any]) -> GapReport:
+    """Each cluster whose nearest article no asker could read: the fields that hide it
+    (``above_askers``), so the lead sees the answer exists above these customers' access.
+    The article was found under the reader's own slots, so naming it leaks nothing."""
+    for cluster in report.clusters:
+        article = cluster.nearest_article
+        if article is None or not cluster.asker_slots:
+            continue
+        try:
+            hidden = [admits(rules, slots, article.fields) for slots in cluster.asker_slots]
+        except SlotError:  # slots stored under rules since changed: say nothing
+            continue
+        if all(hidden):
+            cluster.above_askers = sorted({field for fields in hidden for field in fields})
+    return report
 
 
 class ReportCache(Generic[Report]):

@@ -16,20 +16,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tasks.gap_report import Nearest
+
 TopicNamer = Callable[[str, Mapping[str, Any]], str]
 
 
-def nearest_page(
-    retriever: Any, slots: Mapping[str, Any]
-) -> Callable[[str], tuple[str, str, float] | None]:
-    """``text`` -> (source id, title, score) of the best passage under ``slots``, or None."""
+def nearest_page(retriever: Any, slots: Mapping[str, Any]) -> Callable[[str], Nearest | None]:
+    """``text`` -> the best passage's page under ``slots`` (source id, title, score and its
+    stored fields), or None."""
 
-    def nearest(text: str) -> tuple[str, str, float] | None:
+    def nearest(text: str) -> Nearest | None:
         found = retriever.search_queries([text], dict(slots), top_k=1, threshold=0.0, strict=False)
         if not found.results:
             return None
         best = found.results[0]
-        return best.metadata["source_id"], best.metadata.get("title", ""), best.score
+        return Nearest(
+            best.metadata["source_id"], best.metadata.get("title", ""), best.score, best.metadata
+        )
 
     return nearest
 
@@ -40,6 +43,6 @@ def topic_namer(retriever: Any, tenant: str) -> TopicNamer:
     def name(question: str, slots: Mapping[str, Any]) -> str:
         scoped = {**slots, "tenant": tenant} if tenant else dict(slots)
         found = nearest_page(retriever, scoped)(question)
-        return found[0] if found else ""
+        return found.source_id if found else ""
 
     return name

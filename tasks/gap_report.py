@@ -13,14 +13,15 @@ recorded.
 Usage::
 
     gaps = gap_questions(turns, feedback, intent.asks_for_person)  # turns of memory.gap_turns(...)
-    report = cluster_gaps(gaps, encoders.dense.encode, nearest=lambda text: ("faq.md", "FAQ", 0.4))
+    faq = Nearest("faq.md", "FAQ", 0.4, {"access": "public"})
+    report = cluster_gaps(gaps, encoders.dense.encode, nearest=lambda text: faq)
     report.clusters[0].size, report.clusters[0].examples
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +46,7 @@ class GapQuestion(BaseModel):
     session_id: str
     turn_index: int
     ts: float = 0.0
+    slots: dict[str, Any] = Field(default_factory=dict, exclude=True)  # what the asker could read
     model_config = ConfigDict(arbitrary_types_allowed=True)
     vector: Any = Field(default=None, exclude=True, repr=False)  # as stored
 
@@ -53,6 +55,17 @@ class NearestArticle(BaseModel):
     source_id: str
     title: str
     score: float
+    # its stored fields (access, tiers...): whether the askers could read it
+    fields: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+
+class Nearest(NamedTuple):
+    """The best passage a search finds for a gap's central question."""
+
+    source_id: str
+    title: str
+    score: float
+    fields: Mapping[str, Any]
 
 
 class Addressed(BaseModel):
@@ -79,7 +92,11 @@ class GapCluster(BaseModel):
     status: GapStatus = "open"
     addressed_by: Addressed | None = None
     failed_since: int = 0  # of its questions, those asked after the article went live
+    # the nearest article's fields that hide it from every asker (its access, its tiers):
+    # the answer exists, above what these customers may read
+    above_askers: list[str] = Field(default_factory=list)
     asked_at: list[float] = Field(default_factory=list, exclude=True, repr=False)
+    asker_slots: list[dict[str, Any]] = Field(default_factory=list, exclude=True, repr=False)
 
 
 GAP_KINDS: dict[str, GapKind] = {"idk": "refused", "suggest": "suggested", "handoff": "handoff"}
@@ -151,6 +168,7 @@ def gap_questions(
                 session_id=turn["session_id"],
                 turn_index=turn["turn_index"],
                 ts=turn.get("ts", 0.0),
+                slots=turn.get("slots") or {},
                 vector=turn.get("vector"),
             )
     for rating in feedback:
@@ -163,6 +181,7 @@ def gap_questions(
                 session_id=key[0],
                 turn_index=key[1],
                 ts=turn.get("ts", 0.0),
+                slots=turn.get("slots") or {},
                 vector=turn.get("vector"),
             )
     return sorted(found.values(), key=lambda q: q.ts)
@@ -171,7 +190,7 @@ def gap_questions(
 def cluster_gaps(
     questions: Sequence[GapQuestion],
     encode: Callable[[list[str]], list[Any]],
-    nearest: Callable[[str], tuple[str, str, float] | None] | None = None,
+    nearest: Callable[[str], Nearest | None] | None = None,
     distance: float = DISTANCE,
     top: int = 20,
     max_clustered: int = MAX_CLUSTERED,
@@ -200,12 +219,16 @@ def cluster_gaps(
                 kinds=kinds,
                 examples=list(dict.fromkeys(q.text for q in central))[:EXAMPLES],
                 nearest_article=NearestArticle(
-                    source_id=found[0], title=found[1], score=round(found[2], 3)
+                    source_id=found.source_id,
+                    title=found.title,
+                    score=round(found.score, 3),
+                    fields=found.fields,
                 )
                 if found
                 else None,
                 last_asked=max(q.ts for q in central),
                 asked_at=[q.ts for q in central],
+                asker_slots=[q.slots for q in central],
             )
         )
         if len(clusters) == top:

@@ -280,6 +280,11 @@ async function loadGaps() {
     write.addEventListener("click", guarded(() => draftArticle(cluster.examples)));
     const item = element("li", {}, bar,
       element("span", { textContent: ` ${cluster.size} × ${cluster.examples.join(" / ")}${near}` }));
+    if (cluster.above_askers.length && cluster.nearest_article) {
+      item.append(element("br"), element("span", { className: "gap-above",
+        textContent: `The answer exists in “${cluster.nearest_article.title || cluster.nearest_article.source_id}”, ` +
+          `which these customers may not read (its ${cluster.above_askers.join(", ")})` }));
+    }
     if (cluster.addressed_by) {
       const live = new Date(cluster.addressed_by.published_at * 1000).toISOString().slice(0, 10);
       const said = cluster.status === "reopened"

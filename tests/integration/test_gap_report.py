@@ -229,3 +229,28 @@ def test_a_gap_whose_nearest_article_went_live_is_addressed_until_it_keeps_faili
     [fax] = [c for c in report.clusters if c.size == 2]
     assert fax.status == "open" and fax.addressed_by is None
     assert "asked_at" not in report.model_dump()["clusters"][0]
+
+
+def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded):
+    kb, memory, pilot = seeded
+    for number, customer in enumerate(("c-20", "c-21")):
+        memory.add_turn(
+            Scope(customer, "acme"),
+            f"s-key-{number}",
+            0,
+            {
+                "user": "How do I rotate an API key without downtime?",
+                "status": "done",
+                "verdict": "idk",
+                "slots": {"access_level": "public", "tenant": "acme"},
+            },
+        )
+    report = tenant_gap_report(
+        memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}
+    )
+    [keys] = [c for c in report.clusters if "API key" in c.examples[0]]
+    assert keys.nearest_article.source_id == "api/api-keys.md"
+    assert keys.above_askers == ["access"]  # the page exists; public visitors may not read it
+    # the yen customers could have read the nearest page: the knowledge base lacks the answer
+    assert report.clusters[0].above_askers == []
+    assert "fields" not in report.model_dump()["clusters"][0]["nearest_article"]
