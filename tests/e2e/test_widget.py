@@ -229,3 +229,27 @@ def test_a_signed_in_visitor_is_named_once_and_forged_or_replayed_tokens_fail(de
         assert "already opened a session" in refusal(browser, f"{deployment['site']}/{named}")
         assert "signature does not match" in refusal(browser, f"{deployment['site']}/{forged}")
         browser.close()
+
+
+def test_a_visitor_asks_for_a_person_with_the_button_and_leaves_an_email(deployment):
+    from playwright.sync_api import sync_playwright
+
+    name = site_page(deployment["folder"], "index.html", deployment["service"])
+    with sync_playwright() as p:
+        browser = launch(p)
+        problems: list[str] = []
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.goto(f"{deployment['site']}/{name}")
+        chat = open_widget(page)
+        chat.get_by_role("button", name="Talk to a person").click()
+        chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        assert chat.get_by_role("button", name="Talk to a person").is_hidden()
+        chat.get_by_label("Your email (optional)").fill("visitor@example.org")
+        chat.get_by_role("button", name="Save email").click()
+        chat.get_by_text("a person will answer you at visitor@example.org").wait_for(timeout=10_000)
+        with httpx.Client(base_url=deployment["service"], headers=bearer("ana"), timeout=30) as staff:
+            waiting = staff.get("/v1/handoffs").json()["handoffs"]
+            assert [w["session"]["contact_email"] for w in waiting] == ["visitor@example.org"]
+        browser.close()
+        assert not problems, problems
