@@ -253,3 +253,87 @@ def test_a_visitor_asks_for_a_person_with_the_button_and_leaves_an_email(deploym
             assert [w["session"]["contact_email"] for w in waiting] == ["visitor@example.org"]
         browser.close()
         assert not problems, problems
+
+
+def kept(page) -> dict:
+    """What the widget keeps in the tab's sessionStorage: one conversation, nothing else."""
+    import json
+
+    stored = page.evaluate("Object.fromEntries(Object.entries(sessionStorage))")
+    assert list(stored) == ["supportcrew-widget:" + page.evaluate("window.__service") + ":pk_live_acme"]
+    value = json.loads(next(iter(stored.values())))
+    assert set(value) == {"session_id", "token", "expires_at", "open"}
+    return value
+
+
+def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deployment):
+    from playwright.sync_api import sync_playwright
+
+    service = deployment["service"]
+    name = site_page(deployment["folder"], "index.html", service)
+    with sync_playwright() as p:
+        browser = launch(p)
+        problems: list[str] = []
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.add_init_script(f"window.__service = {service!r};")
+        page.goto(f"{deployment['site']}/{name}")
+        chat = open_widget(page)
+        question = chat.get_by_label("Your question")
+        question.fill("How long does a refund take?")
+        question.press("Enter")
+        chat.locator("li.assistant").first.wait_for(timeout=60_000)
+        first = kept(page)
+
+        # the token is near its end when the page loads again: the widget renews it
+        page.evaluate(
+            """([name, value]) => sessionStorage.setItem(name, JSON.stringify(value))""",
+            [f"supportcrew-widget:{service}:pk_live_acme", {**first, "expires_at": time.time() + 40}],
+        )
+        page.reload()
+        chat = page.get_by_role("dialog", name="CloudDesk support")
+        chat.locator("li.user").get_by_text("How long does a refund take?").wait_for(timeout=20_000)
+        assert "5 to 7 business days" in chat.locator("li.assistant").first.inner_text()
+        page.wait_for_function(
+            f"!Object.values(sessionStorage)[0].includes({first['token']!r})", timeout=20_000
+        )
+        renewed = kept(page)
+        assert renewed["session_id"] == first["session_id"]
+        assert renewed["expires_at"] > time.time() + 600
+
+        chat.get_by_role("button", name="Talk to a person").click()
+        chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        session = renewed["session_id"]
+        with httpx.Client(base_url=service, headers=bearer("ana"), timeout=30) as staff:
+            assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
+            replied = staff.post(
+                f"/v1/sessions/{session}/agent-messages",
+                json={"message": "Hi, Ana here.\n\nWhich order is it?"},
+            )
+            assert replied.status_code in (200, 201), replied.text
+            page.reload()  # the person's reply reaches a visitor who reloaded
+            chat = page.get_by_role("dialog", name="CloudDesk support")
+            reply = chat.locator("li.agent")
+            reply.wait_for(timeout=20_000)
+            assert "Ana here.\n\nWhich order is it?" in reply.inner_text()  # line breaks kept
+            assert chat.locator("#handoff").is_visible()
+            resolved = staff.post(f"/v1/sessions/{session}/resolve", json={"note": "order found"})
+            assert resolved.status_code == 200, resolved.text
+        chat.locator("#handoff").wait_for(state="hidden", timeout=20_000)
+        chat.get_by_text("Your next message starts a new one").wait_for()
+
+        question = chat.get_by_label("Your question")
+        question.fill("How do I export all my files?")
+        question.press("Enter")
+        chat.locator("li.divider ~ li.assistant").wait_for(timeout=60_000)
+        assert chat.locator(".banner.error").is_hidden()  # no 409: a new conversation took it
+        assert kept(page)["session_id"] != session
+
+        chat.get_by_role("button", name="New conversation").click()
+        page.wait_for_function(
+            "document.querySelector('#supportcrew-widget').shadowRoot"
+            ".querySelectorAll('#messages li').length === 0"
+        )
+        assert kept(page)["session_id"] not in (session, renewed["session_id"])
+        browser.close()
+        assert not problems, problems
