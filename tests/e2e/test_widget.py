@@ -111,8 +111,13 @@ def widget_on(browser, url: str):
 
 def refusal(browser, url: str) -> str:
     """What the widget says when it cannot start on the page at ``url``."""
-    _page, chat = widget_on(browser, url)
-    alert = chat.get_by_role("alert")
+    return refusal_on(browser.new_page(), url)
+
+
+def refusal_on(page, url: str) -> str:
+    """What the widget says when it cannot start on ``page`` at ``url``."""
+    page.goto(url)
+    alert = open_widget(page).get_by_role("alert")
     alert.wait_for(timeout=20_000)
     return alert.inner_text()
 
@@ -177,9 +182,16 @@ def test_the_widget_does_not_start_on_a_site_its_key_is_not_for(deployment):
     name = site_page(deployment["folder"], "index.html", deployment["service"])
     with sync_playwright() as p:
         browser = launch(p)
-        assert "The chat cannot start" in refusal(browser, f"{deployment['other']}/{name}")
-        page, chat = widget_on(browser, f"{deployment['other']}/{name}")
-        chat.get_by_role("alert").wait_for(timeout=20_000)
+        page = browser.new_page()
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.goto(f"{deployment['other']}/{name}")
+        chat = open_widget(page)
+        alert = chat.get_by_role("alert")
+        alert.wait_for(timeout=20_000)
+        # the visitor reads why, not "cannot be reached"; the console says what to change
+        assert alert.inner_text() == "Chat is not enabled on this site."
+        assert any(f"Add {deployment['other']} to the origins" in line for line in console), console
         assert chat.get_by_label("Your question").count() == 0
         # the page's own script gets no further with the key: the service answers 403
         status = page.evaluate(
@@ -195,6 +207,11 @@ def test_the_widget_does_not_start_on_a_site_its_key_is_not_for(deployment):
             deployment["service"],
         )
         assert status == "blocked"  # no CORS grant: the browser never hands it the answer
+        # on an allowed site with the service gone, the visitor is told to check the connection
+        down = browser.new_page()
+        down.route(f"{deployment['service']}/v1/**", lambda route: route.abort())
+        down.route(f"{deployment['service']}/healthz", lambda route: route.abort())
+        assert "cannot be reached" in refusal_on(down, f"{deployment['site']}/{name}")
         browser.close()
     direct = httpx.post(
         f"{deployment['service']}/v1/widget/sessions",
