@@ -5,6 +5,8 @@ as from a person) and resolves it; an admin key finds the link to the lead's pag
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.e2e.test_web_page import CHROMIUM
@@ -69,15 +71,37 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         question.fill("I want to talk to a human about my invoice")
         question.press("Enter")
         customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+        customer.get_by_label("Your email (optional)").fill("visitor@example.org")
+        customer.get_by_role("button", name="Save email").click()
+        customer.get_by_text("a person will answer you at visitor@example.org").wait_for()
+        for later in ("It is invoice 1234.", "Are you there?", "Hello?"):  # keeps writing
+            question.fill(later)
+            question.press("Enter")
+            customer.locator("li.user", has_text=later).wait_for()
+            customer.locator("#send:enabled").wait_for()
 
         open_desk(agent, server, "ana-key")
-        # the row says who, why (the message that asked for a person), since when, who has it
+        # the row says who, their problem (the question nobody answered), why it is urgent,
+        # why it was handed off, since when, who has it, and the email they left
         row = agent.locator("#queue button").first
         row.wait_for()
-        assert row.inner_text().startswith("anonymous visitor ")
-        assert "“I want to talk to a human about my invoice”" in row.inner_text()
-        assert "(waiting 0 min; nobody has it)" in row.inner_text()
+        text = row.inner_text()
+        assert text.startswith("anonymous visitor "), text
+        assert ": “Do you ship to Antarctica?”" in text, text
+        assert "Urgent: 3 messages wait for a person" in text, text
+        assert "Handed off: I want to talk to a human about my invoice" in text, text
+        assert "(waiting 0 min; 3 later messages unanswered; nobody has it)" in text, text
+        assert "Email: visitor@example.org" in text, text
+        assert row.get_attribute("aria-current") is None
         row.click()
+        agent.locator("#queue button.opened[aria-current=true]").wait_for()
+        keep = os.environ.get("DESK_SCREENSHOTS")  # a folder: a developer looks at them
+        if keep:
+            agent.locator("#transcript li").first.wait_for()
+            agent.screenshot(path=f"{keep}/desk-urgent-opened.png", full_page=True)
+        assert agent.get_by_role("link", name="visitor@example.org").get_attribute("href") == (
+            "mailto:visitor@example.org"
+        )
         transcript = agent.locator("#transcript")
         transcript.get_by_text("I want to talk to a human about my invoice").wait_for()
         assert agent.locator("#lead-link").is_hidden()  # an agent key: no reports

@@ -262,12 +262,32 @@ def test_a_visitor_asks_for_a_person_with_the_button_and_leaves_an_email(deploym
         chat.get_by_role("button", name="Talk to a person").click()
         chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
         assert chat.get_by_role("button", name="Talk to a person").is_hidden()
+        keep = os.environ.get("WIDGET_SCREENSHOTS")  # a folder: a developer looks at them
+        if keep:
+            page.screenshot(path=f"{keep}/widget-handoff-desktop.png")
         chat.get_by_label("Your email (optional)").fill("visitor@example.org")
         chat.get_by_role("button", name="Save email").click()
         chat.get_by_text("a person will answer you at visitor@example.org").wait_for(timeout=10_000)
         with httpx.Client(base_url=deployment["service"], headers=bearer("ana"), timeout=30) as staff:
             waiting = staff.get("/v1/handoffs").json()["handoffs"]
             assert [w["session"]["contact_email"] for w in waiting] == ["visitor@example.org"]
+            session = waiting[0]["session"]["session_id"]
+            assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
+            reply = "Hi, Ana here.\n\n1. Open Billing.\n2. Choose Request refund."
+            sent = staff.post(f"/v1/sessions/{session}/agent-messages", json={"message": reply})
+            assert sent.status_code in (200, 201), sent.text
+        shown = chat.locator("li.agent span.text")
+        shown.wait_for(timeout=20_000)
+        assert shown.inner_text() == reply  # a person's line breaks are kept
+        assert shown.evaluate("s => getComputedStyle(s).whiteSpace") == "pre-wrap"
+        if keep:
+            page.screenshot(path=f"{keep}/widget-reply-desktop.png")
+            phone = browser.new_page(viewport={"width": 390, "height": 780})
+            phone.goto(f"{deployment['site']}/{name}")
+            on_phone = open_widget(phone)
+            on_phone.get_by_role("button", name="Talk to a person").click()
+            on_phone.locator("#handoff").wait_for(state="visible", timeout=20_000)
+            phone.screenshot(path=f"{keep}/widget-handoff-phone.png")
         browser.close()
         assert not problems, problems
 
