@@ -72,7 +72,10 @@ function showSuggestion(suggestion) {
     sources.append(Object.assign(document.createElement("li"),
                                  { textContent: c.title ? `${c.title} (${c.source_id})` : c.source_id }));
   }
-  desk.suggestion = suggestion.answer;
+  // "Use this reply" keeps the answer's [n] markers meaning something: its sources, numbered
+  const cited = suggestion.citations.map((c, i) =>
+    `[${i + 1}] ${c.title || c.source_id}${c.url ? ": " + c.url : ""}`);
+  desk.suggestion = suggestion.answer + (cited.length ? "\n\nSources:\n" + cited.join("\n") : "");
 }
 
 async function openConversation(sessionId) {

@@ -271,7 +271,7 @@
       send.disabled = true;
       try {
         if (chat.ended && options.restart) await startOver(false);
-        addMessage("user", text);
+        const mine = addMessage("user", text);
         question.value = "";
         let result;
         try {
@@ -280,6 +280,7 @@
           // resolved by a person since we last looked: this message opens a new conversation
           if (err.status !== 409 || !options.restart) throw err;
           await startOver(false);
+          messages.append(mine); // after the "New conversation" divider
           result = await sendTurn(text);
         }
         showError("");

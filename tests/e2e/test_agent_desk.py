@@ -169,7 +169,9 @@ def test_an_agent_gets_a_suggested_reply(server, tmp_path):
         agent.get_by_role("button", name="Take this conversation").click()
         agent.get_by_text("taken by ana").first.wait_for()
         agent.get_by_role("button", name="Use this reply").click()
-        assert "business days" in agent.get_by_label("Your reply").input_value()
+        pasted = agent.get_by_label("Your reply").input_value()
+        assert "business days" in pasted
+        assert "\n\nSources:\n[1] Refunds" in pasted  # the [1] in the answer has its source
         assert customer.locator("li.agent").count() == 0  # nothing is sent without the person
         agent.screenshot(path=str(shots / "conversation-desktop.png"), full_page=True)
 
@@ -181,3 +183,42 @@ def test_an_agent_gets_a_suggested_reply(server, tmp_path):
     keep = os.environ.get("DESK_SCREENSHOTS")  # a folder: a developer looks at them
     if keep:
         shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_on_the_chat_page_yes_to_the_offer_or_the_button_reaches_a_person(server):
+    import httpx
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        problems: list[str] = []
+        customer = browser.new_page()
+        customer.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+
+        def waiting() -> int:  # the tests' servers share one store: count, do not assume
+            staff = {"Authorization": "Bearer ana-key"}
+            return int(httpx.get(f"{server}/v1/handoffs", headers=staff).json()["total"])
+
+        before = waiting()
+        customer.goto(server)
+        customer.get_by_label("Access key").fill("web-key")
+        customer.get_by_role("button", name="Start").click()
+        question = customer.get_by_label("Your question")
+        question.fill("Do you ship to Antarctica?")
+        question.press("Enter")
+        offer = customer.locator("li.assistant").first
+        offer.wait_for(timeout=60_000)
+        assert "shall I connect you" in offer.inner_text()
+        question.fill("yes")  # a bare yes to the offer hands off, it is not asked again
+        question.press("Enter")
+        customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+        assert customer.get_by_role("button", name="Talk to a person").is_hidden()
+
+        customer.get_by_role("button", name="New conversation").click()
+        customer.locator("#handoff").wait_for(state="hidden")
+        assert customer.locator("#messages li").count() == 0
+        customer.get_by_role("button", name="Talk to a person").click()
+        customer.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        assert waiting() == before + 2  # two conversations, each handed to people
+        assert not problems, problems
+        browser.close()
