@@ -3,7 +3,7 @@
 "use strict";
 const desk = { me: null, session: null, offset: 0, etag: null };
 const PAGE = 20;
-const { $, call, item, ago, guarded, showError } = Staff;
+const { $, call, item, element, ago, guarded, showError } = Staff;
 
 // The queue a page at a time, oldest first; polls send the last ETag and get 304 when the
 // queue has not changed.
@@ -14,21 +14,7 @@ async function loadQueue(force) {
   desk.etag = Staff.lastEtag;
   const list = $("queue");
   list.replaceChildren();
-  for (const row of page.handoffs) {
-    const entry = document.createElement("li");
-    const open = document.createElement("button");
-    open.type = "button";
-    const why = row.why || row.first_message || "(no message)";
-    const holder = row.session.taken_by ? `taken by ${row.session.taken_by}` : "nobody has it";
-    const since = row.session.handoff_at || row.session.created;
-    const unanswered = row.waiting ?
-      `; ${row.waiting} later message${row.waiting === 1 ? "" : "s"} unanswered` : "";
-    open.textContent = `${row.customer}: “${why.slice(0, 90)}” (waiting ${ago(since)}` +
-                       `${unanswered}; ${holder})`;
-    open.addEventListener("click", guarded(() => openConversation(row.session.session_id)));
-    entry.append(open);
-    list.append(entry);
-  }
+  for (const row of page.handoffs) list.append(queueEntry(row));
   const shown = page.handoffs.length;
   $("queue-count").textContent = page.total ?
     `${page.offset + 1}-${page.offset + shown} of ${page.total} waiting, oldest first` : "";
@@ -36,6 +22,42 @@ async function loadQueue(force) {
   $("queue-older").hidden = page.offset === 0;
   $("queue-empty").hidden = page.total > 0;
   $("queue-section").hidden = false;
+}
+
+// One queue row: the customer's problem (their unanswered question) first, an urgency flag
+// saying why, then why it was handed off, since when, who has it and the email they left.
+function queueEntry(row) {
+  const clip = (text, width) => (text.length > width ? text.slice(0, width - 1) + "…" : text);
+  const problem = row.problem || row.why || row.first_message || "(no message)";
+  const why = row.why && row.why !== problem ? row.why : "";
+  const holder = row.session.taken_by ? `taken by ${row.session.taken_by}` : "nobody has it";
+  const since = row.session.handoff_at || row.session.created;
+  const unanswered = row.waiting ?
+    `; ${row.waiting} later message${row.waiting === 1 ? "" : "s"} unanswered` : "";
+  const open = element("button", { type: "button", className: "row" },
+    element("span", { className: "problem" }, element("strong", {}, row.customer),
+            `: “${clip(problem, 160)}”`));
+  if (row.urgent) {
+    open.append(element("span", { className: "flag urgent" }, `Urgent: ${row.urgent_why}`));
+  }
+  if (why) open.append(element("span", { className: "meta" }, `Handed off: ${clip(why, 120)}`));
+  open.append(element("span", { className: "meta" },
+                      `(waiting ${ago(since)}${unanswered}; ${holder})`));
+  if (row.session.contact_email) {
+    open.append(element("span", { className: "meta" }, `Email: ${row.session.contact_email}`));
+  }
+  open.dataset.session = row.session.session_id;
+  markOpened(open);
+  open.addEventListener("click", guarded(() => openConversation(row.session.session_id)));
+  return element("li", {}, open);
+}
+
+// The row of the conversation that is open is highlighted (and says so to a screen reader).
+function markOpened(button) {
+  const opened = button.dataset.session === desk.session;
+  button.classList.toggle("opened", opened);
+  if (opened) button.setAttribute("aria-current", "true");
+  else button.removeAttribute("aria-current");
 }
 
 function showSuggestion(suggestion) {
@@ -50,18 +72,28 @@ function showSuggestion(suggestion) {
     sources.append(Object.assign(document.createElement("li"),
                                  { textContent: c.title ? `${c.title} (${c.source_id})` : c.source_id }));
   }
-  desk.suggestion = suggestion.answer;
+  // "Use this reply" keeps the answer's [n] markers meaning something: its sources, numbered
+  const cited = suggestion.citations.map((c, i) =>
+    `[${i + 1}] ${c.title || c.source_id}${c.url ? ": " + c.url : ""}`);
+  desk.suggestion = suggestion.answer + (cited.length ? "\n\nSources:\n" + cited.join("\n") : "");
 }
 
 async function openConversation(sessionId) {
   const data = await call(`/v1/handoffs/${sessionId}`);
   desk.session = sessionId;
+  for (const button of $("queue").querySelectorAll("button.row")) markOpened(button);
   const holder = data.session.taken_by;
   const handed = data.session.handoff_at ? `handed off ${ago(data.session.handoff_at)} ago` :
     "not handed off";
   $("conversation-meta").textContent = `Customer ${data.customer} · ${handed} · ` +
     `${data.session.status === "resolved" ? "resolved" : "open"} · ` +
     (holder ? `taken by ${holder}` : "nobody has taken it yet");
+  const email = data.session.contact_email;
+  $("conversation-email").hidden = !email;
+  if (email) {
+    $("contact-link").textContent = email;
+    $("contact-link").href = "mailto:" + email;
+  }
   const mine = holder === desk.me.key;
   $("take").hidden = mine;
   $("reply").hidden = !mine;
@@ -137,5 +169,6 @@ $("resolve").addEventListener("submit", guarded(async () => {
   await call(`/v1/sessions/${desk.session}/resolve`, { note: $("resolve-note").value.trim() });
   $("resolve-note").value = "";
   $("conversation-section").hidden = true;
+  desk.session = null;
   await loadQueue(true);
 }));

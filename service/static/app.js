@@ -17,8 +17,13 @@ $("key-form").addEventListener("submit", async (event) => {
     const created = await SupportcrewChat.call("", "/v1/sessions", state.key, {});
     showError("");
     $("key-form").hidden = true;
+    // "New conversation" (and a message after a person resolved this one) opens another
+    const restart = async () => ({
+      session: (await SupportcrewChat.call("", "/v1/sessions", state.key, {})).session_id,
+      credential: state.key,
+    });
     state.chat = SupportcrewChat.mount($("conversation"),
-                                       { credential: state.key, session: created.session_id });
+                                       { credential: state.key, session: created.session_id, restart });
     state.chat.focus();
   } catch (err) { showError(err.message); }
 });

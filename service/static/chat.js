@@ -18,6 +18,7 @@
     if (!response.ok && !(response.status === 503 && data.result)) {
       const error = new Error((data.error && data.error.message) || ("Request failed: " + response.status));
       error.status = response.status;
+      error.code = data.error && data.error.code;
       throw error;
     }
     return data.result || data;
@@ -34,7 +35,8 @@
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (err) {
-      throw new Error(UNREACHABLE);
+      // no answer we may read: the network, or (a widget) a site whose origin gets no CORS grant
+      throw Object.assign(new Error(UNREACHABLE), { unreachable: true });
     }
   }
 
@@ -87,45 +89,65 @@
   }
 
   // options: base, credential (a key or a widget session token), session (its id),
-  // expired (what to say when the credential is refused, e.g. a widget token that ran out).
+  // expired (what to say when the credential is refused, e.g. a widget token that ran out),
+  // resume (show the session's past turns first), restart (async () => ({session, credential}):
+  // a new conversation; without it there is no "New conversation"), changed (chat) after the
+  // session or its credential changed (the widget keeps them for a reload).
   function mount(root, options) {
-    const chat = { session: options.session, seenReplies: new Set(), polling: null };
+    const chat = { session: options.session, credential: options.credential,
+                   seenReplies: new Set(), polling: null, ended: false, handedOff: false };
     const base = options.base || "";
     const error = element("div", { className: "banner error", hidden: true });
     error.setAttribute("role", "alert");
     const handoff = element("div", { id: "handoff", className: "banner handoff", hidden: true },
-      "You are now talking to a human: a member of our support team will reply here.");
+      "You are now talking to a person: a member of our support team will reply here.");
     handoff.setAttribute("role", "status");
+    const ended = element("div", { className: "banner ended", hidden: true },
+      "Our support team resolved this conversation. Your next message starts a new one.");
+    ended.setAttribute("role", "status");
+    const email = element("input", { id: "contact-email", name: "email", type: "email",
+                                     maxLength: 254, autocomplete: "email" });
+    const contact = element("form", { className: "contact", hidden: true },
+      element("label", { htmlFor: "contact-email" },
+              "Your email (optional), so a person can answer if you leave"),
+      email, element("button", { type: "submit" }, "Save email"));
     const messages = element("ol", { id: "messages", className: "messages" });
     messages.setAttribute("aria-live", "polite");
     messages.setAttribute("aria-label", "Conversation");
     const question = element("textarea", { id: "question", name: "question", rows: 2, maxLength: 8000,
                                            required: true });
     const send = element("button", { type: "submit", id: "send" }, "Send");
+    const person = element("button", { type: "button", className: "person" }, "Talk to a person");
+    const fresh = element("button", { type: "button", className: "new", hidden: !options.restart },
+                          "New conversation");
     const ask = element("form", { className: "ask" },
-      element("label", { htmlFor: "question" }, "Your question"), question, send);
-    root.append(error, handoff, messages, ask);
+      element("label", { htmlFor: "question" }, "Your question"), question,
+      element("div", { className: "actions" }, send, person, fresh));
+    root.append(messages, handoff, ended, contact, error, ask);
 
     function showError(err) {
       const text = typeof err === "string" ? err
         : (err.status === 401 && options.expired) || err.message;
       error.textContent = text;
       error.hidden = !text;
+      if (text) error.scrollIntoView({ block: "nearest" });
     }
 
     function addMessage(role, text) {
       const who = { user: "You: ", agent: "Support team (a person): " }[role] || "Support: ";
       const item = element("li", { className: role }, element("strong", {}, who),
-                           element("span", {}, text));
+                           element("span", { className: "text" }, text));
       messages.append(item);
+      item.scrollIntoView({ block: "nearest" });
       return item;
     }
 
     function addCitations(item, citations) {
-      if (!citations.length) return;
+      const shown = citations.filter((c) => c && typeof c === "object");
+      if (!shown.length) return;
       const list = element("ol", { className: "citations" });
       list.setAttribute("aria-label", "Sources");
-      for (const c of citations) {
+      for (const c of shown) {
         const url = safeUrl(c.url);
         const link = element(url ? "a" : "span", {}, c.title || c.source_id);
         if (url) { link.href = url; link.target = "_blank"; link.rel = "noopener noreferrer"; }
@@ -140,7 +162,7 @@
         const button = element("button", { type: "button" }, label);
         button.addEventListener("click", async () => {
           try {
-            await call(base, `/v1/sessions/${chat.session}/feedback`, options.credential,
+            await call(base, `/v1/sessions/${chat.session}/feedback`, chat.credential,
                        { turn_index: turnIndex, rating });
             box.replaceChildren(element("span", { className: "thanks" }, "Thanks for your feedback."));
           } catch (err) { showError(err); }
@@ -150,15 +172,56 @@
       item.append(box);
     }
 
-    // After a hand-off, a person's replies arrive in the session: poll for them.
+    function stopPolling() {
+      if (chat.polling) clearInterval(chat.polling);
+      chat.polling = null;
+    }
+
+    // Handed to people: the banner, the optional email (unless given), and polling for replies.
+    function handedOff(session) {
+      chat.handedOff = true;
+      handoff.hidden = false;
+      person.hidden = true;
+      contact.hidden = Boolean(session && session.contact_email);
+      waitForPeople();
+    }
+
+    // A person resolved it: the banner goes, the next message opens a new conversation.
+    function resolved() {
+      stopPolling();
+      chat.ended = true;
+      chat.handedOff = false;
+      handoff.hidden = true;
+      contact.hidden = true;
+      person.hidden = true;
+      ended.hidden = false;
+    }
+
+    function showTurn(turn, rated) {
+      if (turn.user) addMessage("user", turn.user);
+      if (turn.from === "agent") {
+        chat.seenReplies.add(turn.turn_index);
+        addMessage("agent", turn.answer);
+      } else if (turn.answer) {
+        const item = addMessage("assistant", turn.answer);
+        item.dataset.verdict = turn.verdict;
+        if (turn.verdict === "answered" && !rated.has(turn.turn_index)) {
+          addFeedback(item, turn.turn_index);
+        }
+      }
+    }
+
+    // After a hand-off, a person's replies arrive in the session: poll for them (and for
+    // the person resolving it).
     async function showAgentReplies() {
-      const session = await call(base, `/v1/sessions/${chat.session}`, options.credential);
-      for (const turn of session.turns) {
+      const data = await call(base, `/v1/sessions/${chat.session}`, chat.credential);
+      for (const turn of data.turns) {
         if (turn.from === "agent" && !chat.seenReplies.has(turn.turn_index)) {
           chat.seenReplies.add(turn.turn_index);
           addMessage("agent", turn.answer);
         }
       }
+      if (data.session.status === "resolved") resolved();
     }
 
     function waitForPeople() {
@@ -166,36 +229,70 @@
       chat.polling = setInterval(() => showAgentReplies().catch(showError), POLL_MS);
     }
 
+    // The session's past turns (a reload, another page of the site).
+    async function resume() {
+      const data = await call(base, `/v1/sessions/${chat.session}`, chat.credential);
+      const rated = new Set((data.feedback || []).map((f) => f.turn_index));
+      for (const turn of data.turns) showTurn(turn, rated);
+      if (data.session.status === "resolved") resolved();
+      else if (data.session.handoff) handedOff(data.session);
+    }
+
+    // A new conversation: a new session (and its credential); `clear` empties the view.
+    async function startOver(clear) {
+      const next = await options.restart();
+      stopPolling();
+      Object.assign(chat, { session: next.session, credential: next.credential, ended: false,
+                            handedOff: false, seenReplies: new Set() });
+      for (const banner of [handoff, contact, ended, error]) banner.hidden = true;
+      person.hidden = false;
+      if (clear) messages.replaceChildren();
+      else messages.append(element("li", { className: "divider" }, "New conversation"));
+      if (options.changed) options.changed(chat);
+    }
+
+    async function sendTurn(text) {
+      const progress = element("li", { className: "progress" }, "Working on it…");
+      progress.setAttribute("role", "status");
+      messages.append(progress);
+      try {
+        return await askStreaming(base, `/v1/sessions/${chat.session}/messages`,
+                                  chat.credential, { message: text },
+                                  (label) => { progress.textContent = label + "…"; });
+      } finally {
+        progress.remove();
+      }
+    }
+
     ask.addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = question.value.trim();
       if (!text) return;
-      addMessage("user", text);
-      question.value = "";
       send.disabled = true;
       try {
-        const progress = element("li", { className: "progress" }, "Working on it…");
-        progress.setAttribute("role", "status");
-        messages.append(progress);
+        if (chat.ended && options.restart) await startOver(false);
+        const mine = addMessage("user", text);
+        question.value = "";
         let result;
         try {
-          result = await askStreaming(base, `/v1/sessions/${chat.session}/messages`,
-                                      options.credential, { message: text },
-                                      (label) => { progress.textContent = label + "…"; });
-        } finally {
-          progress.remove();
+          result = await sendTurn(text);
+        } catch (err) {
+          // resolved by a person since we last looked: this message opens a new conversation
+          if (err.status !== 409 || !options.restart) throw err;
+          await startOver(false);
+          messages.append(mine); // after the "New conversation" divider
+          result = await sendTurn(text);
         }
         showError("");
-        const item = addMessage("assistant", result.answer);
-        item.dataset.verdict = result.verdict;
-        addCitations(item, result.citations || []);
-        if (result.verdict === "answered" && result.turn_index !== null) {
-          addFeedback(item, result.turn_index);
+        if (result.answer) {
+          const item = addMessage(chat.handedOff ? "note" : "assistant", result.answer);
+          item.dataset.verdict = result.verdict;
+          addCitations(item, result.citations || []);
+          if (result.verdict === "answered" && result.turn_index !== null) {
+            addFeedback(item, result.turn_index);
+          }
         }
-        if (result.handoff) {
-          handoff.hidden = false;
-          waitForPeople();
-        }
+        if (result.handoff && !chat.handedOff) handedOff(null);
       } catch (err) {
         showError(err);
       } finally {
@@ -210,7 +307,44 @@
         ask.requestSubmit();
       }
     });
+
+    person.addEventListener("click", async () => {
+      person.disabled = true;
+      try {
+        if (chat.ended && options.restart) await startOver(false);
+        const data = await call(base, `/v1/sessions/${chat.session}/handoff`, chat.credential, {});
+        showError("");
+        addMessage("assistant", data.message).dataset.verdict = "handoff";
+        handedOff(data.session);
+        email.focus();
+      } catch (err) {
+        showError(err);
+      } finally {
+        person.disabled = false;
+      }
+    });
+
+    contact.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const address = email.value.trim();
+      if (!address) return;
+      try {
+        await call(base, `/v1/sessions/${chat.session}/contact`, chat.credential, { email: address });
+        showError("");
+        contact.hidden = true;
+        addMessage("note", "Thanks: if you leave, a person will answer you at " + address + ".");
+      } catch (err) { showError(err); }
+    });
+
+    fresh.addEventListener("click", async () => {
+      try {
+        await startOver(true);
+        question.focus();
+      } catch (err) { showError(err); }
+    });
+
     chat.focus = () => question.focus();
+    chat.ready = options.resume ? resume() : Promise.resolve();
     return chat;
   }
 

@@ -40,34 +40,134 @@
     panel.setAttribute("aria-labelledby", "supportcrew-title");
     shadow.append(...sheets, panel, launcher);
     let chat = null;
+    let renewal = null;
+    // This one conversation (its session id and its own token, nothing else) survives a reload
+    // or another page of the site in this tab; the widget key never gives more than a new one.
+    const stored = "supportcrew-widget:" + base + ":" + options.key;
+    const RENEW_BEFORE_S = 300;
+
+    function remembered() {
+      try {
+        const kept = JSON.parse(sessionStorage.getItem(stored) || "null");
+        return kept && kept.session_id && kept.token && kept.expires_at > Date.now() / 1000 + 30
+          ? kept : null;
+      } catch { return null; }
+    }
+
+    function keep(session, token, expiresAt, open) {
+      try {
+        sessionStorage.setItem(stored, JSON.stringify(
+          { session_id: session, token, expires_at: expiresAt, open: Boolean(open) }));
+      } catch { /* storage refused (private mode): the conversation just ends with the page */ }
+      scheduleRenewal(expiresAt);
+    }
+
+    function forget() {
+      try { sessionStorage.removeItem(stored); } catch { /* nothing kept */ }
+    }
+
+    // The token renews itself a few minutes before it expires (or halfway, for short ones).
+    function scheduleRenewal(expiresAt) {
+      clearTimeout(renewal);
+      const left = expiresAt - Date.now() / 1000;
+      const wait = Math.max(5, Math.min(left - RENEW_BEFORE_S, left / 2));
+      renewal = setTimeout(renew, wait * 1000);
+    }
+
+    async function renew() {
+      if (!chat) return;
+      try {
+        const fresh = await window.SupportcrewChat.call(
+          base, `/v1/widget/sessions/${chat.session}/token`, chat.credential, {});
+        if (fresh.session_id !== chat.session) return; // a new conversation started meanwhile
+        chat.credential = fresh.token;
+        keep(chat.session, fresh.token, fresh.expires_at, !panel.hidden);
+      } catch (err) {
+        console.error("supportcrew widget: renewing the conversation's token failed: " + err.message);
+      }
+    }
+
+    async function newSession() {
+      const created = await window.SupportcrewChat.call(
+        base, "/v1/widget/sessions", options.key,
+        options.customerToken ? { customer_token: options.customerToken } : {});
+      options.customerToken = null; // spent: a token opens one session
+      keep(created.session_id, created.token, created.expires_at, true);
+      return { session: created.session_id, credential: created.token };
+    }
+
+    function mountChat(opened, resume) {
+      chat = window.SupportcrewChat.mount(body, {
+        base, credential: opened.credential, session: opened.session, resume,
+        expired: "This conversation has timed out. Start a new conversation to go on.",
+        restart: newSession,
+      });
+      return chat;
+    }
+
+    // Why the chat cannot start, as the visitor should read it (the console says more).
+    async function refusal(err) {
+      if (err.code === "origin_not_allowed" || (err.unreachable && await serviceAnswers())) {
+        // a site not among the key's origins gets no CORS grant: the browser hides why
+        console.error("supportcrew widget: the service refuses this page's origin. Add "
+                      + window.location.origin + " to the origins of the widget key "
+                      + options.key.slice(0, 12) + "… (pilot.api_keys[].origins).");
+        return "Chat is not enabled on this site.";
+      }
+      console.error("supportcrew widget: opening a session failed (" + err.message + ")");
+      return "The chat cannot start: " + err.message;
+    }
+
+    // Whether the service is up for this page at all: a no-cors request is answered (opaque)
+    // whenever the service is reachable, whatever it thinks of this origin.
+    async function serviceAnswers() {
+      try {
+        await fetch(base + "/healthz", { mode: "no-cors", cache: "no-store" });
+        return true;
+      } catch { return false; }
+    }
 
     async function open() {
       panel.hidden = false;
       launcher.setAttribute("aria-expanded", "true");
-      if (chat) { chat.focus(); return; }
+      if (chat) { remember(true); chat.focus(); return; }
+      const kept = remembered();
+      if (kept) {
+        try {
+          mountChat({ session: kept.session_id, credential: kept.token }, true);
+          await chat.ready;
+          keep(kept.session_id, kept.token, kept.expires_at, true);
+          chat.focus();
+          return;
+        } catch (err) {
+          // the conversation is gone (expired, deleted, the key changed): start a new one
+          console.error("supportcrew widget: cannot resume the conversation (" + err.message + ")");
+          chat = null;
+          forget();
+          body.replaceChildren(element("p", { className: "greeting" }, options.greeting));
+        }
+      }
       try {
-        const created = await window.SupportcrewChat.call(
-          base, "/v1/widget/sessions", options.key,
-          options.customerToken ? { customer_token: options.customerToken } : {});
-        options.customerToken = null; // spent: a token opens one session
-        chat = window.SupportcrewChat.mount(body, {
-          base, credential: created.token, session: created.session_id,
-          expired: "This conversation has timed out. Reload the page to start a new one.",
-        });
+        mountChat(await newSession(), false);
         chat.focus();
       } catch (err) {
-        // a site not among the key's origins gets no CORS grant: the browser hides why
-        console.error("supportcrew widget: opening a session failed (" + err.message + "); is "
-                      + window.location.origin + " among the widget key's origins?");
-        const banner = element("div", { className: "banner error" },
-                               "The chat cannot start: " + err.message);
+        const banner = element("div", { className: "banner error" }, await refusal(err));
         banner.setAttribute("role", "alert");
         body.replaceChildren(banner);
       }
     }
 
+    // Whether the panel is open is kept too, so the next page opens it again.
+    function remember(isOpen) {
+      const kept = remembered();
+      if (chat && kept && kept.session_id === chat.session) {
+        keep(kept.session_id, chat.credential, kept.expires_at, isOpen);
+      }
+    }
+
     function hide() {
       panel.hidden = true;
+      remember(false);
       launcher.setAttribute("aria-expanded", "false");
       launcher.focus();
     }
@@ -75,6 +175,8 @@
     launcher.addEventListener("click", () => (panel.hidden ? open() : hide()));
     close.addEventListener("click", hide);
     panel.addEventListener("keydown", (event) => { if (event.key === "Escape") hide(); });
+    const kept = remembered();
+    if (kept && kept.open) open();
   }
 
   if (window.SupportcrewChat) { start(); return; }

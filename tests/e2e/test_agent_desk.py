@@ -5,6 +5,8 @@ as from a person) and resolves it; an admin key finds the link to the lead's pag
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.e2e.test_web_page import CHROMIUM
@@ -69,15 +71,37 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         question.fill("I want to talk to a human about my invoice")
         question.press("Enter")
         customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+        customer.get_by_label("Your email (optional)").fill("visitor@example.org")
+        customer.get_by_role("button", name="Save email").click()
+        customer.get_by_text("a person will answer you at visitor@example.org").wait_for()
+        for later in ("It is invoice 1234.", "Are you there?", "Hello?"):  # keeps writing
+            question.fill(later)
+            question.press("Enter")
+            customer.locator("li.user", has_text=later).wait_for()
+            customer.locator("#send:enabled").wait_for()
 
         open_desk(agent, server, "ana-key")
-        # the row says who, why (the message that asked for a person), since when, who has it
+        # the row says who, their problem (the question nobody answered), why it is urgent,
+        # why it was handed off, since when, who has it, and the email they left
         row = agent.locator("#queue button").first
         row.wait_for()
-        assert row.inner_text().startswith("anonymous visitor ")
-        assert "“I want to talk to a human about my invoice”" in row.inner_text()
-        assert "(waiting 0 min; nobody has it)" in row.inner_text()
+        text = row.inner_text()
+        assert text.startswith("anonymous visitor "), text
+        assert ": “Do you ship to Antarctica?”" in text, text
+        assert "Urgent: 3 messages wait for a person" in text, text
+        assert "Handed off: I want to talk to a human about my invoice" in text, text
+        assert "(waiting 0 min; 3 later messages unanswered; nobody has it)" in text, text
+        assert "Email: visitor@example.org" in text, text
+        assert row.get_attribute("aria-current") is None
         row.click()
+        agent.locator("#queue button.opened[aria-current=true]").wait_for()
+        keep = os.environ.get("DESK_SCREENSHOTS")  # a folder: a developer looks at them
+        if keep:
+            agent.locator("#transcript li").first.wait_for()
+            agent.screenshot(path=f"{keep}/desk-urgent-opened.png", full_page=True)
+        assert agent.get_by_role("link", name="visitor@example.org").get_attribute("href") == (
+            "mailto:visitor@example.org"
+        )
         transcript = agent.locator("#transcript")
         transcript.get_by_text("I want to talk to a human about my invoice").wait_for()
         assert agent.locator("#lead-link").is_hidden()  # an agent key: no reports
@@ -145,7 +169,9 @@ def test_an_agent_gets_a_suggested_reply(server, tmp_path):
         agent.get_by_role("button", name="Take this conversation").click()
         agent.get_by_text("taken by ana").first.wait_for()
         agent.get_by_role("button", name="Use this reply").click()
-        assert "business days" in agent.get_by_label("Your reply").input_value()
+        pasted = agent.get_by_label("Your reply").input_value()
+        assert "business days" in pasted
+        assert "\n\nSources:\n[1] Refunds" in pasted  # the [1] in the answer has its source
         assert customer.locator("li.agent").count() == 0  # nothing is sent without the person
         agent.screenshot(path=str(shots / "conversation-desktop.png"), full_page=True)
 
@@ -157,3 +183,42 @@ def test_an_agent_gets_a_suggested_reply(server, tmp_path):
     keep = os.environ.get("DESK_SCREENSHOTS")  # a folder: a developer looks at them
     if keep:
         shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_on_the_chat_page_yes_to_the_offer_or_the_button_reaches_a_person(server):
+    import httpx
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        problems: list[str] = []
+        customer = browser.new_page()
+        customer.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+
+        def waiting() -> int:  # the tests' servers share one store: count, do not assume
+            staff = {"Authorization": "Bearer ana-key"}
+            return int(httpx.get(f"{server}/v1/handoffs", headers=staff).json()["total"])
+
+        before = waiting()
+        customer.goto(server)
+        customer.get_by_label("Access key").fill("web-key")
+        customer.get_by_role("button", name="Start").click()
+        question = customer.get_by_label("Your question")
+        question.fill("Do you ship to Antarctica?")
+        question.press("Enter")
+        offer = customer.locator("li.assistant").first
+        offer.wait_for(timeout=60_000)
+        assert "shall I connect you" in offer.inner_text()
+        question.fill("yes")  # a bare yes to the offer hands off, it is not asked again
+        question.press("Enter")
+        customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
+        assert customer.get_by_role("button", name="Talk to a person").is_hidden()
+
+        customer.get_by_role("button", name="New conversation").click()
+        customer.locator("#handoff").wait_for(state="hidden")
+        assert customer.locator("#messages li").count() == 0
+        customer.get_by_role("button", name="Talk to a person").click()
+        customer.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        assert waiting() == before + 2  # two conversations, each handed to people
+        assert not problems, problems
+        browser.close()

@@ -111,8 +111,13 @@ def widget_on(browser, url: str):
 
 def refusal(browser, url: str) -> str:
     """What the widget says when it cannot start on the page at ``url``."""
-    _page, chat = widget_on(browser, url)
-    alert = chat.get_by_role("alert")
+    return refusal_on(browser.new_page(), url)
+
+
+def refusal_on(page, url: str) -> str:
+    """What the widget says when it cannot start on ``page`` at ``url``."""
+    page.goto(url)
+    alert = open_widget(page).get_by_role("alert")
     alert.wait_for(timeout=20_000)
     return alert.inner_text()
 
@@ -177,9 +182,16 @@ def test_the_widget_does_not_start_on_a_site_its_key_is_not_for(deployment):
     name = site_page(deployment["folder"], "index.html", deployment["service"])
     with sync_playwright() as p:
         browser = launch(p)
-        assert "The chat cannot start" in refusal(browser, f"{deployment['other']}/{name}")
-        page, chat = widget_on(browser, f"{deployment['other']}/{name}")
-        chat.get_by_role("alert").wait_for(timeout=20_000)
+        page = browser.new_page()
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+        page.goto(f"{deployment['other']}/{name}")
+        chat = open_widget(page)
+        alert = chat.get_by_role("alert")
+        alert.wait_for(timeout=20_000)
+        # the visitor reads why, not "cannot be reached"; the console says what to change
+        assert alert.inner_text() == "Chat is not enabled on this site."
+        assert any(f"Add {deployment['other']} to the origins" in line for line in console), console
         assert chat.get_by_label("Your question").count() == 0
         # the page's own script gets no further with the key: the service answers 403
         status = page.evaluate(
@@ -195,6 +207,11 @@ def test_the_widget_does_not_start_on_a_site_its_key_is_not_for(deployment):
             deployment["service"],
         )
         assert status == "blocked"  # no CORS grant: the browser never hands it the answer
+        # on an allowed site with the service gone, the visitor is told to check the connection
+        down = browser.new_page()
+        down.route(f"{deployment['service']}/v1/**", lambda route: route.abort())
+        down.route(f"{deployment['service']}/healthz", lambda route: route.abort())
+        assert "cannot be reached" in refusal_on(down, f"{deployment['site']}/{name}")
         browser.close()
     direct = httpx.post(
         f"{deployment['service']}/v1/widget/sessions",
@@ -229,3 +246,131 @@ def test_a_signed_in_visitor_is_named_once_and_forged_or_replayed_tokens_fail(de
         assert "already opened a session" in refusal(browser, f"{deployment['site']}/{named}")
         assert "signature does not match" in refusal(browser, f"{deployment['site']}/{forged}")
         browser.close()
+
+
+def test_a_visitor_asks_for_a_person_with_the_button_and_leaves_an_email(deployment):
+    from playwright.sync_api import sync_playwright
+
+    name = site_page(deployment["folder"], "index.html", deployment["service"])
+    with sync_playwright() as p:
+        browser = launch(p)
+        problems: list[str] = []
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.goto(f"{deployment['site']}/{name}")
+        chat = open_widget(page)
+        chat.get_by_role("button", name="Talk to a person").click()
+        chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        assert chat.get_by_role("button", name="Talk to a person").is_hidden()
+        keep = os.environ.get("WIDGET_SCREENSHOTS")  # a folder: a developer looks at them
+        if keep:
+            page.screenshot(path=f"{keep}/widget-handoff-desktop.png")
+        chat.get_by_label("Your email (optional)").fill("visitor@example.org")
+        chat.get_by_role("button", name="Save email").click()
+        chat.get_by_text("a person will answer you at visitor@example.org").wait_for(timeout=10_000)
+        with httpx.Client(base_url=deployment["service"], headers=bearer("ana"), timeout=30) as staff:
+            waiting = staff.get("/v1/handoffs").json()["handoffs"]
+            assert [w["session"]["contact_email"] for w in waiting] == ["visitor@example.org"]
+            session = waiting[0]["session"]["session_id"]
+            assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
+            reply = "Hi, Ana here.\n\n1. Open Billing.\n2. Choose Request refund."
+            sent = staff.post(f"/v1/sessions/{session}/agent-messages", json={"message": reply})
+            assert sent.status_code in (200, 201), sent.text
+        shown = chat.locator("li.agent span.text")
+        shown.wait_for(timeout=20_000)
+        assert shown.inner_text() == reply  # a person's line breaks are kept
+        assert shown.evaluate("s => getComputedStyle(s).whiteSpace") == "pre-wrap"
+        if keep:
+            page.screenshot(path=f"{keep}/widget-reply-desktop.png")
+            phone = browser.new_page(viewport={"width": 390, "height": 780})
+            phone.goto(f"{deployment['site']}/{name}")
+            on_phone = open_widget(phone)
+            on_phone.get_by_role("button", name="Talk to a person").click()
+            on_phone.locator("#handoff").wait_for(state="visible", timeout=20_000)
+            phone.screenshot(path=f"{keep}/widget-handoff-phone.png")
+        browser.close()
+        assert not problems, problems
+
+
+def kept(page) -> dict:
+    """What the widget keeps in the tab's sessionStorage: one conversation, nothing else."""
+    import json
+
+    stored = page.evaluate("Object.fromEntries(Object.entries(sessionStorage))")
+    assert list(stored) == ["supportcrew-widget:" + page.evaluate("window.__service") + ":pk_live_acme"]
+    value = json.loads(next(iter(stored.values())))
+    assert set(value) == {"session_id", "token", "expires_at", "open"}
+    return value
+
+
+def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deployment):
+    from playwright.sync_api import sync_playwright
+
+    service = deployment["service"]
+    name = site_page(deployment["folder"], "index.html", service)
+    with sync_playwright() as p:
+        browser = launch(p)
+        problems: list[str] = []
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.add_init_script(f"window.__service = {service!r};")
+        page.goto(f"{deployment['site']}/{name}")
+        chat = open_widget(page)
+        question = chat.get_by_label("Your question")
+        question.fill("How long does a refund take?")
+        question.press("Enter")
+        chat.locator("li.assistant").first.wait_for(timeout=60_000)
+        first = kept(page)
+
+        # the token is near its end when the page loads again: the widget renews it
+        page.evaluate(
+            """([name, value]) => sessionStorage.setItem(name, JSON.stringify(value))""",
+            [f"supportcrew-widget:{service}:pk_live_acme", {**first, "expires_at": time.time() + 40}],
+        )
+        page.reload()
+        chat = page.get_by_role("dialog", name="CloudDesk support")
+        chat.locator("li.user").get_by_text("How long does a refund take?").wait_for(timeout=20_000)
+        assert "5 to 7 business days" in chat.locator("li.assistant").first.inner_text()
+        page.wait_for_function(
+            f"!Object.values(sessionStorage)[0].includes({first['token']!r})", timeout=20_000
+        )
+        renewed = kept(page)
+        assert renewed["session_id"] == first["session_id"]
+        assert renewed["expires_at"] > time.time() + 600
+
+        chat.get_by_role("button", name="Talk to a person").click()
+        chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        session = renewed["session_id"]
+        with httpx.Client(base_url=service, headers=bearer("ana"), timeout=30) as staff:
+            assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
+            replied = staff.post(
+                f"/v1/sessions/{session}/agent-messages",
+                json={"message": "Hi, Ana here.\n\nWhich order is it?"},
+            )
+            assert replied.status_code in (200, 201), replied.text
+            page.reload()  # the person's reply reaches a visitor who reloaded
+            chat = page.get_by_role("dialog", name="CloudDesk support")
+            reply = chat.locator("li.agent")
+            reply.wait_for(timeout=20_000)
+            assert "Ana here.\n\nWhich order is it?" in reply.inner_text()  # line breaks kept
+            assert chat.locator("#handoff").is_visible()
+            resolved = staff.post(f"/v1/sessions/{session}/resolve", json={"note": "order found"})
+            assert resolved.status_code == 200, resolved.text
+        chat.locator("#handoff").wait_for(state="hidden", timeout=20_000)
+        chat.get_by_text("Your next message starts a new one").wait_for()
+
+        question = chat.get_by_label("Your question")
+        question.fill("How do I export all my files?")
+        question.press("Enter")
+        chat.locator("li.divider ~ li.assistant").wait_for(timeout=60_000)
+        assert chat.locator(".banner.error").is_hidden()  # no 409: a new conversation took it
+        assert kept(page)["session_id"] != session
+
+        chat.get_by_role("button", name="New conversation").click()
+        page.wait_for_function(
+            "document.querySelector('#supportcrew-widget').shadowRoot"
+            ".querySelectorAll('#messages li').length === 0"
+        )
+        assert kept(page)["session_id"] not in (session, renewed["session_id"])
+        browser.close()
+        assert not problems, problems
