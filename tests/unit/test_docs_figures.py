@@ -16,7 +16,7 @@ _spec.loader.exec_module(render_docs)
 
 TOP = (
     r"(?:config|storage|tasks|service|agents|bench|docs|examples|deploy|tests|evaluation"
-    r"|integrations|terminal)"
+    r"|integrations|terminal|training)"
 )
 NAMED_PATH = re.compile(rf"(?<![\w./:@-]){TOP}/[\w./-]*[\w/]")
 
@@ -58,6 +58,12 @@ def sources() -> list[Path]:
         REPO / "README.md",
         *sorted((REPO / "docs").glob("*.md")),
         *sorted((REPO / "config").glob("*.yaml")),
+        # model cards, the fitted files' own notes and the data sets' headers
+        *sorted((REPO / "storage" / "kb" / "assets").rglob("*.md")),
+        *sorted((REPO / "storage" / "kb" / "assets").rglob("*.json")),
+        *sorted((REPO / "storage" / "kb" / "assets").rglob("*.yaml")),
+        *sorted((REPO / "examples").rglob("*.yaml")),
+        *sorted((REPO / "training").glob("*.md")),
     ]
     for top in (
         "config",
