@@ -678,8 +678,9 @@ def replay(
     import time
 
     from agents.build import build_runtime
-    from evaluation.replay import compare, recent_questions, replies, summary
+    from evaluation.replay import replies
     from storage.memory import MemoryStore
+    from tasks.replay import compare, recent_questions, summary
 
     changed = load_settings(against)
     with open_kb() as kb:

@@ -51,6 +51,7 @@ from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
+from tasks.replay import Asked, compare, reply_of, summary
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
@@ -334,9 +335,12 @@ class Articles:
         slots: Mapping[str, str],
         slug: str,
         ask: Callable[[str, dict[str, str]], Any],
+        recent: Callable[[dict[str, Any]], Sequence[Asked]] = lambda record: (),
     ) -> dict[str, Any]:
         """Replay the article's questions, each a turn under the caller's own slots and the
-        draft's (``ask(question, slots)``); record which are now answered from the article."""
+        draft's (``ask(question, slots)``); record which are now answered from the article.
+        Then the recent customer questions near it (``recent(record)``), each asked with and
+        without the draft under the caller's slots: what publishing would change for them."""
         record = self._required(tenant, slug, slots)
         under = {**slots, **({DRAFT: record["preview"]} if record.get("preview") else {})}
         rows = []
@@ -353,7 +357,21 @@ class Articles:
                 ).model_dump()
             )
         passed = sum(r["answered_from_article"] for r in rows)
-        record["check"] = {"at": time.time(), "by": who, "rows": rows, "answered": passed}
+        near = list(recent(record))
+        without = [reply_of(ask(q.text, dict(slots))) for q in near]
+        with_it = [reply_of(ask(q.text, under)) for q in near]
+        changes = compare(near, without, with_it)
+        record["check"] = {
+            "at": time.time(),
+            "by": who,
+            "rows": rows,
+            "answered": passed,
+            "replay": {
+                "questions": len(changes),
+                "summary": summary(changes),
+                "changes": [c.model_dump() for c in changes if c.change != "same"],
+            },
+        }
         self._event(record, who, "checked", f"{passed} of {len(rows)} questions answered from it")
         return self._write_record(record)
 

@@ -13,6 +13,7 @@ Usage (an admin key)::
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter
@@ -20,11 +21,12 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from agents.turn import run_turn
-from service.articles import ArticleDraft, ArticleError, ArticleRecord, draft
+from service.articles import ArticleDraft, ArticleError, ArticleRecord, draft, normal
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext
 from service.errors import ApiError
 from service.staff_reads import staff_slots
+from tasks.replay import Asked, nearest_questions, recent_questions
 from tasks.schemas import PlainText, TurnRequest
 
 router = APIRouter(prefix="/v1/articles", tags=["articles"])
@@ -66,6 +68,10 @@ async def save_article(body: ArticleDraft, who: Admin, pilot: Pilot) -> ArticleR
     return ArticleRecord(**record)
 
 
+REPLAY_DAYS = 30  # the check replays customer questions of this many last days ...
+REPLAY_NEAR = 8  # ... at most this many, the nearest to the article
+
+
 def run_check(pilot: PilotContext, who: Caller, slug: str) -> dict[str, Any]:
     """The check's turns, under the key's own enforced slots and the draft's."""
 
@@ -74,7 +80,17 @@ def run_check(pilot: PilotContext, who: Caller, slug: str) -> dict[str, Any]:
             TurnRequest(session_id=f"check-{slug}", message=question, slots=slots), pilot.runtime
         )
 
-    return pilot.articles.check(who.tenant, who.key_name, staff_slots(who), slug, ask)
+    def recent(record: dict[str, Any]) -> list[Asked]:
+        """The last ``REPLAY_DAYS`` days' customer questions nearest the article (not its own)."""
+        memory = pilot.runtime.memory
+        if memory is None:
+            return []
+        own = {normal(q) for q in record.get("questions") or []}
+        since = time.time() - REPLAY_DAYS * 86_400.0
+        asked = [q for q in recent_questions(memory, who.tenant, since) if normal(q.text) not in own]
+        return nearest_questions(memory.encoders.dense.encode, record["text"], asked, REPLAY_NEAR)
+
+    return pilot.articles.check(who.tenant, who.key_name, staff_slots(who), slug, ask, recent)
 
 
 @router.post("/{slug}/check", response_model=ArticleRecord)

@@ -329,6 +329,18 @@ function showArticle(record) {
       `not answered from it (${row.verdict}${row.cited.length ? ", cites " + row.cited.join(", ") : ""})`;
     return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict);
   }));
+  const replay = record.check && record.check.replay;
+  if (replay) {
+    const s = replay.summary;
+    const said = replay.questions ?
+      `${replay.questions} recent customer questions near it, asked with and without it: ` +
+      `${s.newly_answered} newly answered, ${s.lost} answers lost, ${s.moved} from another page.` :
+      "No recent customer question is near it: nothing to replay.";
+    $("article-results").append(item("meta", "Replay of recent questions", said),
+      ...replay.changes.map((c) => item(c.change === "lost" ? "user" : "assistant", `“${c.question}”`,
+        `${c.change.replace("_", " ")}: ${c.before.verdict} ${c.before.pages[0] || ""} → ` +
+        `${c.after.verdict} ${c.after.pages[0] || ""}`)));
+  }
   $("article-publish").hidden = !(record.check && record.check.answered) ||
     record.status === "published";
 }

@@ -171,6 +171,10 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         assert lead.get_by_role("button", name="Publish").is_hidden()  # not before a check
         lead.get_by_role("button", name="Check it against the questions").click()
         lead.locator("#article-results").get_by_text("answered from the article").first.wait_for()
+        # the recent customer questions near it were asked with and without it
+        replay = lead.locator("#article-results li", has_text="Replay of recent questions")
+        replay.wait_for()
+        assert "answers lost" in replay.inner_text() or "nothing to replay" in replay.inner_text()
         lead.screenshot(path=str(shots / "lead-article-checked.png"), full_page=True)
         lead.get_by_role("button", name="Publish").click()
         lead.get_by_text("articles/shipping-antarctica: published").wait_for()

@@ -131,9 +131,18 @@ def test_a_gap_becomes_a_checked_published_article(client, tmp_path):
 
     early = client.post("/v1/articles/shipping-antarctica/publish", headers=auth("lead"))
     assert early.status_code == 409 and early.json()["error"]["field"] == "check"
+    # another customer's recent question near it, in other words: the check replays it
+    nearby = "Can you deliver my parcel to Antarctica?"
+    assert ask(client, "c-4", nearby)[1]["verdict"] != "answered"
     checked = client.post("/v1/articles/shipping-antarctica/check", headers=auth("lead")).json()
     [row] = checked["check"]["rows"]
     assert row["answered_from_article"] and row["cited"] == ["articles/acme/shipping-antarctica"]
+    replay = checked["check"]["replay"]
+    [change] = [c for c in replay["changes"] if c["question"] == nearby]
+    assert change["change"] == "newly_answered", change
+    assert change["after"]["pages"] == ["articles/acme/shipping-antarctica"]
+    assert QUESTION not in [c["question"] for c in replay["changes"]]  # its own: checked above
+    assert replay["summary"]["lost"] == 0 and replay["questions"] <= 8
     published = client.post("/v1/articles/shipping-antarctica/publish", headers=auth("lead"))
     assert published.status_code == 200 and published.json()["status"] == "published"
 
