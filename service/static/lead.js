@@ -327,7 +327,10 @@ function showArticle(record) {
   $("article-results").replaceChildren(...((record.check && record.check.rows) || []).map((row) => {
     const verdict = row.answered_from_article ? "answered from the article" :
       `not answered from it (${row.verdict}${row.cited.length ? ", cites " + row.cited.join(", ") : ""})`;
-    return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict);
+    // what the customer would read, with the page it cites
+    const reads = row.answer ? ` The customer reads: “${row.answer}”` +
+      (row.cited.length ? ` (${row.cited[0]})` : "") : "";
+    return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict + "." + reads);
   }));
   const replay = record.check && record.check.replay;
   if (replay) {

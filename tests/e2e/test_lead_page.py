@@ -171,6 +171,9 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         assert lead.get_by_role("button", name="Publish").is_hidden()  # not before a check
         lead.get_by_role("button", name="Check it against the questions").click()
         lead.locator("#article-results").get_by_text("answered from the article").first.wait_for()
+        checked_row = lead.locator("#article-results li").first.inner_text()
+        assert "The customer reads:" in checked_row and "We do not ship to Antarctica." in checked_row
+        assert "shipping-antarctica)" in checked_row, checked_row  # the page it cites
         # the recent customer questions near it were asked with and without it
         replay = lead.locator("#article-results li", has_text="Replay of recent questions")
         replay.wait_for()
