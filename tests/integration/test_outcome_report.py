@@ -289,6 +289,9 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
     with served(settings, example_kb, tmp_path, outcome_after_s=0.0, roles="evidence") as (client, _):
         refused, replies = conversation(client, "c-1", "Do you ship printed manuals to Mars?")
         assert replies[0]["verdict"] == "idk", replies[0]
+        # the chat asks its closing question when the customer says goodbye after a reply
+        _, bye = conversation(client, "c-9", "How long does a refund take?", "Thanks, bye!")
+        assert [r["closes"] for r in bye] == [False, True]
         rate(client, refused, 0, "up")  # polite, but not an answer
         quiet = client.post("/v1/sessions", json={"customer_id": "c-2"}, headers=auth("backend"))
         empty = quiet.json()["session_id"]
@@ -360,3 +363,15 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
     assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (2, 1, 0.5)
     assert day["satisfaction"] == 1.0 and day["feedback"] == 1  # the mark on the refusal
     assert (body["totals"]["csat_answers"], body["totals"]["csat_rate"]) == (2, 0.5)
+    config = tmp_path / "assistant.yaml"
+    config.write_text("pilot: {outcome_after_s: 0}\n")
+    printed = CliRunner().invoke(
+        cli,
+        [
+            *("--data-dir", str(tmp_path / "data"), "--config", str(config)),
+            *("report", "outcomes", "--tenant", "acme"),
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert printed.exit_code == 0, printed.output
+    assert "csat_rate" in printed.stdout and " 0.5 " in printed.stdout
