@@ -157,6 +157,7 @@ CSV_COLUMNS = (
     "topic_title",
     "first_question",
     "resolved_by",
+    "csat",  # the closing answer: yes, no or empty
     "why",
     "questions",
     "evidence",
@@ -168,7 +169,7 @@ def conversations_csv(conversations: list[ConversationOutcome]) -> str:
     ``/v1/reports/outcomes.csv`` serves and ``main.py report outcomes --csv`` prints.
 
     >>> conversations_csv([]).strip()
-    'session_id,customer_id,day,label,topic_id,topic_title,first_question,resolved_by,why,questions,evidence'
+    'session_id,customer_id,day,label,topic_id,topic_title,first_question,resolved_by,csat,why,questions,evidence'
     """
     out = io.StringIO()
     writer = csv.writer(out)

@@ -354,6 +354,9 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
         session = client.get(f"/v1/sessions/{person}", headers=auth("backend")).json()["session"]
         assert session["csat_solved"] is True and session["status"] == "resolved"
         body = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        listed = client.get("/v1/reports/outcomes.csv", headers=auth("lead")).text
+    csat = {r["session_id"]: r["csat"] for r in csv.DictReader(io.StringIO(listed))}
+    assert (csat[person], csat[refused]) == ("yes", "no")
     rows = {c["session_id"]: c for c in body["conversations"]}
     assert rows[refused]["label"] == "unanswered" and rows[refused]["csat"] == "no"
     assert rows[refused]["evidence"]["feedback"]["rating"] == "up"
