@@ -609,8 +609,9 @@ def report_outcomes(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """What the assistant achieved: resolution, hand-off, unanswered and suggested rates and
-    satisfaction per day, and every conversation's label with the evidence behind it."""
+    """What the assistant achieved: resolution, hand-off, unanswered and suggested rates,
+    satisfaction and the closing answers' csat rate per day, and every conversation's label
+    with the evidence behind it."""
     import csv
     import time
 
@@ -641,16 +642,22 @@ def report_outcomes(
     table = Table(
         title=f"outcomes since {report.since_day} ({report.total_conversations} conversations)"
     )
-    shown = ("involved", "resolution_rate", "handoff_rate", "unanswered_rate", "suggested_rate")
-    for column in ("day", *shown, "satisfaction"):
+    shown = (
+        "involved",
+        "resolution_rate",
+        "handoff_rate",
+        "unanswered_rate",
+        "suggested_rate",
+        "satisfaction",
+        "csat_rate",  # yes to "Did we solve your problem today?" of those that answered it
+    )
+    for column in ("day", *shown):
         table.add_column(column, justify="left" if column == "day" else "right")
     for day in report.days:
         row = day.model_dump()
-        table.add_row(
-            day.day, *("-" if row[k] is None else str(row[k]) for k in (*shown, "satisfaction"))
-        )
+        table.add_row(day.day, *("-" if row[k] is None else str(row[k]) for k in shown))
     t = report.totals
-    table.add_row("all", *("-" if t.get(k) is None else str(t[k]) for k in (*shown, "satisfaction")))
+    table.add_row("all", *("-" if t.get(k) is None else str(t[k]) for k in shown))
     console.print(table if report.days else "no conversations with a question in this window")
 
 

@@ -34,6 +34,7 @@ from agents.steps import record_retrieval
 from agents.tools.search import KnowledgeBaseSearch
 from agents.usage import UsageLedger
 from tasks.memory_context import claim_turn, save_turn_result
+from tasks.message_kind import says_goodbye
 from tasks.results import deadline_result
 from tasks.schemas import LlmCallTrace, TurnFailure, TurnRequest, TurnResult
 from tasks.state import STEP_LISTENER, TurnState
@@ -190,6 +191,7 @@ def run_turn(
             result = state.result
             result.turn_index = state.turn_index
             result.kind = state.kind
+            result.closes = says_goodbye(request.message, state.kind)
         except TurnFailed as failed:
             state = failed.state
             result = _failure(failed.cause, state, request, runtime, watch.running)

@@ -35,7 +35,17 @@ ANONYMOUS_MARK = "anonymous"  # confirmed by an anonymous visitor's mark
 _NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
 
 
-INDEXED = ("tenant", "day", "label", "customer_id", "session_id", "topic_id", "topic", "trust")
+INDEXED = (
+    "tenant",
+    "day",
+    "label",
+    "customer_id",
+    "session_id",
+    "topic_id",
+    "topic",
+    "trust",
+    "csat",
+)
 VERIFIED = "verified"  # the ``trust`` keyword of a verified resolution
 
 
@@ -215,7 +225,25 @@ class OutcomeStore:
                         )
                     ),
                 )
-                rows.append(day_row(day, counts, helpful, given, anonymous, verified))
+                csat = [
+                    self.store.count(
+                        OUTCOMES,
+                        AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("csat", said))),
+                    )
+                    for said in (("yes",), ("yes", "no"))
+                ]
+                rows.append(
+                    day_row(
+                        day,
+                        counts,
+                        helpful,
+                        given,
+                        anonymous,
+                        verified,
+                        csat_yes=csat[0],
+                        csat_answers=csat[1],
+                    )
+                )
         listed = [d for d in window(now, days) if wanted.day in (None, d)]
         matching = self.store.count(OUTCOMES, conditions(tenant, listed, wanted)) if listed else 0
         page: list[Outcome] = []

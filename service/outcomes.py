@@ -70,6 +70,11 @@ class DayRates(BaseModel):
     satisfaction: float | None
     feedback: int
     helpful: int
+    # of the day's conversations: how many answered "Did we solve your problem today?", how
+    # many said yes, and the share (None: none answered)
+    csat_answers: int = 0
+    csat_yes: int = 0
+    csat_rate: float | None = None
 
 
 class ConversationOutcome(BaseModel):
@@ -90,6 +95,7 @@ class ConversationOutcome(BaseModel):
     verified: bool = False  # resolved and trusted (``tasks.outcomes.Outcome.verified``)
     topic_id: str = ""  # the page it is about, if the reader's key may read it ("" otherwise)
     topic_title: str = ""
+    csat: str = ""  # the closing answer: "yes", "no" or "" (not answered)
 
 
 class Tile(BaseModel):
@@ -151,6 +157,7 @@ CSV_COLUMNS = (
     "topic_title",
     "first_question",
     "resolved_by",
+    "csat",  # the closing answer: yes, no or empty
     "why",
     "questions",
     "evidence",
@@ -162,7 +169,7 @@ def conversations_csv(conversations: list[ConversationOutcome]) -> str:
     ``/v1/reports/outcomes.csv`` serves and ``main.py report outcomes --csv`` prints.
 
     >>> conversations_csv([]).strip()
-    'session_id,customer_id,day,label,topic_id,topic_title,first_question,resolved_by,why,questions,evidence'
+    'session_id,customer_id,day,label,topic_id,topic_title,first_question,resolved_by,csat,why,questions,evidence'
     """
     out = io.StringIO()
     writer = csv.writer(out)
@@ -205,6 +212,9 @@ def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
         "unanswered_rate": rate("unanswered"),
         "suggested_rate": rate("suggested"),
         "satisfaction": round(summed["helpful"] / summed["feedback"], 3) if summed["feedback"] else None,
+        "csat_rate": (
+            round(summed["csat_yes"] / summed["csat_answers"], 3) if summed["csat_answers"] else None
+        ),
     }
 
 

@@ -61,6 +61,8 @@ class SessionView(_Record):
     handoff_at: float | None = None
     resolved_at: float | None = None
     contact_email: str | None = None  # left by the customer at the hand-off
+    csat_solved: bool | None = None  # "Did we solve your problem today?" (None: not answered)
+    csat_at: float | None = None
 
 
 class TurnRecord(_Record):
@@ -80,6 +82,14 @@ class FeedbackMark(_Record):
     rating: str
     comment: str = ""
     ts: float | None = None
+
+
+class SatisfactionAnswer(BaseModel):
+    """The conversation's closing answer as stored (one per session: a later one replaces it)."""
+
+    solved: bool
+    ts: float
+    replaced: bool  # an earlier answer of this session was replaced by this one
 
 
 class SessionDetail(BaseModel):

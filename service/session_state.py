@@ -7,8 +7,10 @@ who may use it.
 ``take`` gives a waiting conversation to one person (an admin may take it from another);
 ``reply`` needs the conversation taken by the person replying; ``message`` and ``feedback``
 (the customer) and ``remember`` (the idle sweep) change no status but are refused once the
-session is resolved. :class:`service.pilot_store.PilotStore` applies a move as one
-compare-and-set on the session's revision, so a racing writer gets a conflict and re-reads.
+session is resolved; ``satisfaction`` (the customer's closing answer) changes none either and
+is taken in every status, a resolved session's above all.
+:class:`service.pilot_store.PilotStore` applies a move as one compare-and-set on the session's
+revision, so a racing writer gets a conflict and re-reads.
 
 Usage::
 
@@ -31,7 +33,7 @@ class Status(StrEnum):
     RESOLVED = "resolved"
 
 
-Verb = Literal["hand_off", "take", "reply", "resolve", "message", "feedback", "remember"]
+Verb = Literal["hand_off", "take", "reply", "resolve", "message", "feedback", "satisfaction", "remember"]
 Role = Literal["customer", "assistant", "agent", "admin", "sweep"]
 STAFF: frozenset[str] = frozenset({"agent", "admin"})
 RESOLVED_FOR_CUSTOMER = "this conversation was resolved by our support team: start a new session"
@@ -52,6 +54,8 @@ MOVES: dict[Verb, Move] = {
     "resolve": Move(_LIVE, Status.RESOLVED, STAFF),
     "message": Move(_LIVE, None, frozenset({"customer"})),
     "feedback": Move(_LIVE, None, frozenset({"customer"})),
+    # the closing "did we solve your problem?": also, and mostly, once a person resolved it
+    "satisfaction": Move(_LIVE | {Status.RESOLVED}, None, frozenset({"customer"})),
     "remember": Move(_LIVE, None, frozenset({"sweep"})),
 }
 

@@ -175,6 +175,8 @@ def gap_questions(
         key = (rating["session_id"], rating["turn_index"])
         if rating.get("rating") == "down" and key in by_turn and key not in found:
             turn = by_turn[key]
+            if kind_of(turn) in ("accept", "decline", "courtesy"):  # "not helpful" on "thanks"
+                continue
             found[key] = GapQuestion(
                 text=turn["user"],
                 kind="not_helpful",

@@ -118,6 +118,18 @@ def closing(message: str) -> bool:
     return any(w in _CLOSING for w in _words(message))
 
 
+def says_goodbye(message: str, kind: MessageKind) -> bool:
+    """The customer is leaving: thanks or goodbye alone, or no to the offer of a person (the
+    chat then asks whether the problem was solved).
+
+    >>> says_goodbye("Thanks, bye!", "courtesy"), says_goodbye("Can you help me?", "courtesy")
+    (True, False)
+    >>> says_goodbye("no thanks", "decline"), says_goodbye("thanks, and refunds?", "question")
+    (True, False)
+    """
+    return kind == "decline" or (kind == "courtesy" and closing(message))
+
+
 def kind_of(turn: Mapping[str, Any]) -> MessageKind:
     """A stored turn's kind: as read at intake, or (a turn stored before kinds were) read
     again from its words."""

@@ -3,14 +3,14 @@
 One label per conversation, from its turns, the customer's feedback and its header, with the
 evidence that justifies it (turn indices, feedback, timestamps):
 
-    confirmed           the last question was answered and the customer marked the answer
-                        helpful, asking nothing after it
+    confirmed           the last question was answered (or got "this article may help") and
+                        the customer marked that reply helpful, asking nothing after it
     assumed             the last question was answered and the customer left: quiet for
                         ``outcome_after_s`` (or the conversation was closed) without asking
                         again, for a person, or marking the answer not helpful
-    suggested           the last question got "this article may help"
+    suggested           the last question got "this article may help" (not marked)
     unanswered          the last question got "I could not find this" (or failed, or its
-                        answer was marked not helpful)
+                        answer or suggested article was marked not helpful)
     handed_off          a person was asked for (by the customer or the assistant)
     resolved_by_person  ... and a person resolved it
     reopened            confirmed or assumed, but the same customer came back on the same
@@ -22,7 +22,10 @@ not questions (``tasks/message_kind.py``); a conversation whose customer wrote a
 answer and got only the courtesy reply ("Can you help me?") is never ``assumed``.
 Rates (``daily_rates``): involvement = conversations with a question; resolution =
 (confirmed + assumed) / involved (reopened ones are not in it); hand-off, unanswered and
-suggested likewise over the involved; satisfaction = helpful marks / all marks.
+suggested likewise over the involved; satisfaction = helpful marks / all marks (on any reply:
+a mark on a refusal or a hand-off line counts here and changes no label); csat = conversations
+whose customer answered "Did we solve your problem today?" yes / those that answered it (the
+conversation's own answer, kept beside its label: a "no" makes no label).
 
 Usage::
 
@@ -55,6 +58,14 @@ Label = Literal[
 ]
 RESOLVED: tuple[Label, ...] = ("confirmed", "assumed")
 LABELS: tuple[Label, ...] = get_args(Label)
+# the verdicts whose mark on the last question decides the label: "helpful" confirms (an
+# answer, or the article "this article may help" offered: the customer says it helped), "not
+# helpful" makes it unanswered. A mark on "I could not find this" or a hand-off line changes no
+# label (it counts in satisfaction only): "helpful" on a refusal is no resolution.
+MARKED = {
+    "answered": "the customer marked the last answer helpful",
+    "suggest": "the customer marked the article suggested for the last question helpful",
+}
 # an assumed resolution is verified when the decision was at least this sure that the page
 # answers (every answer is grounded: a draft the support check passed, or the page's quote);
 # stricter than the gate's answer_at, where its dev curves already read precision 0.95
@@ -84,6 +95,8 @@ class Outcome:
     # resolved and trusted: confirmed by a customer who signed in, or assumed after an answer
     # the decision was sure of (``VERIFIED_AT``)
     verified: bool = False
+    # the customer's answer to "Did we solve your problem today?": "yes", "no" or "" (none)
+    csat: str = ""
 
     def row(self) -> dict[str, Any]:
         """Its fields as a dict (shallow: a report builds one per conversation it shows)."""
@@ -145,6 +158,11 @@ def label(
         evidence["feedback"] = {k: ratings[index].get(k) for k in ("rating", "comment", "ts")}
     closed = header.get("status") == "resolved"
     quiet = now - last_activity >= outcome_after_s
+    verdict = last.get("verdict")
+    rating = ratings.get(index, {}).get("rating")
+    if header.get("csat_solved") is not None:  # the closing question: beside the label, never it
+        outcome.csat = "yes" if header["csat_solved"] else "no"
+        evidence["csat"] = {"solved": bool(header["csat_solved"]), "ts": header.get("csat_at")}
     if header.get("handoff_at"):
         evidence.update(handoff_at=header["handoff_at"], handoff_reason=header.get("handoff_reason", ""))
         if closed and header.get("resolved_by"):
@@ -152,17 +170,17 @@ def label(
             outcome.label, outcome.why = "resolved_by_person", "handed off, then resolved by a person"
         else:
             outcome.label, outcome.why = "handed_off", "handed off to a person, not resolved yet"
-    elif last.get("verdict") == "answered":
-        rating = ratings.get(index, {}).get("rating")
-        if rating == "up":
-            outcome.label, outcome.why = "confirmed", "the customer marked the last answer helpful"
-            outcome.verified = not outcome.customer_id.startswith(ANONYMOUS)
-            if outcome.customer_id.startswith(ANONYMOUS):
-                outcome.anonymous_mark = True
-                outcome.why += " (an anonymous visitor: unverified, a throwaway session can do it)"
-        elif rating == "down":
-            outcome.label, outcome.why = "unanswered", "the customer marked the last answer not helpful"
-        elif (after := _unclosed_courtesy(turns, index)) is not None and (quiet or closed):
+    elif rating == "up" and verdict in MARKED:
+        outcome.label, outcome.why = "confirmed", MARKED[verdict]
+        outcome.verified = not outcome.customer_id.startswith(ANONYMOUS)
+        if outcome.customer_id.startswith(ANONYMOUS):
+            outcome.anonymous_mark = True
+            outcome.why += " (an anonymous visitor: unverified, a throwaway session can do it)"
+    elif rating == "down" and verdict in MARKED:
+        outcome.label = "unanswered"
+        outcome.why = MARKED[verdict].replace("helpful", "not helpful")
+    elif verdict == "answered":
+        if (after := _unclosed_courtesy(turns, index)) is not None and (quiet or closed):
             evidence["courtesy_turn"] = after
             outcome.label = "unanswered"
             outcome.why = "the customer wrote again after the answer and got only the courtesy reply"
@@ -177,10 +195,10 @@ def label(
             outcome.why = f"answered; not quiet for {outcome_after_s:g} s yet"
     elif not (quiet or closed):
         outcome.why = f"not quiet for {outcome_after_s:g} s yet"
-    elif last.get("verdict") == "suggest":
+    elif verdict == "suggest":
         outcome.label, outcome.why = "suggested", "the last question got an article that may help"
     else:
-        outcome.label, outcome.why = "unanswered", f"the last question got {last.get('verdict')!r}"
+        outcome.label, outcome.why = "unanswered", f"the last question got {verdict!r}"
     outcome.evidence = evidence
     return outcome
 
@@ -238,10 +256,13 @@ def day_row(
     given: int,
     confirmed_anonymous: int = 0,
     verified: int = 0,
+    csat_yes: int = 0,
+    csat_answers: int = 0,
 ) -> dict[str, Any]:
     """One day's counts by label and its rates over the decided conversations (not pending;
     None: none decided), with satisfaction from that day's marks, and how many of the
-    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable).
+    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable), and of its
+    conversations how many answered the closing question and how many said yes (``csat_rate``).
 
     >>> row = day_row("2026-12-01", {"assumed": 3, "handed_off": 1}, helpful=1, given=2)
     >>> row["resolution_rate"], row["handoff_rate"], row["satisfaction"]
@@ -267,6 +288,9 @@ def day_row(
         "satisfaction": round(helpful / given, 3) if given else None,
         "feedback": given,
         "helpful": helpful,
+        "csat_answers": csat_answers,
+        "csat_yes": csat_yes,
+        "csat_rate": round(csat_yes / csat_answers, 3) if csat_answers else None,
     }
 
 
@@ -274,11 +298,14 @@ def daily_rates(
     outcomes: Iterable[Outcome], feedback: Iterable[dict[str, Any]] = ()
 ) -> list[dict[str, Any]]:
     """Per day: involved conversations, each label's count, the rates over the decided ones
-    and satisfaction from that day's marks (``day_row``)."""
+    and satisfaction from that day's marks, the closing answers of its conversations
+    (``day_row``)."""
     days: dict[str, Counter[str]] = defaultdict(Counter)
     anonymous: Counter[str] = Counter()
     verified: Counter[str] = Counter()
+    csat: dict[str, Counter[str]] = defaultdict(Counter)
     for outcome in outcomes:
+        csat[outcome.day][outcome.csat] += 1
         days[outcome.day][outcome.label] += 1
         anonymous[outcome.day] += outcome.label == "confirmed" and outcome.anonymous_mark
         verified[outcome.day] += outcome.label in RESOLVED and outcome.verified
@@ -293,6 +320,8 @@ def daily_rates(
             marks[day]["up"] + marks[day]["down"],
             anonymous[day],
             verified[day],
+            csat_yes=csat[day]["yes"],
+            csat_answers=csat[day]["yes"] + csat[day]["no"],
         )
         for day in sorted(set(days) | set(marks))
     ]

@@ -285,5 +285,8 @@ class TurnResult(BaseModel):
     # hands off, a "no" closes politely
     offers_handoff: bool = False
     kind: MessageKind = "question"  # what the customer's message was read as
+    # the customer said goodbye or thanks, or no to the offer of a person: the chat asks its
+    # closing "Did we solve your problem today?"
+    closes: bool = False
     failure: TurnFailure | None = None  # set only when ``verdict`` is "error"
     trace: Trace = Field(default_factory=Trace)

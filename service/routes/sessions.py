@@ -1,5 +1,6 @@
-"""Sessions: create, send a message (one turn; JSON or server-sent events), read, rate,
-hand off. Every route needs a key and only sees the sessions of keys like it."""
+"""Sessions: create, send a message (one turn; JSON or server-sent events), read, rate a
+reply, answer the closing "did we solve your problem?", hand off. Every route needs a key and
+only sees the sessions of keys like it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Literal, NoReturn
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from agents.progress import progress_label
 from agents.turn import run_turn
@@ -22,7 +23,14 @@ from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, found, owned_session, owner_of
 from service.errors import ApiError, error_body
 from service.outcome_store import touched
-from service.records import FeedbackMark, HandedOff, NewSessionView, SessionChange, SessionDetail
+from service.records import (
+    FeedbackMark,
+    HandedOff,
+    NewSessionView,
+    SatisfactionAnswer,
+    SessionChange,
+    SessionDetail,
+)
 from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, check_id
@@ -67,6 +75,13 @@ class Feedback(BaseModel):
     turn_index: int = Field(ge=0)
     rating: Literal["up", "down"]
     comment: PlainText = Field(default="", max_length=2000)
+
+
+class Satisfaction(BaseModel):
+    """The closing question, "Did we solve your problem today?": yes (true) or no (false)."""
+
+    model_config = ConfigDict(extra="forbid")
+    solved: StrictBool  # "yes", 1 or null are refused (422 naming ``solved``), not read as true
 
 
 class Handoff(BaseModel):
@@ -308,6 +323,8 @@ CUSTOMER_FIELDS = (
     "handoff_at",
     "resolved_at",
     "contact_email",
+    "csat_solved",
+    "csat_at",
 )
 # which staff key replied, the enforced slots the turn ran under, the turn's claim id
 STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
@@ -398,13 +415,54 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
     turns = await run_in_threadpool(
         pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
     )
-    if body.turn_index not in {t["turn_index"] for t in turns}:
+    turn = next((t for t in turns if t["turn_index"] == body.turn_index), None)
+    if turn is None:
         raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}")
+    # any reply of the assistant's (an answer, "I could not find this", "this article may
+    # help", a hand-off line, a courtesy reply); not a person's reply, nor a message that waits
+    if not turn.get("answer") or turn.get("from") == "agent":
+        raise ApiError(
+            409, "not_rateable", f"turn {body.turn_index} has no reply of the assistant to rate"
+        )
     mark = await run_in_threadpool(
         pilot.store.add_feedback, who.tenant, session_id, body.turn_index, body.rating, body.comment
     )
     touched(pilot, who.tenant, session_id)
     return mark
+
+
+@router.post("/{session_id}/satisfaction", response_model=SatisfactionAnswer)
+async def satisfaction(
+    session_id: str, body: Satisfaction, who: Customer, pilot: Pilot
+) -> dict[str, Any]:
+    """The customer's one closing answer, "Did we solve your problem today?", asked when a
+    person resolved the conversation or the customer leaves after a reply. One per session:
+    a later answer replaces the earlier (``replaced``), so a customer may change their mind
+    and the report counts the conversation once. Taken in a resolved session too; refused
+    (409) before the conversation had any reply."""
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    move(header, "satisfaction", "customer", "")
+    await run_in_threadpool(pilot.limits.spend, "feedback", who)
+    turns = await run_in_threadpool(
+        pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
+    )
+    if not any(t.get("answer") for t in turns):
+        raise ApiError(409, "nothing_to_rate", "this conversation has no reply yet to rate")
+    now = time.time()
+    before: dict[str, Any] = {}
+
+    def answer(current: dict[str, Any], _changes: dict[str, Any]) -> dict[str, Any]:
+        before["solved"] = current.get("csat_solved")
+        return {"csat_solved": body.solved, "csat_at": now}
+
+    found(
+        await run_in_threadpool(
+            pilot.store.apply, who.tenant, session_id, "satisfaction", "customer", "", answer
+        ),
+        session_id,
+    )
+    touched(pilot, who.tenant, session_id)
+    return {"solved": body.solved, "ts": now, "replaced": before.get("solved") is not None}
 
 
 @router.post("/{session_id}/handoff", response_model=HandedOff, response_model_exclude_unset=True)

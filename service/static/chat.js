@@ -92,10 +92,13 @@
   // expired (what to say when the credential is refused, e.g. a widget token that ran out),
   // resume (show the session's past turns first), restart (async () => ({session, credential}):
   // a new conversation; without it there is no "New conversation"), changed (chat) after the
-  // session or its credential changed (the widget keeps them for a reload).
+  // session or its credential changed (the widget keeps them for a reload). chat.leaving()
+  // asks the closing question if it is due (true: it is shown, the panel should stay open);
+  // chat.onClosed, when set, is called once the customer answered or skipped it.
   function mount(root, options) {
     const chat = { session: options.session, credential: options.credential,
-                   seenReplies: new Set(), polling: null, ended: false, handedOff: false };
+                   seenReplies: new Set(), polling: null, ended: false, handedOff: false,
+                   replied: false, csatAnswered: false, onClosed: null };
     const base = options.base || "";
     const error = element("div", { className: "banner error", hidden: true });
     error.setAttribute("role", "alert");
@@ -111,6 +114,15 @@
       element("label", { htmlFor: "contact-email" },
               "Your email (optional), so a person can answer if you leave"),
       email, element("button", { type: "submit" }, "Save email"));
+    // The closing question: once per conversation, optional, never in the customer's way.
+    const csatYes = element("button", { type: "button" }, "Yes");
+    const csatNo = element("button", { type: "button" }, "No");
+    const csatSkip = element("button", { type: "button", className: "skip" }, "Not now");
+    const csat = element("div", { className: "csat", hidden: true },
+      element("p", { id: "csat-question" }, "Did we solve your problem today?"),
+      element("div", { className: "choices" }, csatYes, csatNo, csatSkip));
+    csat.setAttribute("role", "group");
+    csat.setAttribute("aria-labelledby", "csat-question");
     const messages = element("ol", { id: "messages", className: "messages" });
     messages.setAttribute("aria-live", "polite");
     messages.setAttribute("aria-label", "Conversation");
@@ -123,7 +135,7 @@
     const ask = element("form", { className: "ask" },
       element("label", { htmlFor: "question" }, "Your question"), question,
       element("div", { className: "actions" }, send, person, fresh));
-    root.append(messages, handoff, ended, contact, error, ask);
+    root.append(messages, handoff, ended, csat, contact, error, ask);
 
     function showError(err) {
       const text = typeof err === "string" ? err
@@ -172,6 +184,47 @@
       item.append(box);
     }
 
+    // Ask "Did we solve your problem today?" if the conversation had a reply and it was not
+    // answered yet: true when it is shown.
+    function askSatisfaction() {
+      if (chat.csatAnswered || !chat.replied) return false;
+      if (csat.hidden) {
+        csat.hidden = false;
+        csat.scrollIntoView({ block: "nearest" });
+      }
+      return true;
+    }
+
+    // answered: whether the customer answered (true) or skipped it (false)
+    function doneAsking(answered) {
+      const closed = chat.onClosed;
+      chat.onClosed = null;
+      if (closed) closed(answered);
+    }
+
+    async function answerSatisfaction(solved) {
+      for (const button of [csatYes, csatNo]) button.disabled = true;
+      try {
+        await call(base, `/v1/sessions/${chat.session}/satisfaction`, chat.credential, { solved });
+        chat.csatAnswered = true;
+        showError("");
+        csat.hidden = true;
+        const thanks = addMessage("note", solved ? "Thanks for telling us: glad we could help."
+          : "Thanks for telling us: we will use it to do better.");
+        thanks.classList.add("csat-thanks");
+        doneAsking(true);
+      } catch (err) { showError(err); }
+      finally { for (const button of [csatYes, csatNo]) button.disabled = false; }
+    }
+
+    csatYes.addEventListener("click", () => answerSatisfaction(true));
+    csatNo.addEventListener("click", () => answerSatisfaction(false));
+    csatSkip.addEventListener("click", () => {
+      csat.hidden = true;
+      chat.csatAnswered = true; // skipped: not asked again in this conversation
+      doneAsking(false);
+    });
+
     function stopPolling() {
       if (chat.polling) clearInterval(chat.polling);
       chat.polling = null;
@@ -195,19 +248,23 @@
       contact.hidden = true;
       person.hidden = true;
       ended.hidden = false;
+      // a resolved conversation takes no more marks: its question is the closing one
+      for (const box of messages.querySelectorAll(".feedback")) box.remove();
+      askSatisfaction();
     }
 
     function showTurn(turn, rated) {
       if (turn.user) addMessage("user", turn.user);
       if (turn.from === "agent") {
         chat.seenReplies.add(turn.turn_index);
+        chat.replied = true;
         addMessage("agent", turn.answer);
       } else if (turn.answer) {
         const item = addMessage("assistant", turn.answer);
         item.dataset.verdict = turn.verdict;
-        if (turn.verdict === "answered" && !rated.has(turn.turn_index)) {
-          addFeedback(item, turn.turn_index);
-        }
+        chat.replied = true;
+        // every reply of the assistant's is rated: refusals, suggestions, hand-off lines too
+        if (!rated.has(turn.turn_index)) addFeedback(item, turn.turn_index);
       }
     }
 
@@ -218,6 +275,7 @@
       for (const turn of data.turns) {
         if (turn.from === "agent" && !chat.seenReplies.has(turn.turn_index)) {
           chat.seenReplies.add(turn.turn_index);
+          chat.replied = true;
           addMessage("agent", turn.answer);
         }
       }
@@ -233,6 +291,7 @@
     async function resume() {
       const data = await call(base, `/v1/sessions/${chat.session}`, chat.credential);
       const rated = new Set((data.feedback || []).map((f) => f.turn_index));
+      chat.csatAnswered = typeof data.session.csat_solved === "boolean";
       for (const turn of data.turns) showTurn(turn, rated);
       if (data.session.status === "resolved") resolved();
       else if (data.session.handoff) handedOff(data.session);
@@ -243,8 +302,9 @@
       const next = await options.restart();
       stopPolling();
       Object.assign(chat, { session: next.session, credential: next.credential, ended: false,
-                            handedOff: false, seenReplies: new Set() });
-      for (const banner of [handoff, contact, ended, error]) banner.hidden = true;
+                            handedOff: false, seenReplies: new Set(), replied: false,
+                            csatAnswered: false, onClosed: null });
+      for (const banner of [handoff, contact, ended, csat, error]) banner.hidden = true;
       person.hidden = false;
       if (clear) messages.replaceChildren();
       else messages.append(element("li", { className: "divider" }, "New conversation"));
@@ -269,6 +329,8 @@
       const text = question.value.trim();
       if (!text) return;
       send.disabled = true;
+      csat.hidden = true; // writing again: not done yet
+      chat.onClosed = null;
       try {
         if (chat.ended && options.restart) await startOver(false);
         const mine = addMessage("user", text);
@@ -284,15 +346,20 @@
           result = await sendTurn(text);
         }
         showError("");
+        const repliedBefore = chat.replied;
         if (result.answer) {
           const item = addMessage(chat.handedOff ? "note" : "assistant", result.answer);
           item.dataset.verdict = result.verdict;
           addCitations(item, result.citations || []);
-          if (result.verdict === "answered" && result.turn_index !== null) {
+          // every reply of the assistant's: "I could not find this", "this article may help"
+          // and the hand-off line too (not the note that a person will reply)
+          if (!chat.handedOff && typeof result.turn_index === "number") {
             addFeedback(item, result.turn_index);
           }
+          if (!chat.handedOff) chat.replied = true;
         }
         if (result.handoff && !chat.handedOff) handedOff(null);
+        else if (result.closes && repliedBefore) askSatisfaction(); // goodbye after a reply
       } catch (err) {
         showError(err);
       } finally {
@@ -344,6 +411,15 @@
     });
 
     chat.focus = () => question.focus();
+    // The customer closes the panel: the closing question first, if it is due.
+    chat.leaving = () => {
+      // not while a person is still to reply: the question is asked when they resolve it
+      if (chat.csatAnswered || !chat.replied || chat.handedOff) return false;
+      if (!csat.hidden) return false; // asked already: Close again closes
+      askSatisfaction();
+      csatYes.focus();
+      return true;
+    };
     chat.ready = options.resume ? resume() : Promise.resolve();
     return chat;
   }

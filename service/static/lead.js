@@ -47,6 +47,10 @@ async function loadOverview() {
          `${Math.round(report.totals.satisfaction * 100)}%`,
          `${report.totals.feedback || 0} mark${report.totals.feedback === 1 ? "" : "s"}, ` +
          `${report.totals.helpful || 0} helpful`),
+    tile("problem solved", report.totals.csat_rate === null || report.totals.csat_rate === undefined
+      ? "–" : `${Math.round(report.totals.csat_rate * 100)}%`,
+         `${report.totals.csat_yes || 0} of ${report.totals.csat_answers || 0} said yes to ` +
+         "\"Did we solve your problem today?\""),
   );
   const resolved = tiles.confirmed.count + tiles.assumed.count;
   $("tiles-note").textContent = `Shares of all ${whole} conversations, still-going ones included ` +

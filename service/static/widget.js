@@ -165,7 +165,18 @@
       }
     }
 
+    // Close: the closing question first when it is due ("Not now" or Close again closes);
+    // answered, the panel closes a moment after the thanks.
     function hide() {
+      if (!panel.hidden && chat && chat.leaving && chat.leaving()) {
+        chat.onClosed = (answered) => (answered ? setTimeout(closePanel, 1500) : closePanel());
+        return;
+      }
+      closePanel();
+    }
+
+    function closePanel() {
+      if (panel.hidden) return;
       panel.hidden = true;
       remember(false);
       launcher.setAttribute("aria-expanded", "false");

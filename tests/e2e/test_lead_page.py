@@ -91,7 +91,7 @@ def tile_counts(lead) -> dict[str, tuple[int, int]]:
     found = {}
     for text in lead.locator("#tiles .lead-tile").all_inner_texts():
         value, name, detail = text.split("\n")[:3]
-        if name != "satisfaction" and value.endswith("%"):
+        if name not in ("satisfaction", "problem solved") and value.endswith("%"):
             found[name] = (int(detail.split(" of ")[0]), int(value.rstrip("%")))
     return found
 

@@ -175,3 +175,38 @@ def test_a_javascript_link_in_a_citation_is_never_clickable(server):
         answer.get_by_text("Also hostile", exact=True).click()
         assert page.evaluate("window.pwned") is None
         browser.close()
+
+
+def test_every_reply_is_rated_and_goodbye_asks_the_closing_question(server):
+    from playwright.sync_api import sync_playwright
+
+    from service.pilot_store import PilotStore
+
+    url, _running, runtime = server
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_label("Access key").fill("web-key")
+        page.get_by_role("button", name="Start").click()
+        question = page.get_by_label("Your question")
+        question.wait_for(timeout=20_000)
+        prompt = page.get_by_role("group", name="Did we solve your problem today?")
+        for n, text in enumerate(("Do you ship printed manuals to Mars?", "Thanks, bye!")):
+            assert prompt.is_hidden()  # not before the customer says goodbye
+            question.fill(text)
+            question.press("Enter")
+            reply = page.locator("li.assistant").nth(n)
+            reply.wait_for(timeout=60_000)
+            # whatever the reply (a refusal, a courtesy reply), it can be rated
+            assert reply.get_by_role("button", name="Not helpful").is_visible(), reply.inner_text()
+        page.locator("li.assistant").first.get_by_role("button", name="Not helpful").click()
+        page.get_by_text("Thanks for your feedback.").wait_for(timeout=10_000)
+        prompt.wait_for(state="visible", timeout=10_000)
+        prompt.get_by_role("button", name="No", exact=True).click()
+        page.get_by_text("Thanks for telling us").wait_for(timeout=10_000)
+        session_id = page.evaluate("state.session")
+        browser.close()
+    pilot = PilotStore(runtime.knowledge_base().store, runtime.knowledge_base().encoders)
+    assert pilot.session("", session_id)["csat_solved"] is False
+    assert [f["rating"] for f in pilot.feedback("", session_id)] == ["down"]

@@ -374,3 +374,86 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
         assert kept(page)["session_id"] not in (session, renewed["session_id"])
         browser.close()
         assert not problems, problems
+
+
+def test_a_visitor_rates_a_refusal_and_answers_the_closing_question(deployment):
+    """Every reply can be rated ("I could not find this" too); after a person resolves the
+    conversation, and when the visitor closes the panel after a reply, the widget asks "Did we
+    solve your problem today?"; the lead's page counts the answers."""
+    from playwright.sync_api import sync_playwright
+
+    service = deployment["service"]
+    name = site_page(deployment["folder"], "index.html", service)
+    shots = Path(os.environ.get("WIDGET_SCREENSHOTS") or deployment["folder"])
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = launch(p)
+        problems: list[str] = []
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.add_init_script(f"window.__service = {service!r};")
+        page.goto(f"{deployment['site']}/{name}")
+        chat = open_widget(page)
+        question = chat.get_by_label("Your question")
+        question.fill("Do you ship printed manuals to Mars?")
+        question.press("Enter")
+        refusal = chat.locator("li.assistant").first
+        refusal.wait_for(timeout=60_000)
+        assert refusal.get_attribute("data-verdict") == "idk", refusal.inner_text()
+        refusal.get_by_role("button", name="Not helpful").click()
+        refusal.get_by_text("Thanks for your feedback.").wait_for(timeout=10_000)
+        prompt = chat.get_by_role("group", name="Did we solve your problem today?")
+        assert prompt.is_hidden()  # not while the conversation goes on
+
+        chat.get_by_role("button", name="Talk to a person").click()
+        chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        session = kept(page)["session_id"]
+        with httpx.Client(base_url=service, headers=bearer("ana"), timeout=30) as staff:
+            assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
+            replied = staff.post(
+                f"/v1/sessions/{session}/agent-messages",
+                json={"message": "We do not ship to Mars, but the PDF manual is free."},
+            )
+            assert replied.status_code in (200, 201), replied.text
+            chat.locator("li.agent").wait_for(timeout=20_000)
+            resolved = staff.post(f"/v1/sessions/{session}/resolve", json={"note": "PDF sent"})
+            assert resolved.status_code == 200, resolved.text
+        prompt.wait_for(state="visible", timeout=20_000)
+        assert chat.locator(".feedback").count() == 0  # resolved: the closing question instead
+        page.screenshot(path=str(shots / "widget-csat-desktop.png"))
+        prompt.get_by_role("button", name="Yes", exact=True).click()
+        chat.get_by_text("Thanks for telling us").wait_for(timeout=10_000)
+        assert prompt.is_hidden()
+
+        # a phone visitor gets an answer and closes the panel: the question comes first
+        phone = browser.new_page(viewport={"width": 390, "height": 780})
+        phone.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        phone.goto(f"{deployment['site']}/{name}")
+        small = open_widget(phone)
+        asked = small.get_by_label("Your question")
+        asked.fill("How long does a refund take?")
+        asked.press("Enter")
+        small.locator("li.assistant").first.wait_for(timeout=60_000)
+        small.get_by_role("button", name="Close the chat").click()
+        closing = small.get_by_role("group", name="Did we solve your problem today?")
+        closing.wait_for(state="visible", timeout=5_000)
+        assert small.is_visible()  # the panel stays open for the one question
+        phone.screenshot(path=str(shots / "widget-csat-phone.png"))
+        closing.get_by_role("button", name="No", exact=True).click()
+        small.wait_for(state="hidden", timeout=10_000)  # answered: the panel closes
+
+        lead = browser.new_page(viewport={"width": 1280, "height": 900})
+        lead.goto(service + "/lead")
+        lead.get_by_label("Lead key").fill("lead-key")
+        lead.get_by_role("button", name="Open the dashboard").click()
+        solved = lead.locator("#tiles .lead-tile", has_text="problem solved")
+        solved.wait_for(timeout=20_000)
+        assert "50%" in solved.inner_text() and "1 of 2 said yes" in solved.inner_text()
+        browser.close()
+    with httpx.Client(base_url=service, headers=bearer("lead"), timeout=30) as lead_api:
+        report = lead_api.get("/v1/reports/outcomes").json()
+    assert (report["totals"]["csat_answers"], report["totals"]["csat_yes"]) == (2, 1)
+    rows = {c["session_id"]: c for c in report["conversations"]}
+    assert rows[session]["label"] == "resolved_by_person" and rows[session]["csat"] == "yes"
+    assert report["totals"]["feedback"] == 1 and report["totals"]["helpful"] == 0
+    assert not problems, problems

@@ -280,3 +280,101 @@ def test_the_lead_drills_from_tiles_to_transcripts(settings, example_kb, tmp_pat
         assert failing == sorted(failing, reverse=True)  # the articles that fail first
         helpful = [a for a in articles if a["helpful"]]
         assert helpful and helpful[0]["failing"] == 0
+
+
+def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, example_kb, tmp_path):
+    """A mark on "I could not find this" is taken and changes no label; the closing "Did we
+    solve your problem today?" is answered once per conversation (a second answer replaces
+    the first), after a person resolved it too, and the report counts it per conversation."""
+    with served(settings, example_kb, tmp_path, outcome_after_s=0.0, roles="evidence") as (client, _):
+        refused, replies = conversation(client, "c-1", "Do you ship printed manuals to Mars?")
+        assert replies[0]["verdict"] == "idk", replies[0]
+        # the chat asks its closing question when the customer says goodbye after a reply
+        _, bye = conversation(client, "c-9", "How long does a refund take?", "Thanks, bye!")
+        assert [r["closes"] for r in bye] == [False, True]
+        rate(client, refused, 0, "up")  # polite, but not an answer
+        quiet = client.post("/v1/sessions", json={"customer_id": "c-2"}, headers=auth("backend"))
+        empty = quiet.json()["session_id"]
+        nothing = client.post(
+            f"/v1/sessions/{empty}/satisfaction", json={"solved": True}, headers=auth("backend")
+        )
+        assert nothing.status_code == 409 and nothing.json()["error"]["code"] == "nothing_to_rate"
+        for bad in ({"solved": "yes"}, {"solved": None}, {}, {"solved": 1}):
+            refusal = client.post(
+                f"/v1/sessions/{refused}/satisfaction", json=bad, headers=auth("backend")
+            )
+            assert refusal.status_code == 422, (bad, refusal.text)
+            assert refusal.json()["error"]["details"][0]["field"] == "solved"
+        extra = client.post(
+            f"/v1/sessions/{refused}/satisfaction",
+            json={"solved": True, "stars": 5},
+            headers=auth("backend"),
+        )
+        assert extra.status_code == 422 and "stars" in extra.text
+        said = client.post(
+            f"/v1/sessions/{refused}/satisfaction", json={"solved": False}, headers=auth("backend")
+        )
+        assert said.status_code == 200 and said.json()["replaced"] is False, said.text
+        # another key of the tenant (another owner) cannot answer for this customer
+        other = client.post(
+            f"/v1/sessions/{refused}/satisfaction", json={"solved": True}, headers=auth("intranet")
+        )
+        assert other.status_code == 404
+
+        person, _ = conversation(client, "c-3", "How long does a refund take?")
+        client.post(f"/v1/sessions/{person}/handoff", json={}, headers=auth("backend"))
+        waiting = client.post(
+            f"/v1/sessions/{person}/messages",
+            json={"message": "It is order 42"},
+            headers=auth("backend"),
+        ).json()
+        assert client.post(f"/v1/handoffs/{person}/take", headers=auth("ana")).status_code == 200
+        client.post(
+            f"/v1/sessions/{person}/agent-messages", json={"message": "Found it."}, headers=auth("ana")
+        )
+        turns = client.get(f"/v1/sessions/{person}", headers=auth("backend")).json()["turns"]
+        agent_turn = next(t["turn_index"] for t in turns if t.get("from") == "agent")
+        for turn in (waiting["turn_index"], agent_turn):  # a waiting message, a person's reply
+            mark = client.post(
+                f"/v1/sessions/{person}/feedback",
+                json={"turn_index": turn, "rating": "up"},
+                headers=auth("backend"),
+            )
+            assert mark.status_code == 409 and mark.json()["error"]["code"] == "not_rateable"
+        resolved = client.post(
+            f"/v1/sessions/{person}/resolve", json={"note": "refund sent"}, headers=auth("ana")
+        )
+        assert resolved.status_code == 200
+        for solved, replaced in ((False, False), (True, True)):  # changed their mind
+            answered = client.post(
+                f"/v1/sessions/{person}/satisfaction", json={"solved": solved}, headers=auth("backend")
+            )
+            assert answered.status_code == 200, answered.text
+            assert answered.json()["replaced"] is replaced
+        session = client.get(f"/v1/sessions/{person}", headers=auth("backend")).json()["session"]
+        assert session["csat_solved"] is True and session["status"] == "resolved"
+        body = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
+        listed = client.get("/v1/reports/outcomes.csv", headers=auth("lead")).text
+    csat = {r["session_id"]: r["csat"] for r in csv.DictReader(io.StringIO(listed))}
+    assert (csat[person], csat[refused]) == ("yes", "no")
+    rows = {c["session_id"]: c for c in body["conversations"]}
+    assert rows[refused]["label"] == "unanswered" and rows[refused]["csat"] == "no"
+    assert rows[refused]["evidence"]["feedback"]["rating"] == "up"
+    assert rows[person]["label"] == "resolved_by_person" and rows[person]["csat"] == "yes"
+    assert rows[person]["evidence"]["csat"]["solved"] is True
+    [day] = body["days"]
+    assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (2, 1, 0.5)
+    assert day["satisfaction"] == 1.0 and day["feedback"] == 1  # the mark on the refusal
+    assert (body["totals"]["csat_answers"], body["totals"]["csat_rate"]) == (2, 0.5)
+    config = tmp_path / "assistant.yaml"
+    config.write_text("pilot: {outcome_after_s: 0}\n")
+    printed = CliRunner().invoke(
+        cli,
+        [
+            *("--data-dir", str(tmp_path / "data"), "--config", str(config)),
+            *("report", "outcomes", "--tenant", "acme"),
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert printed.exit_code == 0, printed.output
+    assert "csat_rate" in printed.stdout and " 0.5 " in printed.stdout

@@ -299,3 +299,26 @@ def test_a_session_token_renews_itself_for_its_own_session_only(client):
     # a key is no session token: it renews nothing
     backend = client.post(f"/v1/widget/sessions/{session}/token", headers=bearer("backend"))
     assert backend.status_code in (403, 404)
+
+
+def test_a_session_token_rates_and_answers_only_its_own_conversation(client):
+    mine, theirs = open_widget_session(client), open_widget_session(client)
+    for opened in (mine, theirs):
+        said = client.post(
+            f"/v1/sessions/{opened['session_id']}/messages",
+            json={"message": "Do you ship printed manuals to Mars?"},
+            headers={"Authorization": f"Bearer {opened['token']}", "Origin": SITE},
+        )
+        assert said.status_code == 200, said.text
+    token = {"Authorization": f"Bearer {mine['token']}", "Origin": SITE}
+    for session, code in ((theirs["session_id"], 404), (mine["session_id"], None)):
+        mark = client.post(
+            f"/v1/sessions/{session}/feedback", json={"turn_index": 0, "rating": "down"}, headers=token
+        )
+        closing = client.post(
+            f"/v1/sessions/{session}/satisfaction", json={"solved": False}, headers=token
+        )
+        assert (mark.status_code, closing.status_code) == ((code, code) if code else (201, 200))
+    other = {"Authorization": f"Bearer {theirs['token']}", "Origin": SITE}
+    stored = client.get(f"/v1/sessions/{theirs['session_id']}", headers=other).json()
+    assert stored["feedback"] == [] and "csat_solved" not in stored["session"]

@@ -47,3 +47,14 @@ def test_a_yes_or_no_to_the_offer_of_a_person_is_no_knowledge_gap():
         q.text for q in gap_questions([accepted, declined, waiting, asked], [], intent.asks_for_person)
     ]
     assert found == ["Do you offer a student discount?"]
+
+
+def test_not_helpful_on_a_courtesy_reply_is_no_knowledge_gap():
+    """Every reply can be rated now: "not helpful" on the reply to "Thanks, bye!" asks nothing."""
+    thanks = turn(1, "Thanks, bye!", "idk") | {"kind": "courtesy"}
+    answered = turn(2, "How long does a refund take?", "answered") | {"kind": "question"}
+    down = [
+        {"session_id": t["session_id"], "turn_index": 0, "rating": "down"} for t in (thanks, answered)
+    ]
+    found = {q.text: q.kind for q in gap_questions([thanks, answered], down, lambda _m: False)}
+    assert found == {"How long does a refund take?": "not_helpful"}

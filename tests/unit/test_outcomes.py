@@ -140,3 +140,56 @@ def test_a_resolution_is_verified_by_a_signed_in_mark_or_a_sure_answer():
     assert anonymous.label == "confirmed" and not anonymous.verified
     [day] = daily_rates([assumed_sure, assumed_unsure, anonymous])
     assert day["verified"] == 1 and day["assumed"] == 2 and day["confirmed"] == 1
+
+
+UP = [{"turn_index": 0, "rating": "up", "ts": T0 + 20}]
+DOWN = [{"turn_index": 0, "rating": "down", "ts": T0 + 20}]
+
+
+def test_a_mark_on_a_refusal_counts_in_satisfaction_and_changes_no_label():
+    refused = asked(0, "Do you ship to Mars?", "idk", T0 + 10)
+    for marks in ((), UP, DOWN):
+        # "helpful" on "I could not find this" is no resolution; "not helpful" adds nothing
+        assert outcome([refused], marks).label == "unanswered"
+        assert outcome([refused], marks, now=T0 + 60).label == "pending"
+    [day] = daily_rates([outcome([refused], DOWN)], DOWN)
+    assert day["unanswered"] == 1 and day["satisfaction"] == 0.0 and day["feedback"] == 1
+
+
+def test_helpful_on_a_suggested_article_confirms_and_not_helpful_leaves_it_unanswered():
+    suggested = asked(0, "Can I pay by PayPal?", "suggest", T0 + 10, ["billing/payment-methods.md"])
+    assert outcome([suggested]).label == "suggested"
+    confirmed = outcome([suggested], UP, now=T0 + 30)  # at once, like a marked answer
+    assert confirmed.label == "confirmed" and "article" in confirmed.why
+    assert confirmed.verified  # a signed-in customer said the article helped
+    anonymous = outcome([suggested], UP, customer="anon-s1")
+    assert anonymous.label == "confirmed" and anonymous.anonymous_mark and not anonymous.verified
+    down = outcome([suggested], DOWN, now=T0 + 30)
+    assert down.label == "unanswered" and "not helpful" in down.why
+
+
+def test_a_mark_on_a_hand_off_line_keeps_it_handed_off():
+    handed = asked(0, "My invoice is wrong, I need a person", "handoff", T0 + 10)
+    for marks in (UP, DOWN):
+        assert outcome([handed], marks, handoff_at=T0 + 11).label == "handed_off"
+
+
+def test_the_closing_answer_is_kept_beside_the_label_and_counted_per_conversation():
+    said_no = outcome([REFUND], csat_solved=False, csat_at=T0 + 40, session_id="a")
+    assert said_no.label == "assumed" and said_no.csat == "no"  # the label keeps its meaning
+    assert said_no.evidence["csat"] == {"solved": False, "ts": T0 + 40}
+    person = outcome(
+        [REFUND],
+        handoff_at=T0 + 15,
+        status="resolved",
+        resolved_by="ana",
+        csat_solved=True,
+        session_id="b",
+    )
+    assert person.label == "resolved_by_person" and person.csat == "yes"
+    unasked = outcome([REFUND], session_id="c")
+    assert unasked.csat == "" and "csat" not in unasked.evidence
+    [day] = daily_rates([said_no, person, unasked])
+    assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (2, 1, 0.5)
+    [none] = daily_rates([unasked])
+    assert none["csat_answers"] == 0 and none["csat_rate"] is None
