@@ -187,10 +187,10 @@ class OutcomeStore:
         where = conditions(tenant, window(now, days), ConversationFilter())
         return [r.payload for r in self.store.scroll(OUTCOMES, where, fields=fields)]
 
-    def _count(self, tenant: str, day: str, name: str, *more: Condition) -> int:
+    def _count(self, tenant: str, day: str, *more: Condition) -> int:
+        """The tenant's conversations started on ``day`` that match ``more``."""
         return self.store.count(
-            OUTCOMES,
-            AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("label", (name,)), *more)),
+            OUTCOMES, AllOf((Match("tenant", (tenant,)), Match("day", (day,)), *more))
         )
 
     def report(
@@ -210,27 +210,19 @@ class OutcomeStore:
         wanted = wanted or ConversationFilter()
         rows = []
         for day in window(now, days):
-            counts: dict[str, int] = {name: self._count(tenant, day, name) for name in LABELS}
+            counts: dict[str, int] = {
+                name: self._count(tenant, day, Match("label", (name,))) for name in LABELS
+            }
             helpful, given = feedback_counts(day)
             if sum(counts.values()) or given:
-                anonymous = self._count(tenant, day, "confirmed", Match("mark", (ANONYMOUS_MARK,)))
-                verified = self.store.count(
-                    OUTCOMES,
-                    AllOf(
-                        (
-                            Match("tenant", (tenant,)),
-                            Match("day", (day,)),
-                            Match("label", RESOLVED),
-                            Match("trust", (VERIFIED,)),
-                        )
-                    ),
+                anonymous = self._count(
+                    tenant, day, Match("label", ("confirmed",)), Match("mark", (ANONYMOUS_MARK,))
+                )
+                verified = self._count(
+                    tenant, day, Match("label", RESOLVED), Match("trust", (VERIFIED,))
                 )
                 csat = [
-                    self.store.count(
-                        OUTCOMES,
-                        AllOf((Match("tenant", (tenant,)), Match("day", (day,)), Match("csat", said))),
-                    )
-                    for said in (("yes",), ("yes", "no"))
+                    self._count(tenant, day, Match("csat", said)) for said in (("yes",), ("yes", "no"))
                 ]
                 rows.append(
                     day_row(

@@ -18,9 +18,10 @@ in three stages, each a function of the one before:
                ``answer_at`` answer, below ``refuse_below`` refuse, between them suggest
                (a judge model, where one is configured, weighs in); a phrasing the
                conversation's page answers wins (``settle``)
-    3. quote   for an answer, the sentences of the chosen passage an extractive answer quotes:
-               the quote model (quote.yaml, ``tasks/quote_model.py``) weighs each unit's
-               reading, and ``tasks/answerability.quote`` quotes from the most probable one
+    3. quote   for an answer, the sentences of the chosen passage an extractive answer quotes
+               (``tasks/answerability.quote``, from the window reading's focus; a quote model,
+               ``tasks/quote_model.py``, reweighs the units only when quote.yaml ships, and
+               none does: it lost to the window reading on the pack)
 
 The :class:`~tasks.schemas.Decision` carries all three; the trace keeps it whole, and
 ``training/`` fits the page choice and the gate by settling the very readings the product

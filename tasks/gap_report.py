@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from storage.memory import WAITING_FOR_AGENT
 from tasks.judging import asks_the_pages
-from tasks.message_kind import kind_of
+from tasks.message_kind import asked_something
 
 GapKind = Literal["refused", "suggested", "handoff", "not_helpful"]
 # cosine distance under which two questions ask the same thing: the best adjusted Rand index
@@ -157,7 +157,7 @@ def gap_questions(
         kind = GAP_KINDS.get(turn.get("verdict", ""))
         if turn.get("status") == WAITING_FOR_AGENT:
             kind = "handoff"
-        if kind and kind_of(turn) in ("accept", "decline", "courtesy"):
+        if kind and not asked_something(turn):  # courtesy, a yes / no to the offer
             continue
         if kind and turn["user"] not in asks:
             asks[turn["user"]] = asks_the_pages(turn["user"], asks_for_person)
@@ -175,7 +175,7 @@ def gap_questions(
         key = (rating["session_id"], rating["turn_index"])
         if rating.get("rating") == "down" and key in by_turn and key not in found:
             turn = by_turn[key]
-            if kind_of(turn) in ("accept", "decline", "courtesy"):  # "not helpful" on "thanks"
+            if not asked_something(turn):  # "not helpful" on "thanks"
                 continue
             found[key] = GapQuestion(
                 text=turn["user"],
