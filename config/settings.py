@@ -431,7 +431,7 @@ class VisitorLimits(_Strict):
     turns: str = "20/minute"
     searches: str = "30/minute"
     feedback: str = "20/hour"
-    reads: str = "120/minute"  # GET of the session (the widget polls it after a hand-off), /me
+    reads: str = "120/minute"  # GET of the session (polled after a hand-off), /me, token renewal
 
     @field_validator("*")
     @classmethod

@@ -133,6 +133,7 @@ COUNTED_ROUTES = {
     "handoffs": re.compile(r"/v1/sessions/[^/]+/handoff/?"),
     "searches": re.compile(r"/v1/search/?"),
     "feedback": re.compile(r"/v1/sessions/[^/]+/feedback/?"),
+    "reads": re.compile(r"/v1/widget/sessions/[^/]+/token/?"),
 }
 
 

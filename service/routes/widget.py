@@ -105,6 +105,8 @@ async def renew_token(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     conversation (so a reload resumes it)."""
     if who.session_id is None:
         raise ApiError(403, "session_token", "only a widget session's own token renews it")
+    # a renewal is a read of the visitor's session: counted, so tokens cannot be minted unbounded
+    await run_in_threadpool(pilot.limits.spend, "reads", who)
     await run_in_threadpool(owned_session, pilot, who, session_id)  # 404 for any other session
     assert pilot.session_tokens is not None  # a session token was read, so tokens exist
     token, expires = pilot.session_tokens.issue(who.tenant, who.key_name, session_id, time.time())

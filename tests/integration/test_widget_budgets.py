@@ -164,3 +164,36 @@ def test_the_forwarded_address_counts_only_from_a_trusted_proxy(
             for n in range(4)
         ]
     assert statuses == ([201] * 4 if apart else [201, 201, 429, 429]), statuses
+
+
+def test_a_visitor_renews_its_token_within_its_read_budget(settings, example_kb, tmp_path, monkeypatch):
+    """Renewal mints a token: counted as a read of the visitor's session, so a visitor cannot
+    renew without end, and a renewed token keeps the session's budget (it does not reset it)."""
+    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
+    few = settings.pilot.visitor_limits.model_copy(update={"reads": "3/minute"})
+    with (
+        pilot_over_own_store(
+            configured(settings, visitor_limits=few),
+            example_kb,
+            tmp_path / "data",
+            WIDGET,
+            roles="evidence",
+        ) as (app, _),
+        TestClient(app),
+    ):
+        client = visitor(app, FLOODER)
+        session, token = open_session(client)
+        codes = []
+        for _ in range(4):
+            renewed = client.post(f"/v1/widget/sessions/{session}/token", headers=token)
+            codes.append(renewed.status_code)
+            if renewed.status_code == 200:
+                token = {"Authorization": f"Bearer {renewed.json()['token']}", "Origin": SITE}
+        assert codes == [200, 200, 200, 429], codes
+        assert renewed.json()["error"]["limit"] == "reads"
+        # the renewed token reads on the same spent budget
+        assert client.get(f"/v1/sessions/{session}", headers=token).status_code == 429
+        # another visitor renews its own
+        other = visitor(app, NEIGHBOUR)
+        theirs, their_token = open_session(other)
+        assert other.post(f"/v1/widget/sessions/{theirs}/token", headers=their_token).status_code == 200
