@@ -45,9 +45,9 @@ from tasks.gates import (
     model_role,
     plan_round,
 )
-from tasks.handoff_intent import load_handoff_intent
 from tasks.memory_context import load_context as load_memory
 from tasks.memory_context import save_entities
+from tasks.message_kind import load_message_kinds
 from tasks.results import answer_result, closing_result
 from tasks.schemas import DraftAnswer, GateDecision, Judgement, Passage, TurnResult
 from tasks.state import TurnState
@@ -132,8 +132,9 @@ class TurnSteps:
         )
 
     def intake(self) -> GateDecision | None:
-        """``handoff`` when the customer asks for a person, before any model call."""
-        return intake(self.state, load_handoff_intent(self.runtime.scorer.encoders))
+        """``handoff`` when the customer asks for a person, the polite close when the message asks
+        nothing (``tasks/message_kind.py``), before any model call."""
+        return intake(self.state, load_message_kinds(self.runtime.scorer.encoders))
 
     def plan(self) -> GateDecision:
         """``rewrite`` when the message needs the reformulator this round, else ``as_is``."""

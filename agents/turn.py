@@ -191,7 +191,7 @@ def run_turn(
             result = state.result
             result.turn_index = state.turn_index
             result.kind = state.kind
-            result.closes = says_goodbye(request.message, state.kind)
+            result.closes = says_goodbye(state.kind)
         except TurnFailed as failed:
             state = failed.state
             result = _failure(failed.cause, state, request, runtime, watch.running)

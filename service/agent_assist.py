@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agents.turn import run_turn
-from tasks.handoff_intent import load_handoff_intent
 from tasks.judging import pages_question
+from tasks.message_kind import load_message_kinds
 from tasks.schemas import HistoryTurn, TurnRequest
 
 ANSWERED_BY_A_PERSON = "agent_reply"
@@ -73,8 +73,8 @@ def suggested_reply(
 ) -> dict[str, Any] | None:
     """The decision's reply to the last unanswered message under ``slots``, or None when it
     does not answer it (a refusal or a hand-off is no reply to suggest)."""
-    intent = load_handoff_intent(runtime.scorer.encoders)
-    found = last_unanswered(turns, lambda text: pages_question(text, intent.asks_for_person))
+    kinds = load_message_kinds(runtime.scorer.encoders)
+    found = last_unanswered(turns, lambda text: pages_question(text, kinds.asks_for_person))
     if found is None:
         return None
     position, message = found

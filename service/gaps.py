@@ -28,7 +28,7 @@ from tasks.gap_report import (
     gap_questions,
     mark_addressed,
 )
-from tasks.handoff_intent import load_handoff_intent
+from tasks.message_kind import load_message_kinds
 
 Report = TypeVar("Report")
 CACHE_S = 60.0  # an admin polling the report reads one computation a minute
@@ -70,8 +70,8 @@ def tenant_gap_report(
     rated = sorted({f["session_id"] for f in feedback if f.get("rating") == "down"})
     turns = memory.gap_turns(tenant, since, rated)
     nearest = nearest_page(retriever, {**slots, "tenant": tenant} if tenant else dict(slots))
-    intent = load_handoff_intent(memory.encoders)
-    questions = gap_questions(turns, feedback, intent.asks_for_person)
+    kinds = load_message_kinds(memory.encoders)
+    questions = gap_questions(turns, feedback, kinds.asks_for_person)
     report = cluster_gaps(questions, memory.encoders.dense.encode, nearest, top=TOP)
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]

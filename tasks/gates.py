@@ -27,9 +27,8 @@ from tasks.decision import Conversation, decide
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
 from tasks.followups import named, resolve_follow_up, subject_pages
-from tasks.handoff_intent import HandoffIntent
 from tasks.judging import judged
-from tasks.message_kind import offer_pending, read_kind
+from tasks.message_kind import MessageKinds, kind_for, offer_pending
 from tasks.operating_points import operating_points
 from tasks.phrasings import grounded_phrasings
 from tasks.schemas import Decision, GateDecision, Judgement, Reformulation
@@ -42,17 +41,17 @@ def answer_floor(settings: Settings) -> float:
     return operating_points(settings.evidence)[0]
 
 
-def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
-    """Before any model call: a customer who asks for a person (the learned hand-off intent,
-    ``tasks/handoff_intent.py``) or says yes to the assistant's offer of one
-    (``tasks/message_kind.py``) is handed off at once; a "no" to the offer, or a message of
-    courtesy alone ("Thanks, bye", "Hi!"), asks no page anything and gets the polite reply,
-    not a search."""
-    probability = intent.probability(state.message)
-    state.asks_for_person = probability >= intent.threshold
-    state.kind = read_kind(state.message, offer_pending(state.history))
+def intake(state: TurnState, kinds: MessageKinds) -> GateDecision | None:
+    """Before any model call, the message's kind (``tasks/message_kind.py``): a customer who
+    asks for a person or says yes to the assistant's offer of one is handed off at once; a
+    "no" to the offer, a greeting, thanks or contact details alone ask no page anything and
+    get the polite reply, not a search."""
+    reading = kinds.read(state.message)
+    probability = reading.person
+    state.kind = kind_for(reading, offer_pending(state.history))
+    state.asks_for_person = state.kind == "person"
     if state.asks_for_person:
-        why, state.kind = "the customer asked for a person", "person"
+        why = "the customer asked for a person"
     elif state.kind == "accept":
         why = "the customer accepted the offer of a person"
     else:
@@ -60,21 +59,30 @@ def intake(state: TurnState, intent: HandoffIntent) -> GateDecision | None:
     with state.step("intake") as info:
         state.verdict, state.route = "needs_human", "handoff"
         info.update(
-            route="handoff", decided_by=why, kind=state.kind, asks_for_person=round(probability, 3)
+            route="handoff",
+            decided_by=why,
+            kind=state.kind,
+            label=reading.label,
+            asks_for_person=round(probability, 3),
         )
     decision = Decision(action="handoff", probability=round(probability, 4))
     return state.decide(GateDecision(gate="intake", route="handoff", reason=why, evidence=decision))
 
 
+NOTHING_ASKED = {
+    "decline": "the customer declined the offer of a person",
+    "greeting": "the message is a greeting alone: nothing to search",
+    "courtesy": "the customer thanked or said goodbye: nothing to search",
+    "contact": "the message leaves contact details: nothing to search",
+}
+
+
 def nothing_asked(state: TurnState) -> GateDecision | None:
-    """A message made of courtesy alone, or a "no" to the offer of a person, ends the turn."""
-    if state.kind not in ("courtesy", "decline"):
+    """A greeting, thanks, contact details alone, or a "no" to the offer of a person, ends
+    the turn."""
+    why = NOTHING_ASKED.get(state.kind)
+    if why is None:
         return None
-    why = (
-        "the customer declined the offer of a person"
-        if state.kind == "decline"
-        else "the message is courtesy alone: nothing to search"
-    )
     with state.step("intake") as info:
         state.verdict, state.route, state.nothing_asked = "insufficient", "refuse", True
         info.update(route="refuse", decided_by=why, kind=state.kind)

@@ -1,93 +1,154 @@
-"""What kind of customer message this is, read at intake before any search: a question (the
-default), a request for a person (the learned hand-off intent, ``tasks/handoff_intent.py``),
-courtesy alone, or a reply to the assistant's offer of a person.
+"""What kind of customer message this is, read at intake before any search: one small learned
+classifier, not word lists.
+
+A multinomial logistic regression over the MiniLM sentence vector the turn computes anyway,
+fitted by ``training/message_kind.py`` on messages we wrote and on hand-labelled turns of the
+doc2dial training pack (``examples/intents/``); weights and model card ship in
+``storage/kb/assets/message_kind/``. Its labels (:data:`LABELS`): a question, a problem
+report, a follow-up that leans on the conversation, a greeting, thanks (courtesy that closes),
+yes, no, a request for a person, contact details. A message asks for a person when the whole
+message or one of its sentences does ("My invoice is wrong again. I want a human.").
 
 The assistant's offer ("...shall I connect you with a support agent?") is a state of the
-conversation: the turn that made it is stored with ``offers_handoff``, and the next message is
-read against it. "yes", "ok", "please do" accept the offer (the turn hands off); "no",
-"no thanks" decline it (a polite close). Anything that says more ("yes, and what about annual
-plans?") is a question, and the offer lapses. A follow-up that leans on the answer before it
-("and how do I ask for it?") is a question, never courtesy, even when its words are all
-courtesy words.
+conversation: the turn that made it is stored with ``offered_handoff``, and the next message is
+read against it (:func:`kind_for`): yes accepts (the turn hands off), no declines (a polite
+close). Anything that says more ("yes, and what about annual plans?") reads as a follow-up, and
+the offer lapses.
 
 Usage::
 
-    read_kind("yes", offer_pending=True)                          # 'accept'
-    read_kind("no thanks", offer_pending=True)                    # 'decline'
-    read_kind("Thanks, bye!", offer_pending=False)                # 'courtesy'
-    read_kind("and how do I ask for it?", offer_pending=False)    # 'question'
-    asked_something({"user": "thanks", "kind": "courtesy"})      # False
+    kinds = load_message_kinds(encoders)
+    reading = kinds.read("and how do I ask for it?")
+    reading.label                                  # 'follow_up'
+    kind_for(kinds.read("yes please"), offer_pending=True)    # 'accept'
+    kind_for(kinds.read("Thanks, bye!"), offer_pending=False)  # 'courtesy'
+    asked_something({"user": "thanks", "kind": "courtesy"})  # False
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, get_args
 
-from tasks.courtesy import courtesy_only
+import numpy as np
+
+from storage.text import split_sentences
 from tasks.schemas import HistoryTurn, MessageKind
 
+Label = Literal[
+    "question", "problem", "follow_up", "greeting", "thanks", "yes", "no", "person", "contact"
+]
+LABELS: tuple[Label, ...] = get_args(Label)
 KINDS: tuple[MessageKind, ...] = get_args(MessageKind)
-
-_WORD = re.compile(r"[a-z]+")
-
-
-def _set(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-_YES = _set(
-    "yes yeah yea yep yup ya y sure ok okay please do go ahead alright fine "
-    "absolutely definitely certainly course connect"
+MODEL_FILE = (
+    Path(__file__).resolve().parents[1] / "storage" / "kb" / "assets" / "message_kind" / "model.json"
 )
-_NO = _set("no nope nah not don dont never")
-# words that fill a short yes or no without saying anything else ("yes please, that would be
-# great", "no thank you, I'm fine")
-_FILLER = _set(
-    "please thanks thank you that thats would be great of it now i m im am good right "
-    "all is s just let lets with someone somebody a an the person human agent me us "
-    "will need t for to"
-)
-MAX_REPLY_WORDS = 8
-_QUESTION_WORD = _set("how what when where why which who")
-_REFERS_BACK = _set("it its that this those these them they one same")
-_LEADS_ON = _set("and but so also")
-_CLOSING = _set("thanks thank cheers bye goodbye great perfect awesome ok okay")
+# contact details hold an address or a number: a message without either is another label
+CONTACT_DIGITS = 7
+# what each label is at intake when no offer of a person is pending
+_KIND: dict[Label, MessageKind] = {
+    "question": "question",
+    "problem": "question",
+    "follow_up": "question",
+    "greeting": "greeting",
+    "thanks": "courtesy",
+    "yes": "courtesy",  # "ok" after an answer: the customer has it
+    "no": "greeting",  # "no" to no offer: not helped, not leaving
+    "person": "person",
+    "contact": "contact",
+}
 
 
-def _words(message: str) -> list[str]:
-    return _WORD.findall(message.lower())
+def parts(message: str) -> list[str]:
+    """What is read for a request for a person: the whole message and, when it has several,
+    each sentence.
 
-
-def reply_to_offer(message: str) -> Literal["accept", "decline"] | None:
-    """A short yes or no (and nothing else), or None.
-
-    >>> reply_to_offer("Yes"), reply_to_offer("please do"), reply_to_offer("no, thank you")
-    ('accept', 'accept', 'decline')
-    >>> reply_to_offer("yes, and what about annual plans?") is None
-    True
+    >>> parts("My invoice is wrong. I want a human.")
+    ['My invoice is wrong. I want a human.', 'My invoice is wrong.', 'I want a human.']
     """
-    words = _words(message)
-    if not words or len(words) > MAX_REPLY_WORDS:
-        return None
-    if any(w not in _YES | _NO | _FILLER for w in words):
-        return None
-    if any(w in _NO for w in words):
-        return "decline"
-    return "accept" if any(w in _YES for w in words) else None
+    whole = " ".join(message.split())
+    sentences = split_sentences(whole)
+    return [whole, *sentences] if len(sentences) > 1 else [whole]
 
 
-def leans_on_the_answer(message: str) -> bool:
-    """A question that refers back to what was said ("and how do I ask for it?"): never small
-    talk, whatever its words.
+@dataclass(frozen=True)
+class Reading:
+    """One message read: its label, the probability that it asks for a person (its most
+    asking part's), and every label's probability for the whole message."""
 
-    >>> leans_on_the_answer("and how do I ask for it?"), leans_on_the_answer("How are you?")
-    (True, False)
+    label: Label
+    person: float
+    probabilities: Mapping[Label, float]
+
+
+class MessageKinds:
+    """The fitted classifier over an encoder of pooled, L2-normalised MiniLM vectors."""
+
+    def __init__(self, encoders: Any, fitted: Mapping[str, Any] | None = None) -> None:
+        """``fitted``: the model file's content (default: the shipped file)."""
+        if fitted is None:
+            if not MODEL_FILE.exists():
+                raise FileNotFoundError(
+                    f"the message-kind model {MODEL_FILE} is missing: "
+                    "run python -m training.message_kind"
+                )
+            fitted = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+        self.encoders = encoders
+        self.labels: list[Label] = list(fitted["labels"])
+        self.weights = np.asarray(fitted["weights"], dtype=np.float32)
+        self.bias = np.asarray(fitted["bias"], dtype=np.float32)
+        self.person_at = float(fitted["person_at"])
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """Each text's probability of every label (rows in ``texts`` order, columns in
+        ``self.labels`` order)."""
+        vectors = np.stack([e.dense for e in self.encoders.dense.encode(list(texts))])
+        logits = vectors @ self.weights.T + self.bias
+        logits -= logits.max(axis=1, keepdims=True)
+        exp = np.exp(logits)
+        return np.asarray(exp / exp.sum(axis=1, keepdims=True))
+
+    def read(self, message: str) -> Reading:
+        """The message's label: ``person`` when any part asks for one, else the most probable
+        other label of the whole message. An empty message is a greeting."""
+        texts = parts(message)
+        if not message.strip():
+            return Reading("greeting", 0.0, {})
+        table = self.probabilities(texts)
+        person = float(table[:, self.labels.index("person")].max())
+        whole: dict[Label, float] = dict(zip(self.labels, map(float, table[0]), strict=True))
+        if person >= self.person_at:
+            return Reading("person", person, whole)
+        ruled_out = {"person"} if has_contact(message) else {"person", "contact"}
+        label = max((p, name) for name, p in whole.items() if name not in ruled_out)[1]
+        return Reading(label, person, whole)
+
+    def asks_for_person(self, message: str) -> bool:
+        return self.read(message).label == "person"
+
+
+def has_contact(message: str) -> bool:
+    """Whether the message holds an email address or a phone-length run of digits.
+
+    >>> has_contact("mail me: jo@example.com"), has_contact("call 020 7946 0958")
+    (True, True)
+    >>> has_contact("How do I change my email address?"), has_contact("error E-429")
+    (False, False)
     """
-    words = _words(message)
-    asks = any(w in _QUESTION_WORD for w in words)
-    return asks and (any(w in _REFERS_BACK for w in words) or bool(words and words[0] in _LEADS_ON))
+    return "@" in message or sum(c.isdigit() for c in message) >= CONTACT_DIGITS
+
+
+_LOADED: dict[int, MessageKinds] = {}
+
+
+def load_message_kinds(encoders: Any) -> MessageKinds:
+    """The shipped classifier over ``encoders`` (loaded once per encoders)."""
+    if id(encoders) not in _LOADED:
+        _LOADED[id(encoders)] = MessageKinds(encoders)
+    return _LOADED[id(encoders)]
 
 
 def offer_pending(history: Sequence[HistoryTurn]) -> bool:
@@ -95,51 +156,38 @@ def offer_pending(history: Sequence[HistoryTurn]) -> bool:
     return bool(history) and history[-1].offered_handoff
 
 
-def read_kind(message: str, offer_pending: bool) -> MessageKind:
-    """The message's kind; ``offer_pending``: the assistant's last reply offered a person.
+def kind_for(reading: Reading, offer_pending: bool) -> MessageKind:
+    """What the message is at intake; ``offer_pending``: the assistant's last reply offered a
+    person.
 
-    >>> read_kind("ok", offer_pending=True), read_kind("ok", offer_pending=False)
+    >>> kind_for(Reading("yes", 0.0, {}), True), kind_for(Reading("yes", 0.0, {}), False)
     ('accept', 'courtesy')
+    >>> kind_for(Reading("no", 0.0, {}), True), kind_for(Reading("problem", 0.1, {}), True)
+    ('decline', 'question')
     """
-    reply = reply_to_offer(message)
-    if reply is not None:
-        return reply if offer_pending else "courtesy"
-    if courtesy_only(message) and not leans_on_the_answer(message):
-        return "courtesy"
-    return "question"
+    if offer_pending and reading.label in ("yes", "no"):
+        return "accept" if reading.label == "yes" else "decline"
+    return _KIND[reading.label]
 
 
-def closing(message: str) -> bool:
-    """Thanks or goodbye: what a customer says when the answer did it.
+def says_goodbye(kind: MessageKind) -> bool:
+    """The customer is leaving: thanks or goodbye, or no to the offer of a person (the chat
+    then asks whether the problem was solved).
 
-    >>> closing("Thanks, bye!"), closing("Hi"), closing("Can you help me?")
-    (True, False, False)
+    >>> says_goodbye("courtesy"), says_goodbye("decline"), says_goodbye("greeting")
+    (True, True, False)
     """
-    return any(w in _CLOSING for w in _words(message))
-
-
-def says_goodbye(message: str, kind: MessageKind) -> bool:
-    """The customer is leaving: thanks or goodbye alone, or no to the offer of a person (the
-    chat then asks whether the problem was solved).
-
-    >>> says_goodbye("Thanks, bye!", "courtesy"), says_goodbye("Can you help me?", "courtesy")
-    (True, False)
-    >>> says_goodbye("no thanks", "decline"), says_goodbye("thanks, and refunds?", "question")
-    (True, False)
-    """
-    return kind == "decline" or (kind == "courtesy" and closing(message))
+    return kind in ("courtesy", "decline")
 
 
 def kind_of(turn: Mapping[str, Any]) -> MessageKind:
-    """A stored turn's kind: as read at intake, or (a turn stored before kinds were) read
-    again from its words."""
+    """A stored turn's kind, as read at intake; a turn stored before kinds were is a question
+    (only questions were stored then)."""
     stored = turn.get("kind")
-    if stored in KINDS:
-        return stored  # type: ignore[no-any-return]
-    return read_kind(str(turn.get("user", "")), offer_pending=False)
+    return stored if stored in KINDS else "question"  # type: ignore[no-any-return]
 
 
 def asked_something(turn: Mapping[str, Any]) -> bool:
     """Whether a stored customer turn asked something: a question or a request for a person,
-    not courtesy or a yes / no."""
+    not a greeting, thanks, a yes / no or contact details."""
     return bool(turn.get("user")) and kind_of(turn) in ("question", "person")

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from storage.memory import ANONYMOUS
-from tasks.message_kind import asked_something, closing, kind_of
+from tasks.message_kind import asked_something, kind_of
 
 Label = Literal[
     "confirmed",
@@ -114,10 +114,7 @@ def _unclosed_courtesy(turns: Sequence[dict[str, Any]], after: int) -> int | Non
         (
             int(t["turn_index"])
             for t in turns
-            if int(t.get("turn_index", -1)) > after
-            and t.get("user")
-            and kind_of(t) == "courtesy"
-            and not closing(str(t["user"]))
+            if int(t.get("turn_index", -1)) > after and t.get("user") and kind_of(t) == "greeting"
         ),
         None,
     )

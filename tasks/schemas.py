@@ -65,7 +65,9 @@ DraftRoute = Literal["revise", "done"]
 StepRoute = Literal[Route, PlanRoute, DraftRoute]
 # what a customer message is, read at intake (``tasks/message_kind.py``): a question, a request
 # for a person, courtesy alone, or a yes / no to the assistant's offer of a person
-MessageKind = Literal["question", "person", "courtesy", "accept", "decline"]
+# courtesy: thanks or goodbye (and every courtesy turn stored before greetings were read
+# apart); greeting: courtesy that opens or asks for help without saying what
+MessageKind = Literal["question", "person", "greeting", "courtesy", "accept", "decline", "contact"]
 
 
 class HistoryTurn(BaseModel):

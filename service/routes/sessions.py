@@ -15,7 +15,7 @@ from typing import Any, Literal, NoReturn
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from agents.progress import progress_label
 from agents.turn import run_turn
@@ -35,7 +35,7 @@ from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, check_id
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
-from tasks.message_kind import read_kind
+from tasks.message_kind import kind_for, load_message_kinds
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -94,6 +94,22 @@ class Contact(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     email: str = Field(max_length=254, pattern=r"^[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+$")
+
+
+def typed_email(message: str) -> str | None:
+    """The first word of a message that is an email address as :class:`Contact` takes it.
+
+    >>> typed_email("you can reach me at jo@example.com, thanks")
+    'jo@example.com'
+    >>> typed_email("call me on 020 7946 0958") is None
+    True
+    """
+    for word in message.split():
+        try:
+            return Contact(email=word.strip(".,;:!?()<>\"'")).email
+        except ValidationError:
+            continue
+    return None
 
 
 def sse_event(name: str, data: dict[str, Any]) -> str:
@@ -355,7 +371,7 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
     waiting = messages_waiting(before)
     if waiting >= cap:
         too_many_waiting(waiting)
-    kind = read_kind(message, offer_pending=False)
+    kind = kind_for(load_message_kinds(memory.encoders).read(message), offer_pending=False)
     index = memory.claim_turn(
         scope, session_id, {"user": message, "kind": kind}, status=WAITING_FOR_AGENT
     )
@@ -365,6 +381,16 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
         memory.release_turn(scope, session_id, index)
         too_many_waiting(ahead - 1)
     remember_entities(memory, scope, session_id, index, message)
+    email = typed_email(message) if kind == "contact" else None
+    if email is not None:  # "you can reach me at jo@example.com": kept as at the hand-off's form
+        pilot.store.apply(
+            who.tenant,
+            session_id,
+            "message",
+            "customer",
+            "",
+            lambda _h, _c: {"contact_email": email},
+        )
     noted = any(t.get("status") == WAITING_FOR_AGENT for t in before)
     return TurnResult(
         session_id=header["session_id"],

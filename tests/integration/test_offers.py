@@ -126,3 +126,19 @@ def test_after_a_hand_off_the_person_gets_the_messages_and_the_queue_shows_the_p
     assert row["urgent"] is True and "3 messages" in row["urgent_why"]
     whole = client.get(f"/v1/handoffs/{session}", headers=bearer("ana")).json()
     assert whole["session"]["contact_email"] == "sam@example.com"
+
+
+def test_an_email_typed_while_waiting_reaches_the_desk(pilot):
+    """Contact details typed into the chat after the hand-off are kept as the form keeps them;
+    a question about email addresses is no contact detail."""
+    client = pilot
+    session, _ = converse(client, "c-typed", "I want to talk to a human.")
+    asked, left = (
+        client.post(
+            f"/v1/sessions/{session}/messages", json={"message": text}, headers=bearer("backend")
+        ).json()
+        for text in ("How do I change my email address?", "you can reach me at jo.k@example.com")
+    )
+    assert (asked["kind"], left["kind"]) == ("question", "contact")
+    [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
+    assert row["session"]["contact_email"] == "jo.k@example.com"

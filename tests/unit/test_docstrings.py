@@ -37,7 +37,6 @@ DOCTESTED = (
     "service.routes.sessions",
     "service.rate_limits",
     "tasks.page_choice",
-    "tasks.handoff_intent",
     "storage.kb.sources.urls",
     "storage.retrieval.filters",
     "service.articles",

@@ -3,7 +3,7 @@
 from config.settings import load_settings
 from storage.kb.embeddings import load_encoders
 from tasks.gap_report import gap_questions
-from tasks.handoff_intent import load_handoff_intent
+from tasks.message_kind import load_message_kinds
 
 
 def turn(index: int, user: str, verdict: str) -> dict:
@@ -27,7 +27,7 @@ def test_requests_for_a_person_and_courtesy_are_no_knowledge_gaps():
         turn(6, "What about the student discount?", "suggest"),
         turn(7, "How long does a refund take?", "answered"),
     ]
-    intent = load_handoff_intent(load_encoders(load_settings()))
+    intent = load_message_kinds(load_encoders(load_settings()))
     found = {q.text: q.kind for q in gap_questions(turns, [], intent.asks_for_person)}
     assert found == {
         "are you a bot? anyway, how do I pay in Swiss francs?": "refused",
@@ -42,7 +42,7 @@ def test_a_yes_or_no_to_the_offer_of_a_person_is_no_knowledge_gap():
     declined = turn(2, "no thanks", "idk") | {"kind": "decline"}
     waiting = turn(3, "ok", "handoff") | {"kind": "accept", "status": "waiting_for_agent"}
     asked = turn(4, "Do you offer a student discount?", "idk") | {"kind": "question"}
-    intent = load_handoff_intent(load_encoders(load_settings()))
+    intent = load_message_kinds(load_encoders(load_settings()))
     found = [
         q.text for q in gap_questions([accepted, declined, waiting, asked], [], intent.asks_for_person)
     ]
