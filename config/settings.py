@@ -531,6 +531,8 @@ class Messages(_Strict):
     )
     # a message of courtesy alone ("Thanks, bye", "Hi!"): nothing searched
     courtesy: str = "Happy to help. If you have a question about our products or your account, just ask."
+    # contact details alone ("you can reach me at jo@example.com"): nothing searched
+    contact: str = "Thanks, we have your details. What can I help you with?"
 
 
 class Settings(BaseSettings):

@@ -117,7 +117,9 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
     if state.nothing_asked:
         return TurnResult(
             session_id=session_id,
-            answer=settings.messages.declined if state.kind == "decline" else settings.messages.courtesy,
+            answer={"decline": settings.messages.declined, "contact": settings.messages.contact}.get(
+                state.kind, settings.messages.courtesy
+            ),
             verdict="idk",
             judge_verdict=state.verdict,
         )

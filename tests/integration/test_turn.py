@@ -211,6 +211,9 @@ def test_courtesy_alone_gets_the_courteous_reply_without_a_search(make_runtime, 
         assert result.verdict == "idk" and not result.citations, message
         assert result.answer == settings.messages.courtesy
         assert not steps(result, "retrieve") and steps(result, "intake")[0].detail["route"] == "refuse"
+    left = ask(runtime, "you can reach me at jo@example.com", history=history)
+    assert (left.kind, left.answer) == ("contact", settings.messages.contact)
+    assert not steps(left, "retrieve")
     # words to judge beside the thanks: searched and answered as a follow-up
     followed = ask(runtime, "Thanks! And for annual plans?", history=history)
     assert followed.verdict == "answered" and steps(followed, "retrieve")
