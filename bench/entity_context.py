@@ -20,6 +20,7 @@ from _common import ROOT
 from config.settings import load_settings
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.retriever import QdrantRetriever
 
 STAFF = {"tier": "enterprise", "access_level": "internal"}
@@ -43,7 +44,7 @@ def main() -> None:
         retriever = QdrantRetriever(kb=kb)
         for item in questions:
             found = retriever.search_queries(
-                [item["question"]], STAFF, entities=item.get("remembered", [])
+                RetrievalRequest([item["question"]], STAFF, entities=item.get("remembered", []))
             )
             sources = [r.metadata["source_id"] for r in found.results]
             rows.append(
