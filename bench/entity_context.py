@@ -3,7 +3,7 @@
 Some questions carry ``remembered`` entities: they come from the conversation or entity
 memory (as in a turn), not from the question text.
 
-    python bench/entity_context.py [--data-dir DIR]
+    python -m bench.entity_context [--data-dir DIR]
 
 Writes bench/results/entity_context.{json,md}.
 """
@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 import yaml
-from _common import ROOT
 
+from bench._common import ROOT
 from config.settings import load_settings
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase

@@ -4,7 +4,7 @@ Counts, per module of ``tasks/``: ``re.compile`` calls, and the string items of 
 lists and sets of five or more strings (word lists; a ``Literal[...]`` type is not one, nor a
 tuple that names a model's features, ``FEATURES = ("reading", ...)``: names, not rules).
 
-    python bench/rule_count.py [--json]
+    python -m bench.rule_count [--json]
 """
 
 from __future__ import annotations
