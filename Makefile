@@ -53,12 +53,12 @@ lint: setup-llm
 	$(PY) -m mypy
 
 bench: setup
-	$(PY) bench/retrieval.py
+	$(PY) -m bench.retrieval
 
 # the bench figures in README.md and docs/, rendered from bench/results/*.json (a test fails
 # when a page and the results disagree)
 docs: setup
-	$(PY) bench/render_docs.py
+	$(PY) -m bench.render_docs
 
 clean:
 	rm -rf $(VENV) .venv-rasa .venv-autogen .models .supportcrew

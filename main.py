@@ -306,6 +306,7 @@ def search(
 ) -> None:
     """Search the knowledge base under slot filters and print the ranked passages."""
     from integrations.retriever_loader import load_retriever
+    from storage.retrieval.request import RetrievalRequest
     from storage.retrieval.retriever import QdrantRetriever
 
     if pipeline is not None and pipeline not in PIPELINES:
@@ -315,7 +316,9 @@ def search(
     try:
         if isinstance(retriever, QdrantRetriever) and retriever.kb is not None:
             retriever.kb.require_documents()
-        found = retriever.search_queries([query], slots, top_k=top_k, pipeline=pipeline)
+        found = retriever.search_queries(
+            RetrievalRequest([query], slots, top_k=top_k, pipeline=pipeline)
+        )
     finally:
         retriever.close()
     if as_json:

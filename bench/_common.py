@@ -1,10 +1,11 @@
-"""What every bench script shares: the repository on ``sys.path``, telemetry off and offline
-models (set where the process starts), where results go, Markdown tables, and a knowledge base
-opened for an answer set.
+"""What every bench script shares: the repository root, where results go, Markdown tables, a
+knowledge base opened for an answer set, and an earlier checkout's server run beside this one
+(in its own process, from its own folder: its own code). Telemetry off and offline models are
+set by the package (``bench/__init__.py``), where the process starts.
 
-Usage (first import of a bench script)::
+Usage::
 
-    from _common import ROOT, RESULTS, open_answer_set
+    from bench._common import ROOT, RESULTS, open_answer_set
     opened = open_answer_set(ROOT / "examples" / "answer-sets" / "near-miss", data_dir)
     passages = opened.search("How many owners can a workspace have?")
 """
@@ -22,6 +23,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from evaluation.dev_runs import OpenedSet, open_answer_set, product_rows  # noqa: F401
+from evaluation.reporting import RESULTS, table, write_results  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 # what the pilot's load benches ask (three answerable over examples/kb, one not)
 SERVICE_QUESTIONS = [
@@ -30,15 +34,6 @@ SERVICE_QUESTIONS = [
     "How do I export all my files?",
     "Do you offer a student discount?",
 ]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from config.telemetry import apply_telemetry_policy  # noqa: E402
-
-apply_telemetry_policy()  # a bench script is where its process starts
-
-from evaluation.dev_runs import OpenedSet, open_answer_set, product_rows  # noqa: E402, F401
-from evaluation.reporting import RESULTS, table, write_results  # noqa: E402, F401
 
 
 def comparison_parser(doc: str | None, data_dir: str) -> argparse.ArgumentParser:

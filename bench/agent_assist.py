@@ -6,7 +6,7 @@ see for the same question left unanswered in a conversation (``service/agent_ass
 under the same slots: an agent's key may read more, never less). Both run on the shipped
 defaults over the set's knowledge base.
 
-    python bench/agent_assist.py [--data-dir DIR]
+    python -m bench.agent_assist [--data-dir DIR]
 
 Writes bench/results/agent_assist.{md,json}.
 """
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import ROOT, comparison_parser, open_answer_set, table, write_results
-
 from agents.build import build_runtime
 from agents.turn import run_turn
+from bench._common import ROOT, comparison_parser, open_answer_set, table, write_results
 from config.settings import load_settings
 from evaluation.answers import answer_set_settings
 from service.agent_assist import suggested_reply

@@ -24,10 +24,10 @@ With ``--baseline-repo DIR`` (a checkout of an earlier main, e.g. ``git worktree
 the same run: once as shipped (its figures) and once with its gate answering everything (its
 probability per question and the page it would cite: its risk-coverage curve).
 
-    python bench/answers.py [--packs dev,near-miss,support-problems,support-requests,squad]
+    python -m bench.answers [--packs dev,near-miss,support-problems,support-requests,squad]
                             [--scripts doc2dial-dev-conversations.yaml,...]
                             [--no-naive-rag] [--baseline-repo DIR]
-    python bench/answers.py --packs test --results answers_test   # reported once, at the end
+    python -m bench.answers --packs test --results answers_test   # reported once, at the end
 
 Writes bench/results/answers.{md,json} and, per pack, the risk-coverage curves of our gate
 (and the baseline's) as bench/results/answers_<pack>_curve.png.
@@ -43,10 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import conversations
-import squad_pack
 import yaml
-from _common import (
+
+from bench import conversations, squad_pack
+from bench._common import (
     RESULTS,
     ROOT,
     comparison_parser,
@@ -55,7 +55,6 @@ from _common import (
     table,
     write_results,
 )
-
 from config.settings import load_settings
 from evaluation.answers import (
     answer_set_settings,

@@ -14,7 +14,7 @@ Turns without an expectation (an opener that only states the problem) are not sc
 With ``--baseline-repo DIR`` (a checkout of an earlier main) the same scripts also run through
 that checkout's own ``main.py kickoff`` on CrewAI, in the same run.
 
-    python bench/conversations.py [--scripts conversations.yaml,...] [--baseline-repo DIR]
+    python -m bench.conversations [--scripts conversations.yaml,...] [--baseline-repo DIR]
 
 Writes bench/results/conversations.{md,json}.
 """
@@ -28,8 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, comparison_parser, table, write_results
-
+from bench._common import ROOT, comparison_parser, table, write_results
 from evaluation.dev_runs import FIGURES, figures, knowledge_base_of, scored
 from evaluation.dev_runs import run_scripts as run
 

@@ -3,7 +3,7 @@
 Some questions carry ``remembered`` entities: they come from the conversation or entity
 memory (as in a turn), not from the question text.
 
-    python bench/entity_context.py [--data-dir DIR]
+    python -m bench.entity_context [--data-dir DIR]
 
 Writes bench/results/entity_context.{json,md}.
 """
@@ -15,11 +15,12 @@ import json
 from pathlib import Path
 
 import yaml
-from _common import ROOT
 
+from bench._common import ROOT
 from config.settings import load_settings
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.retriever import QdrantRetriever
 
 STAFF = {"tier": "enterprise", "access_level": "internal"}
@@ -43,7 +44,7 @@ def main() -> None:
         retriever = QdrantRetriever(kb=kb)
         for item in questions:
             found = retriever.search_queries(
-                [item["question"]], STAFF, entities=item.get("remembered", [])
+                RetrievalRequest([item["question"]], STAFF, entities=item.get("remembered", []))
             )
             sources = [r.metadata["source_id"] for r in found.results]
             rows.append(

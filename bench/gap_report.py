@@ -5,7 +5,7 @@ Reports p50/p95 seconds per call and the process's peak memory, beside the refer
 issue that asked for it (re-embedding every question per call: 0.27 s at 300 questions, 7.1 s
 at 8,000; 290 MB at 4,000).
 
-    python bench/gap_report.py [--questions 10000] [--calls 20]
+    python -m bench.gap_report [--questions 10000] [--calls 20]
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import table, write_results
-
+from bench._common import table, write_results
 from config.settings import load_settings
 from service.gaps import tenant_gap_report
 from service.pilot_store import PilotStore

@@ -5,16 +5,16 @@ base does not cover, each labelled with its group (the same missing topic in oth
 Each distance cut is scored by the adjusted Rand index of its clusters against the groups
 (1.0: the groups exactly; 0: chance), with the stored MiniLM vectors the report uses.
 
-    python bench/gap_threshold.py      # table; results in bench/results/gap_threshold.{md,json}
+    python -m bench.gap_threshold      # table; results in bench/results/gap_threshold.{md,json}
 """
 
 from __future__ import annotations
 
 import json
 
-from _common import ROOT, table, write_results
 from sklearn.metrics import adjusted_rand_score
 
+from bench._common import ROOT, table, write_results
 from config.settings import load_settings
 from storage.kb.embeddings import load_encoders
 from tasks.gap_report import DISTANCE, GapQuestion, _labels, question_vectors

@@ -17,7 +17,7 @@ for both GGUF files are printed when ``--llama-bench PATH`` points at a binary b
 same llama.cpp (the ``vendor/llama.cpp`` of the llama-cpp-python sdist:
 ``cmake -B build -DGGML_NATIVE=OFF && cmake --build build --target llama-bench``).
 
-    python bench/llm_speed.py [--threads 1,2] [--batches 512,64] [--llama-bench PATH]
+    python -m bench.llm_speed [--threads 1,2] [--batches 512,64] [--llama-bench PATH]
 
 Writes bench/results/llm_speed.{md,json}.
 """
@@ -35,9 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import table, write_results
-
 from agents.llm.model_file import local_gguf
+from bench._common import ROOT, table, write_results
 from config.settings import load_settings
 from storage.kb.embeddings import load_encoders
 from storage.kb.model_files import smollm2_gguf
@@ -108,13 +107,15 @@ def contention_rows(policy: str, weights: Path, best: dict[str, Any]) -> list[di
     done = subprocess.run(
         [
             sys.executable,
-            __file__,
+            "-m",
+            "bench.llm_speed",
             "--contention",
             str(weights),
             str(best["threads"]),
             str(best["batch"]),
         ],
         env={**os.environ, "OMP_WAIT_POLICY": policy},
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,

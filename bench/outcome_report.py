@@ -10,7 +10,7 @@ handed-off conversations, a page of 20, with their count) and, beside it, the re
 from every record that ``main.py report outcomes`` does: p50 / p95 seconds and the process's
 RSS before and after.
 
-    python bench/outcome_report.py [--conversations 10000,100000] [--calls 5]
+    python -m bench.outcome_report [--conversations 10000,100000] [--calls 5]
 
 Writes bench/results/outcome_report.{md,json}.
 """
@@ -25,8 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import table, write_results
-
+from bench._common import table, write_results
 from config.settings import load_settings
 from service.outcome_store import OutcomeStore
 from service.outcomes import ConversationFilter, tenant_outcomes

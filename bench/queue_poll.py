@@ -7,7 +7,7 @@ Target (issue 37): the poll's p50 at 10,000 closed sessions within 1.5x of the p
 The reference (``BEFORE``) is this script run on main fb4877b, where the queue and the sweep
 scrolled every session of the tenant: p50 3.8 ms at 100, 73.8 ms at 10,000 (19.6x).
 
-    python bench/queue_poll.py [--closed 100,10000] [--polls 60]
+    python -m bench.queue_poll [--closed 100,10000] [--polls 60]
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import table, write_results
 from fastapi.testclient import TestClient
 
+from bench._common import table, write_results
 from config.settings import ApiKey, load_settings
 from service.app import create_app
 from service.auth import hash_key

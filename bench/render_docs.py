@@ -10,8 +10,8 @@ list indices as numbers); ``|SPEC`` after the path formats the value (``|,`` tho
 text from the results; ``--check`` (and ``tests/unit/test_docs_figures.py``) fails naming
 every figure that disagrees, so a rerun bench cannot leave a page behind.
 
-    python bench/render_docs.py            # rewrite the pages
-    python bench/render_docs.py --check    # exit 1 on any stale figure
+    python -m bench.render_docs            # rewrite the pages
+    python -m bench.render_docs --check    # exit 1 on any stale figure
 """
 
 from __future__ import annotations

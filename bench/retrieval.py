@@ -1,6 +1,6 @@
 """Retrieval benchmark on BEIR SciFact: quality per pipeline stage, ingest cost, latency, memory.
 
-    python bench/retrieval.py [--dataset ../shared/datasets/scifact] [--data-dir DIR] [--fresh]
+    python -m bench.retrieval [--dataset ../shared/datasets/scifact] [--data-dir DIR] [--fresh]
 
 Writes ``bench/results/retrieval.json`` and ``bench/results/retrieval.md``: our figures beside
 the published ones and an earlier reference run's, as ratios. Neither reference is measured
@@ -20,8 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
-from _common import RESULTS, ROOT
-
+from bench._common import RESULTS, ROOT
 from config.settings import PIPELINES, Settings, load_settings
 
 PUBLISHED = {"bm25": 0.665, "dense": 0.645, "dense+late": 0.707}

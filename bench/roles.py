@@ -6,7 +6,7 @@ customer, follow-ups) and the doc2dial dev pack (never the test pack). The judge
 where evidence is undecided, so its run widens the gate's undecided band (``--band``) around
 the operating point; what it calls "sufficient" still needs a verified draft.
 
-    python bench/roles.py [--engine crewai] [--scripts a.yaml,b.yaml] [--no-dev] [--band 0.15]
+    python -m bench.roles [--engine crewai] [--scripts a.yaml,b.yaml] [--no-dev] [--band 0.15]
 
 Writes bench/results/roles.{md,json}: answered right, refused right, LLM calls, prompt tokens,
 p50 / p95 / max seconds per turn (every turn is bounded by ``turn_timeout_s``).
@@ -20,10 +20,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, open_answer_set, table, write_results
-
 from agents.build import build_runtime
 from agents.llm.factory import build_llm
+from bench._common import ROOT, open_answer_set, table, write_results
 from config.settings import ROLE_NAMES, Settings, load_settings
 from evaluation.answers import answer_set_settings, evaluate_answers, percentile
 from evaluation.kickoff import load_script, run_script

@@ -4,7 +4,7 @@ Starts ``python main.py serve`` on 127.0.0.1 (a free port, two tenants' keys in 
 environment), runs a bounded load, and checks that no response ever carried another session's
 or tenant's data. Stops by itself.
 
-    python bench/service.py [--clients 20] [--turns 5] [--searches 200] [--data-dir DIR]
+    python -m bench.service [--clients 20] [--turns 5] [--searches 200] [--data-dir DIR]
                             [--baseline-repo DIR]
 
 With ``--baseline-repo`` (a checkout of an earlier main) the same load runs against that
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import httpx
-from _common import ROOT, SERVICE_QUESTIONS, comparison_parser, serving, table
 
+from bench._common import ROOT, SERVICE_QUESTIONS, comparison_parser, serving, table
 from evaluation.answers import percentile
 from service.auth import hash_key
 

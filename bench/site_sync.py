@@ -6,7 +6,7 @@ banner, footer, sitemap, robots.txt, ETags). Three syncs into an empty embedded 
 base: the first (every page fetched, extracted, chunked and encoded), a re-sync with nothing
 changed (every page answered 304), and a re-sync after a tenth of the pages changed.
 
-    python bench/site_sync.py [--pages 500] [--concurrency 4]
+    python -m bench.site_sync [--pages 500] [--concurrency 4]
 
 Writes bench/results/site_sync.{md,json}.
 """
@@ -17,8 +17,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from _common import ROOT, table, write_results
-
+from bench._common import ROOT, table, write_results
 from config.settings import load_settings
 from config.sources import SourceSettings
 from storage.kb.knowledge_base import KnowledgeBase

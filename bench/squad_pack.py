@@ -12,7 +12,7 @@ training (``answerability_data.held_out_titles``, seed 13): the pack then measur
 model and the logistic gate side by side on the same unseen data. ``--articles train`` takes
 the others (data the gates may be fitted on).
 
-    python bench/squad_pack.py --out /tmp/squad-held-out [--articles held-out] [--questions 600]
+    python -m bench.squad_pack --out /tmp/squad-held-out [--articles held-out] [--questions 600]
     python main.py eval answers --dataset /tmp/squad-held-out --json --output result.json
 """
 
@@ -24,8 +24,7 @@ import random
 import re
 from pathlib import Path
 
-from _common import ROOT
-
+from bench._common import ROOT
 from evaluation.squad import SQUAD, held_out_titles, load_squad
 from tasks.passage_text import split_units
 

@@ -15,7 +15,7 @@ agent and the admin one each; the flood 127.0.0.2), as people on the internet do
 (deploy/nginx/supportcrew.conf: per-address request limits, body cap, SSE unbuffered), so a
 flood from one address is refused at the ingress, as a deployment would refuse it.
 
-    python bench/staff_load.py [--seconds 120] [--customers 20] [--through-nginx]
+    python -m bench.staff_load [--seconds 120] [--customers 20] [--through-nginx]
 
 Writes bench/results/staff_load.{md,json} (staff_load_nginx.* through nginx).
 """
@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from _common import ROOT, SERVICE_QUESTIONS, free_port, serving, table, write_results
 
+from bench._common import ROOT, SERVICE_QUESTIONS, free_port, serving, table, write_results
 from deploy.nginx_local import nginx_in_front
 from evaluation.answers import percentile
 from service.auth import hash_key

@@ -2,10 +2,11 @@
 sentence splitter and the word patterns give the same output on the same texts?
 
 Texts: examples/kb pages, the doc2dial dev pages and questions, and the lines of the example
-scripts. Each checkout hashes its outputs in a process of its own (its own code on its own
-``sys.path``); equal hashes mean a refactoring changed nothing a verdict could see.
+scripts. Each checkout hashes its outputs in a process of its own, started in its folder with
+that folder as ``PYTHONPATH`` (its own code, never this one's); equal hashes mean a refactoring
+changed nothing a verdict could see.
 
-    python bench/text_identity.py --baseline-repo /path/to/earlier/checkout
+    python -m bench.text_identity --baseline-repo /path/to/earlier/checkout
 
 Writes bench/results/text_identity.{md,json}.
 """
@@ -13,16 +14,16 @@ Writes bench/results/text_identity.{md,json}.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from _common import ROOT, comparison_parser, table, write_results
+from bench._common import ROOT, comparison_parser, table, write_results
 
 PROBE = r"""
 import hashlib, json, sys
 from pathlib import Path
-sys.path.insert(0, ".")
 root, dev = Path(sys.argv[1]), Path(sys.argv[2])
 texts = [p.read_text(encoding="utf-8") for p in sorted((root / "examples" / "kb").rglob("*.md"))]
 texts += [p.read_text(encoding="utf-8", errors="replace") for p in sorted((dev / "kb").rglob("*.md"))]
@@ -59,9 +60,19 @@ print(json.dumps({
 DEV = ROOT.parent / "shared" / "datasets" / "doc2dial-support-dev"
 
 
+def own_code(repo: Path) -> dict[str, str]:
+    """The environment of a process that imports ``repo``'s packages before any other copy."""
+    path = os.pathsep.join(p for p in (str(repo.resolve()), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def hashes(repo: Path) -> dict:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(ROOT), str(DEV)], cwd=repo, capture_output=True, text=True
+        [sys.executable, "-c", PROBE, str(ROOT), str(DEV)],
+        cwd=repo,
+        env=own_code(repo),
+        capture_output=True,
+        text=True,
     )
     if done.returncode != 0:
         raise SystemExit(f"{repo}: {done.stderr.strip()[-500:]}")

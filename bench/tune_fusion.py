@@ -4,7 +4,7 @@ Each train query's three ranked lists (dense, BM25, MaxSim rescoring of their un
 fetched once from Qdrant; fusion variants are then scored offline with ir-measures. Test qrels
 are never read here.
 
-    python bench/tune_fusion.py --data-dir /tmp/scifact [--dataset ../shared/datasets/scifact]
+    python -m bench.tune_fusion --data-dir /tmp/scifact [--dataset ../shared/datasets/scifact]
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import ir_measures
-from _common import ROOT
 from ir_measures import nDCG
 
+from bench._common import ROOT
 from config.settings import load_settings
 from evaluation.retrieval import load_beir
 from storage.kb.ingest import ingest_paths

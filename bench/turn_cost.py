@@ -5,7 +5,7 @@ a plain Qdrant search tool (dense search, no filters), and the model called as a
 endpoint (no JSON-schema constraint, tools left to CrewAI's text prompting, as llama.cpp's
 server does for SmolLM2's chat template).
 
-    python bench/turn_cost.py [--script examples/kickoff/support-demo.yaml] [--data-dir DIR]
+    python -m bench.turn_cost [--script examples/kickoff/support-demo.yaml] [--data-dir DIR]
                               [--baseline-repo DIR]
 
 ``--baseline-repo`` points at another checkout (for example ``git worktree add /tmp/before
@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, table, write_results
 from crewai import Agent, Crew, Process, Task
 from crewai.tools import BaseTool
 from pydantic import BaseModel, Field, PrivateAttr
@@ -37,6 +36,7 @@ from agents.crewai.llm import crewai_llm
 from agents.llm.local import LocalLlamaLLM, as_chat
 from agents.roles import load_role_specs
 from agents.usage import UsageLedger
+from bench._common import ROOT, table, write_results
 from config.settings import load_settings
 from evaluation.kickoff import check, load_script, run_script
 from storage.kb.ingest import ingest_paths

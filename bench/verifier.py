@@ -13,7 +13,7 @@ closest thing here to a strong model's fluent answer. For every answerable quest
 over ``examples/kb``, faithful paraphrases (must be kept) and claims the page does not make or
 denies (must not be kept), each against its own page.
 
-    python bench/verifier.py [--packs dev,ours,test] [--data-dir DIR]
+    python -m bench.verifier [--packs dev,ours,test] [--data-dir DIR]
 
 Tune on dev and ours; test is reported. Writes bench/results/verifier.{md,json}.
 """
@@ -25,8 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, comparison_parser, open_answer_set, table, write_results
-
+from bench._common import ROOT, comparison_parser, open_answer_set, table, write_results
 from storage.qdrant.store import Match
 from tasks.evidence import verified
 

@@ -27,6 +27,7 @@ from evaluation.kickoff import load_script, run_script
 from evaluation.reporting import DATASETS, ROOT
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.evidence import EvidenceScorer
 from tasks.schemas import Passage
@@ -55,7 +56,8 @@ class OpenedSet:
     scorer: EvidenceScorer
 
     def search(self, question: str, top_k: int | None = None) -> list[Passage]:
-        found = self.retriever.search_queries([question], self.answer_set.slots, top_k=top_k)
+        request = RetrievalRequest([question], self.answer_set.slots, top_k=top_k)
+        found = self.retriever.search_queries(request)
         return Passage.numbered(found.results)
 
     def close(self) -> None:

@@ -15,13 +15,14 @@ Usage::
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from storage.qdrant.store import Hit
 from storage.retrieval.fusion import fused_results, search_texts
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.results import SearchResultList, tracker_slots
 
 MAX_BYTES = 100_000
@@ -82,23 +83,14 @@ class CustomServiceRetriever:
             raise CustomServiceError("search service answered outside the schema") from None
         return results
 
-    def search_queries(
-        self,
-        queries: Sequence[str],
-        slots: Mapping[str, Any] | None = None,
-        advisory: Mapping[str, Any] | None = None,
-        threshold: float | None = None,
-        top_k: int | None = None,
-        pipeline: str | None = None,
-        strict: bool = True,
-        entities: Sequence[str] = (),
-        pages: Sequence[str] = (),
-    ) -> SearchResultList:
-        texts = search_texts(queries)
+    def search_queries(self, request: RetrievalRequest) -> SearchResultList:
+        """Each phrasing posted once, with the enforced slots and the advisory filters; the
+        rankings fused (``pipeline``, ``strict`` and ``entities`` are the service's concern)."""
+        texts = search_texts(request.queries)
         rankings = []
         for text in texts:
             ranking = []
-            for rank, item in enumerate(self._post(text, advisory or {}, slots or {})):
+            for rank, item in enumerate(self._post(text, request.advisory, request.slots)):
                 source = str(item.get("url") or item.get("title") or f"result-{rank}")
                 body = str(item.get("body") or "")
                 payload = {
@@ -116,19 +108,19 @@ class CustomServiceRetriever:
             rankings.append(ranking)
         return fused_results(
             rankings,
-            top_k=top_k or self.top_k,
+            top_k=request.top_k or self.top_k,
             via="custom_service",
             queries=texts,
-            filters={k: f"sent to the service: {v}" for k, v in (slots or {}).items()},
-            threshold=threshold,
-            pages=pages,
+            filters={k: f"sent to the service: {v}" for k, v in request.slots.items()},
+            threshold=request.threshold,
+            pages=request.pages,
         )
 
     async def search(
         self, query: str, tracker_state: Any = None, threshold: float = 0.0
     ) -> SearchResultList:
         slots, _ = tracker_slots(tracker_state)
-        return self.search_queries([query], slots, threshold=threshold)
+        return self.search_queries(RetrievalRequest([query], slots, threshold=threshold))
 
     def close(self) -> None:
         return None

@@ -10,17 +10,17 @@ Usage::
 
     retriever = RasaInterfaceRetriever(MyRetriever(embeddings=None), top_k=5)
     retriever.connect(settings.vector_store)
-    found = retriever.search_queries(["refund time"], {"tier": "pro"})
+    found = retriever.search_queries(RetrievalRequest(["refund time"], {"tier": "pro"}))
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from storage.coroutines import run_coroutine
 from storage.qdrant.store import Hit
 from storage.retrieval.fusion import fused_results, search_texts
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.results import SearchResultList
 
 
@@ -40,23 +40,14 @@ class RasaInterfaceRetriever:
     ) -> SearchResultList:
         return await self.inner.search(query, tracker_state, threshold)
 
-    def search_queries(
-        self,
-        queries: Sequence[str],
-        slots: Mapping[str, Any] | None = None,
-        advisory: Mapping[str, Any] | None = None,
-        threshold: float | None = None,
-        top_k: int | None = None,
-        pipeline: str | None = None,
-        strict: bool = True,
-        entities: Sequence[str] = (),
-        pages: Sequence[str] = (),
-    ) -> SearchResultList:
-        texts = search_texts(queries)
-        tracker = {"slots": {**dict(advisory or {}), **dict(slots or {})}}
+    def search_queries(self, request: RetrievalRequest) -> SearchResultList:
+        """The class asked once per phrasing with the slots (advisory, then enforced over them)
+        in the tracker state; the rankings fused."""
+        texts = search_texts(request.queries)
+        tracker = {"slots": {**request.advisory, **request.slots}}
         rankings = []
         for text in texts:
-            found = run_coroutine(self.inner.search(text, tracker, threshold or 0.0))
+            found = run_coroutine(self.inner.search(text, tracker, request.threshold or 0.0))
             ranking = []
             for rank, result in enumerate(found.results):
                 source = str(
@@ -73,11 +64,11 @@ class RasaInterfaceRetriever:
             rankings.append(ranking)
         return fused_results(
             rankings,
-            top_k=top_k or self.top_k,
+            top_k=request.top_k or self.top_k,
             via="search",
             queries=texts,
             filters={k: f"passed to {self.name}: {v}" for k, v in tracker["slots"].items()},
-            pages=pages,
+            pages=request.pages,
         )
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from storage.retrieval.request import RetrievalRequest
 from tasks.gap_report import Nearest
 
 TopicNamer = Callable[[str, Mapping[str, Any]], str]
@@ -26,7 +27,9 @@ def nearest_page(retriever: Any, slots: Mapping[str, Any]) -> Callable[[str], Ne
     stored fields), or None."""
 
     def nearest(text: str) -> Nearest | None:
-        found = retriever.search_queries([text], dict(slots), top_k=1, threshold=0.0, strict=False)
+        found = retriever.search_queries(
+            RetrievalRequest([text], slots, top_k=1, threshold=0.0, strict=False)
+        )
         if not found.results:
             return None
         best = found.results[0]

@@ -40,6 +40,7 @@ from evaluation.answer_sets import load_answer_set
 from evaluation.reporting import DATASETS, ROOT
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.results import SearchResultList
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult
 from training.dialogue_pack import PACK, question_turns
@@ -75,16 +76,13 @@ class WithoutPages:
         self.inner = inner
         self.pages = frozenset(pages)
 
-    def search_queries(
-        self, queries: Sequence[str], slots: Any = None, advisory: Any = None, **options: Any
-    ) -> Any:
-        asked = [p for p in options.get("pages", ()) if p not in self.pages]
-        if options.get("pages") and not asked:
+    def search_queries(self, request: RetrievalRequest) -> SearchResultList:
+        """The inner search, deeper, less ``pages`` (asked only for those: nothing)."""
+        asked = [p for p in request.pages if p not in self.pages]
+        if request.pages and not asked:
             return SearchResultList([])
-        top_k = options.get("top_k") or self.inner.kb.settings.retrieval.top_k
-        found = self.inner.search_queries(
-            queries, slots, advisory, **{**options, "top_k": top_k + TWIN_DEPTH, "pages": asked}
-        )
+        top_k = request.top_k or self.inner.kb.settings.retrieval.top_k
+        found = self.inner.search_queries(replace(request, top_k=top_k + TWIN_DEPTH, pages=asked))
         kept = [r for r in found.results if r.metadata["source_id"] not in self.pages][:top_k]
         return replace(found, results=kept)
 

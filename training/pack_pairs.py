@@ -40,6 +40,7 @@ from config.settings import load_settings
 from config.telemetry import apply_telemetry_policy
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.answerability import closest_tokens
 from tasks.evidence import EvidenceScorer
@@ -173,7 +174,7 @@ def build(data_dir: Path, seed: int = SEED) -> tuple[list[PackPair], dict[str, i
         pairs: list[PackPair] = []
         counts: Counter[str] = Counter()
         for turn in question_turns():
-            found = retriever.search_queries([turn.text], {}, top_k=SEARCH_DEPTH)
+            found = retriever.search_queries(RetrievalRequest([turn.text], top_k=SEARCH_DEPTH))
             retrieved = list(dict.fromkeys(r.metadata["source_id"] for r in found.results))
             made = turn_pairs(turn, pages, retrieved, reader, rng)
             counts["turns with pairs" if made else "turns without an evidence window"] += 1

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from storage.retrieval.request import RetrievalRequest
 from tasks.schemas import Passage, RetrievalOutput
 
 TOOL_NAME = "search_knowledge_base"
@@ -85,7 +86,14 @@ class KnowledgeBaseSearch:
         """Search the original message, the bound queries and ``queries``."""
         texts = self._texts(queries)
         found = self._retriever.search_queries(
-            texts, self._slots, self._advisory, top_k=top_k, strict=False, entities=self._entities
+            RetrievalRequest(
+                texts,
+                self._slots,
+                advisory=self._advisory,
+                top_k=top_k,
+                strict=False,
+                entities=self._entities,
+            )
         )
         passages = Passage.numbered(found.results)
         output = RetrievalOutput(
@@ -104,7 +112,9 @@ class KnowledgeBaseSearch:
         is always a candidate of the answer decision. Not counted as one of the turn's
         searches."""
         found = self._retriever.search_queries(
-            self._texts(), self._slots, threshold=0.0, top_k=top_k, strict=False, pages=pages
+            RetrievalRequest(
+                self._texts(), self._slots, threshold=0.0, top_k=top_k, strict=False, pages=pages
+            )
         )
         return Passage.numbered(found.results)
 

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from service.context import Customer, Pilot
 from service.errors import ApiError
 from service.search_api import SearchRequest, SearchResponse, to_response
+from storage.retrieval.request import RetrievalRequest
 
 router = APIRouter(tags=["search"])
 
@@ -21,16 +22,8 @@ async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONRespon
     if who.tenant:
         slots["tenant"] = who.tenant
     try:
-        found = await run_in_threadpool(
-            pilot.runtime.retriever.search_queries,
-            [body.query],
-            slots,
-            body.advisory_filters(),
-            None,
-            None,
-            None,
-            False,
-        )
+        request = RetrievalRequest([body.query], slots, advisory=body.advisory_filters(), strict=False)
+        found = await run_in_threadpool(pilot.runtime.retriever.search_queries, request)
     except Exception as exc:
         raise ApiError(
             503,

@@ -4,15 +4,15 @@ user's class (adapted by ``integrations.rasa_interface``) all implement it.
 Usage::
 
     def answer(retriever: Retriever) -> None:
-        found = retriever.search_queries(["refund time"], {"tier": "pro"})
+        found = retriever.search_queries(RetrievalRequest(["refund time"], {"tier": "pro"}))
         found.results[0].text
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.results import SearchResultList
 
 
@@ -24,17 +24,8 @@ class Retriever(Protocol):
         self, query: str, tracker_state: Any = None, threshold: float = 0.0
     ) -> SearchResultList: ...
 
-    def search_queries(
-        self,
-        queries: Sequence[str],
-        slots: Mapping[str, Any] | None = None,
-        advisory: Mapping[str, Any] | None = None,
-        threshold: float | None = None,
-        top_k: int | None = None,
-        pipeline: str | None = None,
-        strict: bool = True,
-        entities: Sequence[str] = (),
-        pages: Sequence[str] = (),
-    ) -> SearchResultList: ...
+    def search_queries(self, request: RetrievalRequest) -> SearchResultList:
+        """Search ``request.queries`` at once under its slots (see :class:`RetrievalRequest`)."""
+        ...
 
     def close(self) -> None: ...

@@ -12,15 +12,16 @@ Usage::
     retriever = QdrantRetriever(settings=settings, data_dir=Path(".supportcrew"))
     retriever.connect(settings)
     found = await retriever.search("refund time", {"slots": {"tier": "basic"}})
-    found = retriever.search_queries(["refund time", "money back"], slots={"tier": "pro"},
-                                     advisory={"product": "cloud"})
+    found = retriever.search_queries(
+        RetrievalRequest(["refund time", "money back"], {"tier": "pro"}, advisory={"product": "cloud"})
+    )
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.store import Condition, Hit, Match, all_of
 from storage.retrieval.filters import build_filters
 from storage.retrieval.fusion import fuse_rankings, search_texts, within_budget
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.results import SearchResult, SearchResultList, tracker_slots
 from storage.retrieval.window import merge_chunks, window_ranges
 
@@ -90,7 +92,7 @@ class QdrantRetriever:
         slots, sender = tracker_slots(tracker_state)
         if sender is not None and "customer_id" not in slots:
             slots["customer_id"] = sender
-        return self.search_queries([query], slots, threshold=threshold, strict=False)
+        return self.search_queries(RetrievalRequest([query], slots, threshold=threshold, strict=False))
 
     def known_advisory(self, advisory: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """Advisory filters whose value some document has, and the rest described (a model may
@@ -111,33 +113,24 @@ class QdrantRetriever:
                 kept[name] = value
         return kept, dropped
 
-    def search_queries(
-        self,
-        queries: Sequence[str],
-        slots: Mapping[str, Any] | None = None,
-        advisory: Mapping[str, Any] | None = None,
-        threshold: float | None = None,
-        top_k: int | None = None,
-        pipeline: str | None = None,
-        strict: bool = True,
-        entities: Sequence[str] = (),
-        pages: Sequence[str] = (),
-    ) -> SearchResultList:
+    def search_queries(self, request: RetrievalRequest) -> SearchResultList:
         """Search several phrasings at once; results are fused, thresholded and windowed.
 
-        Knowledge-base entities named in the texts, plus ``entities`` (from the conversation or
-        entity memory), pull in the chunks that mention them as one more ranked list.
-        ``pages``: only these source ids (the enforced slots still apply: it only narrows).
+        Knowledge-base entities named in the texts, plus ``request.entities`` (from the
+        conversation or entity memory), pull in the chunks that mention them as one more ranked
+        list. ``request.pages``: only these source ids (the enforced slots still apply: it only
+        narrows).
         """
         kb = self._kb()
         settings = kb.settings
-        texts = search_texts(queries)
-        plan = build_filters(settings.slots, slots or {}, advisory, strict=strict)
-        if pages:
-            plan = replace(plan, advisory=all_of(plan.advisory, Match("source_id", tuple(pages))))
-        top_k = top_k or settings.retrieval.top_k
-        pipeline = pipeline or settings.retrieval.pipeline
-        threshold = settings.retrieval.threshold if threshold is None else threshold
+        texts = search_texts(request.queries)
+        plan = build_filters(settings.slots, request.slots, request.advisory, strict=request.strict)
+        if request.pages:
+            pages = Match("source_id", tuple(request.pages))
+            plan = replace(plan, advisory=all_of(plan.advisory, pages))
+        top_k = request.top_k or settings.retrieval.top_k
+        pipeline = request.pipeline or settings.retrieval.pipeline
+        threshold = settings.retrieval.threshold if request.threshold is None else request.threshold
         started = time.perf_counter()
         rankings = [kb.query_chunks(t, pipeline, plan.condition, top_k * 2) for t in texts]
         hits = [h for h in fuse_rankings(rankings, settings.retrieval.rrf_k) if h.score >= threshold]
@@ -147,7 +140,7 @@ class QdrantRetriever:
             linked = sorted(
                 {
                     *query_entities(" ".join(texts), vocabulary),
-                    *(e.lower() for e in entities if e.lower() in vocabulary),
+                    *(e.lower() for e in request.entities if e.lower() in vocabulary),
                 }
             )
             entity_hits = kb.entity_chunks(linked, plan.condition, top_k)

@@ -9,6 +9,7 @@ import pytest
 
 from config.settings import ConfigError
 from integrations.retriever_loader import load_retriever, retriever_class
+from storage.retrieval.request import RetrievalRequest
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +84,11 @@ def test_a_users_retriever_is_connected_and_searched_with_the_slots(settings, tm
     assert isinstance(retriever.inner, HelpDeskRetriever)
     assert retriever.inner.connected_with.type == USER_CLASS
     found = retriever.search_queries(
-        ["when does my parcel ship?", "shipping time"], {"tier": "pro"}, {"product": "cloud"}
+        RetrievalRequest(
+            ["when does my parcel ship?", "shipping time"],
+            {"tier": "pro"},
+            advisory={"product": "cloud"},
+        )
     )
     assert [r.metadata["source_id"] for r in found.results] == ["helpdesk/shipping"]
     assert HelpDeskRetriever.seen_slots[-1] == {"tier": "pro", "product": "cloud"}

@@ -10,6 +10,7 @@ from typing import ClassVar
 import pytest
 
 from integrations.custom_service import CustomServiceError, CustomServiceRetriever
+from storage.retrieval.request import RetrievalRequest
 from tests.helpers import free_port, running_server, scripted_runtime, send_json, with_api_keys
 
 pytestmark = pytest.mark.integration
@@ -83,7 +84,7 @@ def test_service_failures_are_clear(minimal_server, mode):
     retriever = CustomServiceRetriever()
     retriever.connect({"url": minimal_server})
     with pytest.raises(CustomServiceError):
-        retriever.search_queries(["refund"])
+        retriever.search_queries(RetrievalRequest(["refund"]))
 
 
 @pytest.mark.parametrize(
@@ -103,7 +104,7 @@ def test_unreachable_service_is_an_error():
     retriever = CustomServiceRetriever(timeout=2)
     retriever.connect({"url": f"http://127.0.0.1:{free_port()}/search"})
     with pytest.raises(CustomServiceError, match="unreachable"):
-        retriever.search_queries(["refund"])
+        retriever.search_queries(RetrievalRequest(["refund"]))
 
 
 def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatch):
@@ -123,9 +124,9 @@ def test_against_our_own_pilot_server(settings, example_kb, tmp_path, monkeypatc
         monkeypatch.setenv("PILOT_KEY", "svc-key")
         retriever = CustomServiceRetriever()
         retriever.connect({"url": f"{url}/v1/search", "api_key_env": "PILOT_KEY"})
-        found = retriever.search_queries(["How long does a refund take?"])
+        found = retriever.search_queries(RetrievalRequest(["How long does a refund take?"]))
         assert found.results[0].metadata["url"].endswith("/billing/refunds")
         sso = retriever.search_queries(
-            ["SAML single sign-on setup"], advisory={"access_level": "internal"}
+            RetrievalRequest(["SAML single sign-on setup"], advisory={"access_level": "internal"})
         )
         assert not any("/sso/" in (r.metadata["url"] or "") for r in sso.results)

@@ -10,6 +10,7 @@ import pytest
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.store import Match
+from storage.retrieval.request import RetrievalRequest
 from tests.conftest import EXAMPLE_KB
 
 pytestmark = pytest.mark.integration
@@ -153,8 +154,8 @@ def test_both_backends_rank_the_example_kb_alike(settings, tmp_path, example_kb)
     ingest_paths(server_kb, [EXAMPLE_KB])
     slots = {"tier": "enterprise", "access_level": "customer"}
     for query in ("How long does a refund take?", "SAML setup", "API rate limits"):
-        edge = QdrantRetriever(kb=example_kb).search_queries([query], slots, top_k=3)
-        server = QdrantRetriever(kb=server_kb).search_queries([query], slots, top_k=3)
+        edge = QdrantRetriever(kb=example_kb).search_queries(RetrievalRequest([query], slots, top_k=3))
+        server = QdrantRetriever(kb=server_kb).search_queries(RetrievalRequest([query], slots, top_k=3))
         assert [r.metadata["chunk_id"] for r in edge.results] == [
             r.metadata["chunk_id"] for r in server.results
         ]

@@ -17,6 +17,7 @@ from service.app import create_app
 from service.auth import hash_key
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.qdrant.edge_store import EdgeStore
+from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.retriever import QdrantRetriever
 from tests.helpers import (
     answering_llm,
@@ -140,10 +141,14 @@ def test_a_customer_key_sees_costs_not_internals_and_a_backend_sees_all(client):
 
 def test_an_entity_only_a_hidden_document_names_is_never_confirmed(example_kb):
     retriever = QdrantRetriever(kb=example_kb)
-    customer = retriever.search_queries(["what is OVR-7?"], ACME_CUSTOMER, strict=False)
+    customer = retriever.search_queries(
+        RetrievalRequest(["what is OVR-7?"], ACME_CUSTOMER, strict=False)
+    )
     assert customer.metadata["entities"] == []
     assert not any("internal/" in r.metadata["source_id"] for r in customer.results)
-    internal = retriever.search_queries(["what is OVR-7?"], {"access_level": "internal"}, strict=False)
+    internal = retriever.search_queries(
+        RetrievalRequest(["what is OVR-7?"], {"access_level": "internal"}, strict=False)
+    )
     assert "ovr-7" in internal.metadata["entities"]
 
 

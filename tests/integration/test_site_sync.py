@@ -16,6 +16,7 @@ from config.sources import PathSlots, SourceSettings
 from main import app
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.kb.sync import sync_source
+from storage.retrieval.request import RetrievalRequest
 from tests.conftest import REPO
 from tests.help_site import HelpSite, huge, redirect, slow, trickle
 
@@ -305,7 +306,9 @@ def public_search_finds(kb: KnowledgeBase, settings, needle: str) -> bool:
     from storage.retrieval.retriever import QdrantRetriever
 
     found = QdrantRetriever(kb=kb).search_queries(
-        ["refund override reason code OVR-7"], {"access_level": "public"}, threshold=0.0
+        RetrievalRequest(
+            ["refund override reason code OVR-7"], {"access_level": "public"}, threshold=0.0
+        )
     )
     return any(needle in r.text for r in found.results)
 

@@ -239,14 +239,34 @@ def test_sentence_ends_and_word_patterns_are_defined_once():
 
 
 def test_bench_measures_and_training_fits_without_reaching_into_each_other():
-    """bench/ runs training only through its command line; training/ needs no bench helper
-    and no sys.path edit (``python -m training.decision_fit`` from the repository)."""
+    """bench/ runs training only through its command line; training/ needs no bench helper;
+    neither edits sys.path (``python -m training.decision_fit``, ``python -m bench.service``
+    from the repository)."""
     reach = []
     for path in sorted((REPO / "bench").glob("*.py")):
         reach += [f"{path.name} imports {n}" for n in imports(path) if n.split(".")[0] == "training"]
     for path in sorted((REPO / "training").glob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        reach += [f"{path.name} imports {n}" for n in imports(path) if n in ("_common", "conversations")]
-        if "sys.path" in text:
-            reach.append(f"{path.name} edits sys.path")
+        reach += [f"{path.name} imports {n}" for n in imports(path) if n.split(".")[0] == "bench"]
+    for path in sorted([*(REPO / "bench").glob("*.py"), *(REPO / "training").glob("*.py")]):
+        if "sys.path" in path.read_text(encoding="utf-8"):
+            reach.append(f"{path.relative_to(REPO)} edits sys.path")
     assert not reach, reach
+
+
+def test_every_bench_script_runs_as_a_module_of_the_bench_package():
+    """``python -m bench.<name>`` from the repository root: each script imports its helpers
+    from the package (a bare ``_common`` import needs the folder on sys.path). ``service``
+    stays the repository's package, not ``bench/service.py``."""
+    siblings = {
+        path.stem
+        for path in (REPO / "bench").glob("*.py")
+        if not (REPO / path.stem).is_dir() and not (REPO / f"{path.stem}.py").exists()
+    }
+    bare = [
+        f"{path.name} imports {n}"
+        for path in sorted((REPO / "bench").glob("*.py"))
+        for n in imports(path)
+        if n.split(".")[0] in siblings
+    ]
+    assert (REPO / "bench" / "__init__.py").exists()
+    assert not bare, bare
