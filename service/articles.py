@@ -51,10 +51,13 @@ from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
+from tasks.courtesy import asks_something
 from tasks.replay import Asked, compare, reply_of, summary
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
+TITLE_CHARS = 70  # a drafted title: one line a lead reads at a glance ...
+SLUG_CHARS = 50  # ... and the file name made from it
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
 
@@ -135,10 +138,10 @@ def draft(memory: Any, tenant: str, questions: Sequence[str]) -> dict[str, Any]:
             if sentence not in sentences:
                 sentences.append(sentence)
                 sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
-    title = str(questions[0]).strip().rstrip("?") if questions else "New article"
+    title = clearest_question(questions)
     body = "\n\n".join(sentences) or skeleton(questions)
     return {
-        "title": title[:200],
+        "title": title,
         "slug": slugify(title),
         "text": f"# {title}\n\n{body}\n",
         "sources": sources,
@@ -169,13 +172,53 @@ def normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def slugify(title: str) -> str:
-    """A file name from a title.
+def clearest_question(questions: Sequence[str]) -> str:
+    """A draft's title: the shortest of ``questions`` that asks something (small talk alone
+    does not, ``tasks.courtesy.asks_something``), trimmed to its asking sentence (a question
+    where it has one), without its "?", cut at a word to ``TITLE_CHARS``.
+
+    >>> clearest_question(["Hello! Our team works at a research station and orders keep "
+    ...     "getting stuck in customs, so can you ship there at all?", "Thanks!",
+    ...     "Hi. Do you ship to Antarctica? We need parts."])
+    'Do you ship to Antarctica'
+    """
+    said = [q for q in (" ".join(str(q).split()) for q in questions) if q]
+    if not said:
+        return "New article"
+    chosen = min((q for q in said if asks_something(q)), key=len, default=said[0])
+    sentences = [s for s in split_sentences(chosen) if asks_something(s)] or [chosen]
+    sentence = next((s for s in sentences if s.endswith("?")), sentences[0])
+    return cut_at_word(sentence.rstrip("?").strip(), TITLE_CHARS) or "New article"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: cut before the first word that does not fit,
+    an ellipsis marking the cut.
+
+    >>> cut_at_word("Can I get a delivery to a research station", 30)
+    'Can I get a delivery to a…'
+    """
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]  # room for the ellipsis
+    if text[limit - 1] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,;:-") + "…"
+
+
+def slugify(title: str, limit: int = SLUG_CHARS) -> str:
+    """A file name from a title: its words, lower-case, dashed, cut at a word to ``limit``.
 
     >>> slugify("Do you ship to Antarctica?")
     'do-you-ship-to-antarctica'
+    >>> slugify("Can I get a delivery to a research station in Antarctica?", 30)
+    'can-i-get-a-delivery-to-a'
     """
-    return "-".join(ALNUM.findall(title.lower()))[:80] or "article"
+    slug = "-".join(ALNUM.findall(title.lower()))
+    if len(slug) > limit:
+        head = slug[: limit + 1]
+        slug = head.rsplit("-", 1)[0] if "-" in head else slug[:limit]
+    return slug or "article"
 
 
 def tenant_folder(tenant: str) -> str:
