@@ -47,6 +47,7 @@ from service.routes import (
     articles,
     handoffs,
     health,
+    help_articles,
     me,
     metrics,
     page,
@@ -89,7 +90,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(
-            turns_store, kb.encoders, lambda tenant: topic_namer(pilot.runtime.retriever, tenant)
+            turns_store,
+            kb.encoders,
+            lambda tenant: topic_namer(pilot.runtime.retriever, kb.encoders.dense.encode, tenant),
         )
         if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
@@ -133,6 +136,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastA
         handoffs.router,
         reports.router,
         articles.router,
+        help_articles.router,
         search.router,
         widget.router,
         metrics.router,

@@ -11,7 +11,9 @@
    base under the lead key's own enforced slots, plus the draft: which are now answered from
    the article, which are not. Nothing above the key's slots is searched.
 4. **Publish** (``publish``): only after a check answered at least one question from it; the
-   file is rewritten without its ``draft`` value and re-ingested.
+   file is rewritten without its ``draft`` value, with its address on the service
+   (``article_url``: ``GET /help/articles/...`` serves it, so its citations open), and
+   re-ingested.
 
 Every route stays within the caller's enforced slots: it saves and publishes only an article
 it could read itself (422 naming the field otherwise), and reads (lists, checks, publishes)
@@ -29,7 +31,9 @@ Usage::
     slots = {"access_level": "customer", "tenant": "acme"}   # the lead key's enforced slots
     record = articles.save("acme", "lead", slots, article, kb)
     record = articles.check("acme", "lead", slots, "shipping", ask)  # ask(question, slots)
-    record = articles.publish("acme", "lead", slots, "shipping", kb)
+    record = articles.publish("acme", "lead", slots, "shipping", kb, "https://help.acme.test")
+    record["url"]               # "https://help.acme.test/help/articles/acme/shipping"
+    articles.readable("acme", slots, "acme/shipping", kb)   # the record, or None
 """
 
 from __future__ import annotations
@@ -51,10 +55,13 @@ from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
+from tasks.courtesy import asks_something
 from tasks.replay import Asked, compare, reply_of, summary
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
+TITLE_CHARS = 70  # a drafted title: one line a lead reads at a glance ...
+SLUG_CHARS = 50  # ... and the file name made from it
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
 
@@ -105,6 +112,7 @@ class ArticleRecord(BaseModel):
     language: str | None = None
     questions: list[str] = Field(default_factory=list)
     status: Literal["draft", "published"]
+    url: str | None = None  # once published: where it opens (``GET /help/articles/...``)
     check: dict[str, Any] | None = None
     events: list[dict[str, Any]] = Field(default_factory=list)
     updated_at: float
@@ -135,10 +143,10 @@ def draft(memory: Any, tenant: str, questions: Sequence[str]) -> dict[str, Any]:
             if sentence not in sentences:
                 sentences.append(sentence)
                 sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
-    title = str(questions[0]).strip().rstrip("?") if questions else "New article"
+    title = clearest_question(questions)
     body = "\n\n".join(sentences) or skeleton(questions)
     return {
-        "title": title[:200],
+        "title": title,
         "slug": slugify(title),
         "text": f"# {title}\n\n{body}\n",
         "sources": sources,
@@ -169,13 +177,53 @@ def normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def slugify(title: str) -> str:
-    """A file name from a title.
+def clearest_question(questions: Sequence[str]) -> str:
+    """A draft's title: the shortest of ``questions`` that asks something (small talk alone
+    does not, ``tasks.courtesy.asks_something``), trimmed to its asking sentence (a question
+    where it has one), without its "?", cut at a word to ``TITLE_CHARS``.
+
+    >>> clearest_question(["Hello! Our team works at a research station and orders keep "
+    ...     "getting stuck in customs, so can you ship there at all?", "Thanks!",
+    ...     "Hi. Do you ship to Antarctica? We need parts."])
+    'Do you ship to Antarctica'
+    """
+    said = [q for q in (" ".join(str(q).split()) for q in questions) if q]
+    if not said:
+        return "New article"
+    chosen = min((q for q in said if asks_something(q)), key=len, default=said[0])
+    sentences = [s for s in split_sentences(chosen) if asks_something(s)] or [chosen]
+    sentence = next((s for s in sentences if s.endswith("?")), sentences[0])
+    return cut_at_word(sentence.rstrip("?").strip(), TITLE_CHARS) or "New article"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: cut before the first word that does not fit,
+    an ellipsis marking the cut.
+
+    >>> cut_at_word("Can I get a delivery to a research station", 30)
+    'Can I get a delivery to a…'
+    """
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]  # room for the ellipsis
+    if text[limit - 1] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,;:-") + "…"
+
+
+def slugify(title: str, limit: int = SLUG_CHARS) -> str:
+    """A file name from a title: its words, lower-case, dashed, cut at a word to ``limit``.
 
     >>> slugify("Do you ship to Antarctica?")
     'do-you-ship-to-antarctica'
+    >>> slugify("Can I get a delivery to a research station in Antarctica?", 30)
+    'can-i-get-a-delivery-to-a'
     """
-    return "-".join(ALNUM.findall(title.lower()))[:80] or "article"
+    slug = "-".join(ALNUM.findall(title.lower()))
+    if len(slug) > limit:
+        head = slug[: limit + 1]
+        slug = head.rsplit("-", 1)[0] if "-" in head else slug[:limit]
+    return slug or "article"
 
 
 def tenant_folder(tenant: str) -> str:
@@ -200,14 +248,26 @@ def article_id(tenant: str, slug: str) -> str:
     return f"articles/{tenant_folder(tenant)}/{slug}" if tenant else f"articles/{slug}"
 
 
-def front_matter(article: ArticleDraft, tenant: str, draft: str | None) -> str:
-    """The Markdown file: front matter (the article's id, its slots, the tenant and, for a
-    draft, its ``draft`` value: hidden from every search but the check's) and text."""
+def article_url(base: str, tenant: str, slug: str) -> str:
+    """Where a published article opens on the service at ``base`` (``GET /help/articles/...``).
+
+    >>> article_url("https://help.acme.test/", "acme", "mars-shipping")
+    'https://help.acme.test/help/articles/acme/mars-shipping'
+    """
+    return f"{base.rstrip('/')}/help/{article_id(tenant, slug)}"
+
+
+def front_matter(article: ArticleDraft, tenant: str, draft: str | None, url: str | None = None) -> str:
+    """The Markdown file: front matter (the article's id, its slots, the tenant, its ``url``
+    once published and, for a draft, its ``draft`` value: hidden from every search but the
+    check's) and text."""
     meta: dict[str, Any] = {
         "id": article_id(tenant, article.slug),
         "title": article.title,
         "access": article.access,
     }
+    if url:
+        meta["url"] = url
     for key in ("tiers", "product", "language"):
         value = getattr(article, key)
         if value:
@@ -376,10 +436,11 @@ class Articles:
         return self._write_record(record)
 
     def publish(
-        self, tenant: str, who: str, slots: Mapping[str, str], slug: str, kb: Any
+        self, tenant: str, who: str, slots: Mapping[str, str], slug: str, kb: Any, base: str = ""
     ) -> dict[str, Any]:
-        """Give the article its real access level (after a check answered from it); only an
-        article the caller may read, so never above its own slots."""
+        """Give the article its real access level (after a check answered from it) and, with
+        ``base`` (the service's address), its URL; only an article the caller may read, so
+        never above its own slots."""
         record = self._required(tenant, slug, slots)
         if not (record.get("check") or {}).get("answered"):
             raise ArticleError(
@@ -387,11 +448,29 @@ class Articles:
             )
         article = draft_of(record)
         self._within_reach(slots, article, tenant)
-        self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None))
-        record["status"] = "published"
+        url = article_url(base, tenant, slug) if base else record.get("url")
+        self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None, url))
+        record.update(status="published", url=url)
         record.pop("preview", None)
         self._event(record, who, "published", f"as {article.access}")
         return self._write_record(record)
+
+    def readable(
+        self, tenant: str, slots: Mapping[str, str], name: str, kb: Any
+    ) -> dict[str, Any] | None:
+        """The published article ``name`` (``<tenant folder>/<slug>``, ``<slug>`` without a
+        tenant: its id without ``articles/``) of ``tenant`` when ``slots`` (the reader's
+        enforced slots, its tenant among them) may read it, as its record and in the
+        knowledge base (decided in the store, as a search under them); None otherwise: another
+        tenant's name, a draft, or an article above the reader's slots."""
+        slug = name.rsplit("/", 1)[-1]
+        if not SLUG.fullmatch(slug) or f"articles/{name}" != article_id(tenant, slug):
+            return None
+        record = self.record(tenant, slug, slots)
+        if record is None or record.get("status") != "published":
+            return None
+        where = build_filters(self.rules, dict(slots), strict=False).enforced
+        return record if kb.readable_sources([record["id"]], where) else None
 
     def _required(self, tenant: str, slug: str, slots: Mapping[str, str]) -> dict[str, Any]:
         record = self.record(tenant, slug, slots)
@@ -413,7 +492,12 @@ class Articles:
             draft = record["status"] != "published"
             if draft and not record.get("preview"):
                 record["preview"] = uuid.uuid4().hex
-            text = front_matter(draft_of(record), tenant, record.get("preview") if draft else None)
+            text = front_matter(
+                draft_of(record),
+                tenant,
+                record.get("preview") if draft else None,
+                None if draft else record.get("url"),
+            )
             path = self.path(tenant, slug)
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 self._write(kb, path, text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -100,11 +100,14 @@ async def check_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
 
 
 @router.post("/{slug}/publish", response_model=ArticleRecord)
-async def publish_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
-    """Give the article its access level (409 before a check answered from it; 404 for an
-    article the key may not read)."""
+async def publish_article(slug: str, who: Admin, pilot: Pilot, request: Request) -> ArticleRecord:
+    """Give the article its access level and its URL on this service (409 before a check
+    answered from it; 404 for an article the key may not read)."""
     kb = pilot.runtime.knowledge_base()
-    record = await _run(pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb)
+    base = str(request.base_url)  # as the lead reached the service (behind nginx: its host)
+    record = await _run(
+        pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb, base
+    )
     pilot.gap_reports.clear()  # the gaps it answers read addressed at once
     return ArticleRecord(**record)
 

@@ -419,3 +419,49 @@ def test_a_deployment_without_tenants_keeps_its_article_names(settings, example_
         ]
         _, answered = ask(client, "c-1", MARS, key="web")
         assert [c["source_id"] for c in answered["citations"]] == ["articles/mars-shipping"]
+
+
+def test_a_published_articles_citation_opens_within_its_tenant_and_access(client):
+    """The answer's citation of a desk article carries its URL on the service: it opens for a
+    reader of the article's tenant, and is 404 (never the text) for another tenant's key, for
+    a key below the article's access, and for an article still a draft."""
+    published = publish(client, "lead", ACME_MARS)
+    assert published["url"] == "http://testserver/help/articles/acme/mars-shipping"
+    _, answered = ask(client, "c-1", MARS)
+    [citation] = answered["citations"]
+    assert citation["url"] == published["url"], citation
+    opened = client.get(citation["url"], headers=auth("backend"))
+    assert opened.status_code == 200 and "Parcels to Mars arrive within 3 weeks." in opened.text
+    assert opened.headers["content-type"].startswith("text/plain")
+    assert opened.headers["x-content-type-options"] == "nosniff"
+    assert client.get(citation["url"]).status_code == 401
+    # globex has an article of that name too: acme's address still names acme's, never globex's
+    theirs = {**ACME_MARS, "text": "# Mars\n\nWe ship to Mars. Parcels to Mars arrive within 5 weeks."}
+    assert (
+        client.get(
+            publish(client, "globex-lead", theirs)["url"], headers=auth("globex-backend")
+        ).status_code
+        == 200
+    )
+    for key in ("globex-backend", "globex-lead"):
+        refused = client.get(citation["url"], headers=auth(key))
+        assert refused.status_code == 404 and "3 weeks" not in refused.text, refused.text
+
+    members = {
+        "slug": "member-returns",
+        "title": "Free returns for members",
+        "text": "# Free returns for members\n\nMembers return any order for free within 60 days.",
+        "access": "customer",
+        "questions": ["Can members return an order for free?"],
+    }
+    record = publish(client, "junior-lead", members)
+    assert client.get(record["url"], headers=auth("junior-lead")).status_code == 200
+    below = client.get(record["url"], headers=auth("backend"))  # public slots: may not read it
+    assert below.status_code == 404 and "60 days" not in below.text
+    # taken back to draft by a new save: no longer served
+    client.post(
+        "/v1/articles",
+        json={**members, "text": members["text"] + " Ask us."},
+        headers=auth("junior-lead"),
+    )
+    assert client.get(record["url"], headers=auth("junior-lead")).status_code == 404

@@ -1,0 +1,109 @@
+"""Choose the similarity floor under which a conversation's topic is "other".
+
+The lead's report names every conversation after the page nearest its first question
+(``service/topics.py``). A question on a subject the knowledge base lacks still has a nearest
+page ("Do you ship to Antarctica?" -> Payment methods), so a name is kept only when the
+question's MiniLM cosine to that page's passage reaches the floor. Questions that belong to a
+page: the answerable ones of the examples/ answer sets (a page of examples/kb answers each);
+questions that do not: ``examples/gaps/paraphrase-groups.jsonl`` (subjects examples/kb does not
+cover). The unanswerable questions of the answer sets touch a page without being answered by
+it: listed, not fitted. Each floor is read by the share of each kept named / sent to "other";
+the shipped floor is the highest that keeps every answerable question named.
+
+    python bench/topic_floor.py [--data-dir DIR]
+
+Writes bench/results/topic_floor.{md,json}.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from _common import ROOT, comparison_parser, open_answer_set, table, write_results
+
+from evaluation.answer_sets import load_answer_set
+from service.topics import TOPIC_FLOOR, nearest_page, similarity
+
+SETS = ROOT / "examples" / "answer-sets"
+PACKS = ("near-miss", "support-problems", "support-requests")
+GAPS = ROOT / "examples" / "gaps" / "paraphrase-groups.jsonl"
+FLOORS = [round(0.20 + 0.02 * n, 2) for n in range(16)]
+
+
+def scored(data_dir: Any) -> list[dict[str, Any]]:
+    """Every question with its kind, nearest page and cosine to that page's passage."""
+    opened = open_answer_set(SETS / PACKS[0], data_dir)  # the three packs share examples/kb
+    slots = dict(opened.answer_set.slots)
+    nearest = nearest_page(opened.retriever, slots)
+    asked = [
+        (q.question, "answerable" if q.answerable else "touched", q.doc_ids)
+        for pack in PACKS
+        for q in load_answer_set(SETS / pack).questions
+    ]
+    rows = [json.loads(line) for line in GAPS.read_text(encoding="utf-8").splitlines() if line]
+    asked += [(r["text"], "uncovered", []) for r in rows]
+    found = []
+    for text, kind, pages in asked:
+        page = nearest(text)
+        passage = str(page.fields.get("hit_text") or "") if page else ""
+        found.append(
+            {
+                "question": text,
+                "kind": kind,
+                "page": page.source_id if page else "",
+                "right_page": bool(page and page.source_id in pages),
+                "cosine": round(similarity(opened.kb.encoders.dense.encode, text, passage), 3),
+            }
+        )
+    opened.close()
+    return found
+
+
+def main() -> None:
+    args = comparison_parser(__doc__, "/tmp/supportcrew-topic-floor").parse_args()
+    rows = scored(args.data_dir)
+    by_kind = {
+        k: [r["cosine"] for r in rows if r["kind"] == k] for k in ("answerable", "touched", "uncovered")
+    }
+    cuts = [
+        {
+            "floor": floor,
+            "answerable_named": sum(c >= floor for c in by_kind["answerable"]),
+            "touched_named": sum(c >= floor for c in by_kind["touched"]),
+            "uncovered_other": sum(c < floor for c in by_kind["uncovered"]),
+        }
+        for floor in FLOORS
+    ]
+    keeps_all = max(c["floor"] for c in cuts if c["answerable_named"] == len(by_kind["answerable"]))
+    n = {k: len(v) for k, v in by_kind.items()}
+    lines = [
+        f"# Topic similarity floor ({n['answerable']} answerable, {n['touched']} touched, "
+        f"{n['uncovered']} uncovered questions)",
+        "",
+        *table(
+            ["floor", "answerable named", "touched named", "uncovered to other"],
+            [
+                [
+                    c["floor"],
+                    f"{c['answerable_named']}/{n['answerable']}",
+                    f"{c['touched_named']}/{n['touched']}",
+                    f"{c['uncovered_other']}/{n['uncovered']}",
+                ]
+                for c in cuts
+            ],
+        ),
+        "",
+        f"Lowest answerable cosine {min(by_kind['answerable'])}; highest uncovered "
+        f"{max(by_kind['uncovered'])}. The highest floor keeping every answerable question "
+        f"named: {keeps_all}; shipped: {TOPIC_FLOOR}.",
+    ]
+    write_results(
+        "topic_floor",
+        lines,
+        {"cuts": cuts, "keeps_all": keeps_all, "shipped": TOPIC_FLOOR, "rows": rows},
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""A conversation's topic: the page nearest its question, or none when no page is near enough
+(``service.topics.TOPIC_FLOOR``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.topics import nearest_page, topic_namer
+from storage.retrieval.retriever import QdrantRetriever
+
+pytestmark = pytest.mark.integration
+SLOTS = {"access_level": "customer"}
+
+
+def test_a_question_far_from_every_page_is_about_none(example_kb):
+    retriever = QdrantRetriever(kb=example_kb)
+    name = topic_namer(retriever, example_kb.encoders.dense.encode, "acme")
+    far = "Do you ship to Antarctica?"
+    # a page is still the nearest (the gap report names it), but nothing about it is near
+    assert nearest_page(retriever, {**SLOTS, "tenant": "acme"})(far) is not None
+    assert name(far, SLOTS) == ""
+    assert name("Can I earn a commission for referring customers?", SLOTS) == ""
+    assert name("How do I export our workspace data?", SLOTS) == "data/export.md"
+    assert name("How long does a refund take?", SLOTS) == "billing/refunds.md"
