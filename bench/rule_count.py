@@ -4,8 +4,9 @@ and storage/kb/.
 Counts, per module: ``re.compile`` calls; the string items of literal tuples, lists and sets of
 five or more strings (word lists; a ``Literal[...]`` type is not one, nor a tuple that names a
 model's features or payload fields, ``FEATURES = ("reading", ...)``, ``fields=(...)``: names,
-not rules); and the words of a word list written as one string, ``_set("yes yeah yep ...")`` or ``"yes yeah yep ...".split()``
-(the ``split`` receiver or a set helper's argument, five or more lower-case words).
+not rules); and the words of a word list written as one string, ``_set("yes yeah yep ...")``
+or ``"yes yeah yep ...".split()`` (the ``split`` receiver or a set helper's argument, five or
+more lower-case words).
 
     python -m bench.rule_count [--json] [--root CHECKOUT]
 """

@@ -10,7 +10,7 @@ cover). The unanswerable questions of the answer sets touch a page without being
 it: listed, not fitted. Each floor is read by the share of each kept named / sent to "other";
 the shipped floor is the highest that keeps every answerable question named.
 
-    python bench/topic_floor.py [--data-dir DIR]
+    python -m bench.topic_floor [--data-dir DIR]
 
 Writes bench/results/topic_floor.{md,json}.
 """
@@ -20,8 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from _common import ROOT, comparison_parser, open_answer_set, table, write_results
-
+from bench._common import ROOT, comparison_parser, open_answer_set, table, write_results
 from evaluation.answer_sets import load_answer_set
 from service.topics import TOPIC_FLOOR, nearest_page, similarity
 
