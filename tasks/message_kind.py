@@ -36,6 +36,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from storage.text import split_sentences
+from tasks.courtesy import asks_something
 from tasks.schemas import HistoryTurn, MessageKind
 
 Label = Literal[
@@ -182,9 +183,17 @@ def says_goodbye(kind: MessageKind) -> bool:
 
 def kind_of(turn: Mapping[str, Any]) -> MessageKind:
     """A stored turn's kind, as read at intake; a turn stored before kinds were is a question
-    (only questions were stored then)."""
+    when it asks ("?") or holds more than small talk (``tasks/courtesy.asks_something``), else
+    courtesy.
+
+    >>> kind_of({"user": "Thanks, bye!"}), kind_of({"user": "Can I pay by card?"})
+    ('courtesy', 'question')
+    """
     stored = turn.get("kind")
-    return stored if stored in KINDS else "question"  # type: ignore[no-any-return]
+    if stored in KINDS:
+        return stored  # type: ignore[no-any-return]
+    said = str(turn.get("user", ""))
+    return "question" if "?" in said or asks_something(said) else "courtesy"
 
 
 def asked_something(turn: Mapping[str, Any]) -> bool:

@@ -100,7 +100,9 @@ def test_contact_details_need_an_address_or_a_number(kinds):
 def test_stored_kinds_decide_what_was_asked():
     assert not asked_something({"user": "yes", "kind": "accept"})
     assert not asked_something({"user": "jo@example.com", "kind": "contact"})
-    assert asked_something({"user": "and how do I ask for it?"})  # stored before kinds were
+    # stored before kinds were: more than small talk is a question
+    assert asked_something({"user": "and how do I ask for it?"})
+    assert not asked_something({"user": "Thanks, bye!"})
     assert asked_something({"user": "I want a human", "kind": "person"})
 
 
