@@ -189,6 +189,11 @@ def main() -> None:
         )
         for name, said in (("learned", ours), ("rules", rules))
     }
+    asked = [n for n, truth in enumerate(held_truth) if ROUTE[truth] == "question"]
+    unsearched = {
+        name: sum(ROUTE[said[n]] != "question" for n in asked)
+        for name, said in (("learned", ours), ("rules", rules))
+    }
     wrong = [
         f"{t!r}: {truth} read as {s}"
         for t, truth, s in zip(held_texts, held_truth, ours, strict=True)
@@ -207,7 +212,10 @@ def main() -> None:
         "",
         f"Held-out accuracy: learned {accuracy['learned']}, rules {accuracy['rules']}. "
         f"Routed the same way as the label (a question of any kind, a greeting, thanks, yes, "
-        f"no, a person, contact): learned {routed['learned']}, rules {routed['rules']}.",
+        f"no, a person, contact): learned {routed['learned']}, rules {routed['rules']}. "
+        f"Questions, problems and follow-ups not searched (read as courtesy, yes / no, a "
+        f"person or contact details): learned {unsearched['learned']} of {len(asked)}, rules "
+        f"{unsearched['rules']}.",
         "",
         *table(
             ["label", "examples", "held out", "learned P / R", "rules P / R"],
@@ -230,7 +238,13 @@ def main() -> None:
     write_results(
         "message_kind",
         lines,
-        {"learned": learned, "rules": ruled, "accuracy": accuracy, "routed": routed},
+        {
+            "learned": learned,
+            "rules": ruled,
+            "accuracy": accuracy,
+            "routed": routed,
+            "unsearched": unsearched,
+        },
     )
     if args.dry_run:
         return
@@ -247,6 +261,7 @@ def main() -> None:
         f"{PERSON_PRECISION} (5 folds of every example); {person_at} on the training split",
         "held_out_accuracy": accuracy,
         "held_out_routed": routed,
+        "held_out_questions_unsearched": {**unsearched, "of": len(asked)},
         "held_out_per_label": {"learned": learned, "rules": ruled},
         "fitted_by": "python -m training.message_kind",
     }
