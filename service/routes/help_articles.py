@@ -2,25 +2,43 @@
 (``service.articles.article_url``). Read like a search: with any key that holds conversations
 or works the desk (a widget's session token too), within the key's tenant and under its
 enforced slots, decided in the store; an article of another tenant, a draft or one above the
-key's slots is 404, never its text. Served as plain text (its Markdown: nothing in it is
-markup a browser runs), counted against the key's ``searches``.
+key's slots is 404, never its text. Without a key (a citation link opened in a browser) the
+reader is a visitor of the help center of the tenant the path names, with no slots: only what
+the store shows to nobody in particular (public access, no tier, no customer) opens. Served as
+plain text (its Markdown: nothing in it is markup a browser runs), counted against the key's
+``searches``, or a keyless visitor's ``reads`` per address.
 
 Usage::
 
     client.get("/help/articles/acme/mars-shipping", headers={"Authorization": "Bearer KEY"})
+    client.get("/help/articles/acme/mars-shipping")     # a public article, from a citation link
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
-from service.context import Authed, Pilot, require_role
+from service.auth import Caller
+from service.context import Pilot, caller, require_role
 from service.errors import ApiError
 from service.staff_reads import staff_slots
 
 router = APIRouter(tags=["articles"])
+
+
+def help_center_visitor(name: str, address: str | None) -> Caller:
+    """A reader without a key: a visitor of the tenant the path names (``acme/...``), no slots,
+    counted per client address like a widget's visitor.
+
+    >>> help_center_visitor("acme/mars-shipping", "203.0.113.9").tenant
+    'acme'
+    """
+    tenant = name.split("/", 1)[0] if "/" in name else ""
+    return Caller("help-center", tenant, role="customer", publishable=True, address=address)
+
+
 # plain text that no browser sniffs into a page, runs nothing and is never framed
 TEXT_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
@@ -39,10 +57,15 @@ TEXT_HEADERS = {
         }
     },
 )
-async def help_article(name: str, who: Authed, pilot: Pilot) -> Response:
-    """A published article of the key's tenant that its enforced slots may read (404 else)."""
-    require_role(who, "customer", "agent", "admin")
-    await run_in_threadpool(pilot.limits.spend, "searches", who)
+async def help_article(name: str, request: Request, pilot: Pilot) -> Response:
+    """A published article of the reader's tenant that its enforced slots may read (404 else)."""
+    if "authorization" in request.headers:
+        who = caller(request, pilot)
+        require_role(who, "customer", "agent", "admin")
+        await run_in_threadpool(pilot.limits.spend, "searches", who)
+    else:
+        who = help_center_visitor(name, request.client.host if request.client else None)
+        await run_in_threadpool(pilot.limits.spend, "reads", who)
     kb = pilot.runtime.knowledge_base()
     record = await run_in_threadpool(pilot.articles.readable, who.tenant, staff_slots(who), name, kb)
     if record is None:

@@ -434,7 +434,9 @@ def test_a_published_articles_citation_opens_within_its_tenant_and_access(client
     assert opened.status_code == 200 and "Parcels to Mars arrive within 3 weeks." in opened.text
     assert opened.headers["content-type"].startswith("text/plain")
     assert opened.headers["x-content-type-options"] == "nosniff"
-    assert client.get(citation["url"]).status_code == 401
+    # a citation link opened in a browser (no key): a public article opens
+    keyless = client.get(citation["url"])
+    assert keyless.status_code == 200 and "3 weeks" in keyless.text
     # globex has an article of that name too: acme's address still names acme's, never globex's
     theirs = {**ACME_MARS, "text": "# Mars\n\nWe ship to Mars. Parcels to Mars arrive within 5 weeks."}
     assert (
@@ -458,6 +460,8 @@ def test_a_published_articles_citation_opens_within_its_tenant_and_access(client
     assert client.get(record["url"], headers=auth("junior-lead")).status_code == 200
     below = client.get(record["url"], headers=auth("backend"))  # public slots: may not read it
     assert below.status_code == 404 and "60 days" not in below.text
+    keyless = client.get(record["url"])  # nor a browser without a key
+    assert keyless.status_code == 404 and "60 days" not in keyless.text
     # taken back to draft by a new save: no longer served
     client.post(
         "/v1/articles",
