@@ -117,6 +117,7 @@ def test_after_a_hand_off_the_person_gets_the_messages_and_the_queue_shows_the_p
     [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
     # the problem, not "yes please" nor the thanks
     assert row["problem"] == "Do you offer a student discount?"
+    assert row["why"] == "accepted the offer of a person"  # not a bare "Handed off: yes please"
     assert row["session"]["contact_email"] == "sam@example.com"
     assert (row["waiting"], row["urgent"]) == (2, False)
     client.post(
