@@ -213,6 +213,11 @@ def test_on_the_chat_page_yes_to_the_offer_or_the_button_reaches_a_person(server
         question.press("Enter")
         customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
         assert customer.get_by_role("button", name="Talk to a person").is_hidden()
+        # an email typed in the chat is kept: the chat says so and stops asking for it
+        question.fill("you can reach me at jo@example.com")
+        question.press("Enter")
+        customer.get_by_text("a person will answer you at jo@example.com").wait_for()
+        assert customer.locator("form.contact").is_hidden()
 
         customer.get_by_role("button", name="New conversation").click()
         customer.locator("#handoff").wait_for(state="hidden")
