@@ -68,6 +68,9 @@ def test_a_yes_to_the_offer_hands_off_and_the_report_says_handed_off(pilot):
     assert (accepted["verdict"], accepted["handoff"], accepted["kind"]) == ("handoff", True, "accept")
     queue = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
     assert [row["session"]["session_id"] for row in queue] == [offered]
+    # the lead's evidence says the customer accepted, not "handed off after: yes"
+    reason = queue[0]["session"]["handoff_reason"]
+    assert reason == "the customer accepted the offer of a person", reason
 
     declined, [_, no] = converse(client, "c-no", "Do you offer a student discount?", "no thanks")
     assert (no["verdict"], no["handoff"], no["kind"]) == ("idk", False, "decline")
