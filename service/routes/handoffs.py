@@ -56,6 +56,8 @@ QUEUE_FIELDS = (
 )
 URGENT_AFTER_S = 15 * 60  # handed off this long ago and no person has replied: urgent
 URGENT_WAITING = 3  # this many messages wait for a person: urgent
+# why a conversation waits when the customer said a bare "yes" to the offer of a person
+ACCEPTED_OFFER = "accepted the offer of a person"
 
 
 class AgentMessage(BaseModel):
@@ -134,17 +136,22 @@ def customer_label(customer_id: str) -> str:
 
 
 def handoff_why(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
-    """Why a conversation waits: the customer's message that asked for a person, else the
-    last question the assistant could not answer, else the reason given with the hand-off.
+    """Why a conversation waits: the customer's message that asked for a person (a bare "yes"
+    to the offer reads as accepting it), else the last question the assistant could not
+    answer, else the reason given with the hand-off.
 
     >>> handoff_why({"handoff_reason": "button"}, [{"user": "Refund?", "verdict": "idk"},
     ...              {"user": "Can I talk to a human?", "verdict": "handoff"}])
     'Can I talk to a human?'
+    >>> handoff_why({}, [{"user": "yes", "verdict": "handoff", "kind": "accept"}])
+    'accepted the offer of a person'
     """
     asked = [t for t in turns if t.get("user")]
     for verdicts in (("handoff",), ("idk", "suggest", "error")):
         found = [t for t in asked if t.get("verdict") in verdicts]
         if found:
+            if kind_of(found[-1]) == "accept":
+                return ACCEPTED_OFFER
             return str(found[-1]["user"])
     return str(header.get("handoff_reason") or "")
 

@@ -195,7 +195,7 @@ def hand_off_after_turn(
         pilot.store.mark_handoff(
             request.slots.get("tenant", ""),
             request.session_id,
-            handoff_reason(request.message),
+            handoff_reason(request.message, result.kind),
             role="assistant",
         )
     except SessionConflict:
@@ -203,12 +203,17 @@ def hand_off_after_turn(
     return result
 
 
-def handoff_reason(message: str, width: int = 200) -> str:
-    """Why the assistant handed off, as the queue shows it: the customer's own words.
+def handoff_reason(message: str, kind: str = "person", width: int = 200) -> str:
+    """Why the assistant handed off, as the queue shows it: the customer's own words, or, for
+    a bare "yes" to the offer of a person (``kind`` accept), that they accepted it.
 
     >>> handoff_reason("I want to   talk to a person")
     'the assistant handed off after: I want to talk to a person'
+    >>> handoff_reason("yes", "accept")
+    'the customer accepted the offer of a person'
     """
+    if kind == "accept":
+        return "the customer accepted the offer of a person"
     words = " ".join(message.split())
     return "the assistant handed off after: " + (
         words if len(words) <= width else words[: width - 1] + "…"

@@ -28,7 +28,10 @@ async function loadQueue(force) {
 // saying why, then why it was handed off, since when, who has it and the email they left.
 function queueEntry(row) {
   const clip = (text, width) => (text.length > width ? text.slice(0, width - 1) + "…" : text);
-  const problem = row.problem || row.why || row.first_message || "(no message)";
+  // only the customer's own words are quoted: with nothing written (the button at once) the
+  // service falls back to the hand-off's reason, which the "Handed off:" line says
+  const reason = row.session.handoff_reason;
+  const problem = (row.problem !== reason && row.problem) || row.first_message || "";
   const why = row.why && row.why !== problem ? row.why : "";
   const holder = row.session.taken_by ? `taken by ${row.session.taken_by}` : "nobody has it";
   const since = row.session.handoff_at || row.session.created;
@@ -36,7 +39,7 @@ function queueEntry(row) {
     `; ${row.waiting} later message${row.waiting === 1 ? "" : "s"} unanswered` : "";
   const open = element("button", { type: "button", className: "row" },
     element("span", { className: "problem" }, element("strong", {}, row.customer),
-            `: “${clip(problem, 160)}”`));
+            problem ? `: “${clip(problem, 160)}”` : " (no message yet)"));
   if (row.urgent) {
     open.append(element("span", { className: "flag urgent" }, `Urgent: ${row.urgent_why}`));
   }

@@ -225,6 +225,16 @@
       doneAsking(false);
     });
 
+    function emailNote(address) {
+      return "Thanks: if you leave, a person will answer you at " + address + ".";
+    }
+
+    // The email the session keeps for a person to answer at (null: none yet).
+    async function keptEmail() {
+      const data = await call(base, `/v1/sessions/${chat.session}`, chat.credential);
+      return data.session.contact_email || null;
+    }
+
     function stopPolling() {
       if (chat.polling) clearInterval(chat.polling);
       chat.polling = null;
@@ -347,7 +357,14 @@
         }
         showError("");
         const repliedBefore = chat.replied;
-        if (result.answer) {
+        // an email typed while waiting for a person is kept as the form keeps it: say so, and
+        // the form stops asking for it
+        const typed = chat.handedOff && result.kind === "contact" && !contact.hidden
+          ? await keptEmail() : null;
+        if (typed) {
+          contact.hidden = true;
+          addMessage("note", emailNote(typed));
+        } else if (result.answer) {
           const item = addMessage(chat.handedOff ? "note" : "assistant", result.answer);
           item.dataset.verdict = result.verdict;
           addCitations(item, result.citations || []);
@@ -399,7 +416,7 @@
         await call(base, `/v1/sessions/${chat.session}/contact`, chat.credential, { email: address });
         showError("");
         contact.hidden = true;
-        addMessage("note", "Thanks: if you leave, a person will answer you at " + address + ".");
+        addMessage("note", emailNote(address));
       } catch (err) { showError(err); }
     });
 

@@ -213,6 +213,11 @@ def test_on_the_chat_page_yes_to_the_offer_or_the_button_reaches_a_person(server
         question.press("Enter")
         customer.locator("#handoff").wait_for(state="visible", timeout=60_000)
         assert customer.get_by_role("button", name="Talk to a person").is_hidden()
+        # an email typed in the chat is kept: the chat says so and stops asking for it
+        question.fill("you can reach me at jo@example.com")
+        question.press("Enter")
+        customer.get_by_text("a person will answer you at jo@example.com").wait_for()
+        assert customer.locator("form.contact").is_hidden()
 
         customer.get_by_role("button", name="New conversation").click()
         customer.locator("#handoff").wait_for(state="hidden")
@@ -220,5 +225,16 @@ def test_on_the_chat_page_yes_to_the_offer_or_the_button_reaches_a_person(server
         customer.get_by_role("button", name="Talk to a person").click()
         customer.locator("#handoff").wait_for(state="visible", timeout=20_000)
         assert waiting() == before + 2  # two conversations, each handed to people
+
+        # the desk says why each waits, quoting only what the customer wrote
+        agent = open_desk(browser.new_page(), server, "ana-key")
+        agent.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        offered = agent.locator("#queue button", has_text="Do you ship to Antarctica?").last
+        offered.wait_for()
+        assert "Handed off: accepted the offer of a person" in offered.inner_text()
+        button = agent.locator("#queue button").last  # oldest first: the newest is last
+        text = button.inner_text()
+        assert " (no message yet)" in text and "Handed off: requested by the customer" in text
+        assert "“" not in text, text  # the reason is not quoted as if the customer wrote it
         assert not problems, problems
         browser.close()

@@ -193,6 +193,10 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         phone.locator("#list tr").first.wait_for()
         wide = phone.evaluate("document.documentElement.scrollWidth")
         assert wide <= 390, f"the page scrolls sideways on a phone: {wide} px"
+        # only the list drops a column on a phone: topics keep Unanswered, articles Hand-offs
+        assert phone.get_by_role("columnheader", name="Unanswered").is_visible()
+        assert phone.get_by_role("columnheader", name="Hand-offs").is_visible()
+        assert phone.get_by_role("columnheader", name="Resolved by").is_hidden()
         phone.screenshot(path=str(shots / "lead-phone.png"), full_page=True)
         assert not problems, problems
         browser.close()

@@ -68,6 +68,9 @@ def test_a_yes_to_the_offer_hands_off_and_the_report_says_handed_off(pilot):
     assert (accepted["verdict"], accepted["handoff"], accepted["kind"]) == ("handoff", True, "accept")
     queue = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
     assert [row["session"]["session_id"] for row in queue] == [offered]
+    # the lead's evidence says the customer accepted, not "handed off after: yes"
+    reason = queue[0]["session"]["handoff_reason"]
+    assert reason == "the customer accepted the offer of a person", reason
 
     declined, [_, no] = converse(client, "c-no", "Do you offer a student discount?", "no thanks")
     assert (no["verdict"], no["handoff"], no["kind"]) == ("idk", False, "decline")
@@ -117,6 +120,7 @@ def test_after_a_hand_off_the_person_gets_the_messages_and_the_queue_shows_the_p
     [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
     # the problem, not "yes please" nor the thanks
     assert row["problem"] == "Do you offer a student discount?"
+    assert row["why"] == "accepted the offer of a person"  # not a bare "Handed off: yes please"
     assert row["session"]["contact_email"] == "sam@example.com"
     assert (row["waiting"], row["urgent"]) == (2, False)
     client.post(
