@@ -180,12 +180,13 @@ def normal(text: str) -> str:
 def clearest_question(questions: Sequence[str]) -> str:
     """A draft's title: the shortest of ``questions`` that asks something (small talk alone
     does not, ``tasks.courtesy.asks_something``), trimmed to its asking sentence (a question
-    where it has one), without its "?", cut at a word to ``TITLE_CHARS``.
+    where it has one, its "?" kept: a help centre titles an article with the question its
+    readers ask), cut at a word to ``TITLE_CHARS``.
 
     >>> clearest_question(["Hello! Our team works at a research station and orders keep "
     ...     "getting stuck in customs, so can you ship there at all?", "Thanks!",
     ...     "Hi. Do you ship to Antarctica? We need parts."])
-    'Do you ship to Antarctica'
+    'Do you ship to Antarctica?'
     """
     said = [q for q in (" ".join(str(q).split()) for q in questions) if q]
     if not said:
@@ -193,7 +194,7 @@ def clearest_question(questions: Sequence[str]) -> str:
     chosen = min((q for q in said if asks_something(q)), key=len, default=said[0])
     sentences = [s for s in split_sentences(chosen) if asks_something(s)] or [chosen]
     sentence = next((s for s in sentences if s.endswith("?")), sentences[0])
-    return cut_at_word(sentence.rstrip("?").strip(), TITLE_CHARS) or "New article"
+    return cut_at_word(sentence.strip(), TITLE_CHARS) or "New article"
 
 
 def cut_at_word(text: str, limit: int) -> str:

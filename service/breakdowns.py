@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from service.outcomes import Tile, tiles
 
-ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence")
+ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence", "decided_by", "marks")
 OTHER = "other (no page named, or one above your access)"
 # a conversation citing an article that ended here: the article did not settle the question
 FAILED = ("reopened", "unanswered", "handed_off", "resolved_by_person", "suggested")
@@ -42,10 +42,12 @@ class ArticleOutcomes(BaseModel):
     title: str
     conversations: int
     tiles: list[Tile]
-    helpful: int  # the customer's marks on the conversation's last answer
+    helpful: int  # the customer's marks on the answers that cited it
     not_helpful: int
-    handoffs: int  # handed to a person after the article was cited
-    failing: int  # conversations that did not end resolved (``FAILED``) or were marked down
+    handoffs: int  # handed to a person right after an answer that cited it
+    # conversations whose last answer cited it and that did not end resolved (``FAILED``),
+    # or where an answer citing it was marked not helpful
+    failing: int
     failing_percent: int
 
 
@@ -90,24 +92,37 @@ def by_topic(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> li
 
 def by_article(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> list[ArticleOutcomes]:
     """Per cited article the key may read, the ones that fail most first (share, then count).
+    A conversation counts against an article when its last answer cited it (``decided_by``)
+    or an answer citing it was marked not helpful; an earlier answer that helped is not
+    blamed for what came after.
 
-    >>> [(a.source_id, a.failing_percent) for a in by_article(
-    ...     [{"label": "handed_off", "topic": ["a.md"]}, {"label": "assumed", "topic": ["b.md"]}],
+    >>> [(a.source_id, a.failing, a.handoffs) for a in by_article(
+    ...     [{"label": "handed_off", "topic": ["a.md", "b.md"], "decided_by": ["b.md"],
+    ...       "marks": {"a.md": {"up": 1, "down": 0}}},
+    ...      {"label": "assumed", "topic": ["a.md"], "decided_by": ["a.md"]}],
     ...     {"a.md": "A", "b.md": "B"})]
-    [('a.md', 100), ('b.md', 0)]
+    [('b.md', 1, 1), ('a.md', 0, 0)]
     """
     labels: dict[str, Counter[str]] = defaultdict(Counter)
     marks: dict[str, Counter[str]] = defaultdict(Counter)
     failing: Counter[str] = Counter()
+    handoffs: Counter[str] = Counter()
     for row in rows:
-        rating = ((row.get("evidence") or {}).get("feedback") or {}).get("rating")
         label = str(row.get("label"))
-        for page in row.get("topic") or []:
+        cited = list(row.get("topic") or [])
+        decided, marked = set(row.get("decided_by") or ()), row.get("marks") or {}
+        if "decided_by" not in row:  # stored before answers were told apart: every page
+            rating = ((row.get("evidence") or {}).get("feedback") or {}).get("rating")
+            decided = set(cited)
+            marked = {p: {str(rating): 1} for p in cited}
+        for page in cited:
             if page not in titles:
                 continue
             labels[page][label] += 1
-            marks[page][str(rating)] += 1
-            failing[page] += label in FAILED or rating == "down"
+            up, down = (int((marked.get(page) or {}).get(r, 0)) for r in ("up", "down"))
+            marks[page].update(up=up, down=down)
+            failing[page] += (label in FAILED and page in decided) or down > 0
+            handoffs[page] += label in ("handed_off", "resolved_by_person") and page in decided
     found = []
     for page, counted in labels.items():
         whole = sum(counted.values())
@@ -119,7 +134,7 @@ def by_article(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> 
                 tiles=tiles(counted),
                 helpful=marks[page]["up"],
                 not_helpful=marks[page]["down"],
-                handoffs=counted["handed_off"] + counted["resolved_by_person"],
+                handoffs=handoffs[page],
                 failing=failing[page],
                 failing_percent=round(100 * failing[page] / whole),
             )

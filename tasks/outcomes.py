@@ -97,6 +97,11 @@ class Outcome:
     verified: bool = False
     # the customer's answer to "Did we solve your problem today?": "yes", "no" or "" (none)
     csat: str = ""
+    # the pages the last question's answer cited: what the label says of (a hand-off after
+    # an unanswered question is not the fault of an earlier answer's page)
+    decided_by: list[str] = field(default_factory=list)
+    # per cited page, the customer's marks on the answers that cited it: {"up": n, "down": n}
+    marks: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
         """Its fields as a dict (shallow: a report builds one per conversation it shows)."""
@@ -105,6 +110,26 @@ class Outcome:
 
 def _questions(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [t for t in turns if asked_something(t)]
+
+
+def page_marks(
+    turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """Per page, the marks on the answers that cited it (each mark counts once per page).
+
+    >>> page_marks([{"turn_index": 0, "citations": ["a.md"]}, {"turn_index": 1, "citations": []}],
+    ...            [{"turn_index": 0, "rating": "up"}, {"turn_index": 1, "rating": "down"}])
+    {'a.md': {'up': 1, 'down': 0}}
+    """
+    cited = {int(t["turn_index"]): set(t.get("citations", [])) for t in turns if "turn_index" in t}
+    found: dict[str, dict[str, int]] = {}
+    for mark in feedback:
+        rating = mark.get("rating")
+        if rating not in ("up", "down"):
+            continue
+        for page in sorted(cited.get(int(mark["turn_index"]), ())):
+            found.setdefault(str(page), {"up": 0, "down": 0})[rating] += 1
+    return found
 
 
 def _unclosed_courtesy(turns: Sequence[dict[str, Any]], after: int) -> int | None:
@@ -149,6 +174,8 @@ def label(
         topic=topic,
         first_question=str(asked[0]["user"])[:300],
         topic_id=next((str(c) for t in asked for c in t.get("citations", [])), ""),
+        decided_by=sorted({str(c) for c in last.get("citations", [])}),
+        marks=page_marks(turns, feedback),
     )
     evidence: dict[str, Any] = {"last_question_turn": index, "verdict": last.get("verdict")}
     if index in ratings:

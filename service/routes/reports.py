@@ -226,6 +226,7 @@ async def topics(who: Admin, pilot: Pilot, days: int = Query(30, ge=1, le=366)) 
 @router.get("/articles", response_model=ArticleReport)
 async def articles(who: Admin, pilot: Pilot, days: int = Query(30, ge=1, le=366)) -> ArticleReport:
     """Per article: the conversations whose answers cited it, their outcomes, the marks on
-    their last answer and the hand-offs that followed; the articles that fail most first."""
+    the answers that cited it and the hand-offs right after one; the articles that fail most
+    first (a conversation fails an article when its last answer cited it)."""
     rows, titles = await run_in_threadpool(breakdown_titles, pilot, who, days)
     return ArticleReport(since_day=window(time.time(), days)[0], articles=by_article(rows, titles))

@@ -112,6 +112,16 @@ def typed_email(message: str) -> str | None:
     return None
 
 
+def keep_typed_email(pilot: PilotContext, tenant: str, session_id: str, message: str) -> None:
+    """Contact details typed in the chat ("you can reach me at jo@example.com"): the email is
+    kept on the session as the hand-off's form keeps it, so a person can answer later."""
+    email = typed_email(message)
+    if email is not None:
+        pilot.store.apply(
+            tenant, session_id, "message", "customer", "", lambda _h, _c: {"contact_email": email}
+        )
+
+
 def sse_event(name: str, data: dict[str, Any]) -> str:
     """One server-sent event."""
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
@@ -160,6 +170,10 @@ def start_turn(
         async with pilot.locks[lock]:
             started = time.time()
             result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
+            if result.kind == "contact":
+                await run_in_threadpool(
+                    keep_typed_email, pilot, who.tenant, request.session_id, request.message
+                )
             if result.handoff:  # the gate handed the conversation to people
                 result = await run_in_threadpool(hand_off_after_turn, pilot, request, result, who)
             touched(pilot, who.tenant, request.session_id)
@@ -386,16 +400,8 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], mes
         memory.release_turn(scope, session_id, index)
         too_many_waiting(ahead - 1)
     remember_entities(memory, scope, session_id, index, message)
-    email = typed_email(message) if kind == "contact" else None
-    if email is not None:  # "you can reach me at jo@example.com": kept as at the hand-off's form
-        pilot.store.apply(
-            who.tenant,
-            session_id,
-            "message",
-            "customer",
-            "",
-            lambda _h, _c: {"contact_email": email},
-        )
+    if kind == "contact":
+        keep_typed_email(pilot, who.tenant, session_id, message)
     noted = any(t.get("status") == WAITING_FOR_AGENT for t in before)
     return TurnResult(
         session_id=header["session_id"],

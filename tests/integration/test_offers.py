@@ -146,3 +146,8 @@ def test_an_email_typed_while_waiting_reaches_the_desk(pilot):
     assert (asked["kind"], left["kind"]) == ("question", "contact")
     [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
     assert row["session"]["contact_email"] == "jo.k@example.com"
+    # before any hand-off too: the reply says the details are kept, and they are
+    early, [said] = converse(client, "c-early", "my email is sam.r@example.com")
+    assert said["kind"] == "contact" and said["answer"].startswith("Thanks, we have your details")
+    mine = client.get(f"/v1/sessions/{early}", headers=bearer("backend")).json()
+    assert mine["session"]["contact_email"] == "sam.r@example.com"

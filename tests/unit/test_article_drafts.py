@@ -24,9 +24,9 @@ class NoReplies:
 
 def test_a_gap_drafts_a_short_title_from_its_clearest_question():
     proposal = draft(NoReplies(), "acme", [RAMBLING, "Thanks!", "Do you ship to Antarctica?"])
-    assert proposal["title"] == "Do you ship to Antarctica"
+    assert proposal["title"] == "Do you ship to Antarctica?"
     assert proposal["slug"] == "do-you-ship-to-antarctica"
-    assert proposal["text"].startswith("# Do you ship to Antarctica\n")
+    assert proposal["text"].startswith("# Do you ship to Antarctica?\n")
     assert RAMBLING in proposal["text"]  # every question still heads its place for an answer
 
 

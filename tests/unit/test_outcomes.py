@@ -193,3 +193,24 @@ def test_the_closing_answer_is_kept_beside_the_label_and_counted_per_conversatio
     assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (2, 1, 0.5)
     [none] = daily_rates([unasked])
     assert none["csat_answers"] == 0 and none["csat_rate"] is None
+
+
+def test_an_article_is_blamed_only_for_what_came_after_its_own_answer():
+    """A helpful refund answer, then a question nobody could answer and a hand-off: the
+    hand-off counts against the page of the last answer (none here), not the refund page; the
+    mark counts on the page its answer cited."""
+    from service.breakdowns import by_article
+
+    refund = asked(0, "How long does a refund take?", "answered", T0, ["billing/refunds.md"])
+    mars = asked(1, "Do you ship to Mars?", "idk", T0 + 40)
+    mark = [{"turn_index": 0, "rating": "up", "ts": T0 + 20}]
+    handed = dict(handoff_at=T0 + 50, handoff_reason="the customer accepted the offer")
+    found = outcome([refund, mars], mark, **handed)
+    assert (found.label, found.decided_by) == ("handed_off", [])
+    assert found.marks == {"billing/refunds.md": {"up": 1, "down": 0}}
+    [article] = by_article([found.row()], {"billing/refunds.md": "Refunds"})
+    assert (article.failing, article.handoffs, article.helpful) == (0, 0, 1)
+    # a hand-off right after the refund answer does count against it
+    after = outcome([refund], [], **handed)
+    [blamed] = by_article([after.row()], {"billing/refunds.md": "Refunds"})
+    assert (blamed.failing, blamed.handoffs) == (1, 1)
