@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from config.settings import PilotSettings
@@ -33,6 +34,7 @@ from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, 
 OUTCOMES = "pilot_outcomes"
 ANONYMOUS_MARK = "anonymous"  # confirmed by an anonymous visitor's mark
 _NAMESPACE = uuid.UUID("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
+BACKFILL_PAGE = 2000  # session ids checked for a stored outcome at a time (at start)
 
 
 INDEXED = (
@@ -159,19 +161,23 @@ class OutcomeStore:
         return len(quiet)
 
     def backfill(self, pilot_store: Any, memory: Any, now: float, pilot: PilotSettings) -> int:
-        """Label, once, every conversation that has no stored outcome yet."""
+        """Label, once, every conversation that has no stored outcome yet. The tenant's session
+        ids are read a page at a time (the id alone) and each page's stored outcomes looked up
+        by id: what a start holds does not grow with the conversations stored, and a store
+        whose conversations are labelled has none of its turns read."""
         done = 0
         for tenant in pilot_store.tenants():
-            stored = {
-                r.payload["session_id"]
-                for r in self.store.scroll(OUTCOMES, Match("tenant", (tenant,)), fields=("session_id",))
-            }
-            missing = [
-                h["session_id"] for h in pilot_store.sessions(tenant) if h["session_id"] not in stored
-            ]
-            if missing:
-                self.refresh(pilot_store, memory, tenant, missing, now, pilot)
-                done += len(missing)
+            ids = iter(pilot_store.session_ids(tenant))
+            while page := list(islice(ids, BACKFILL_PAGE)):
+                where = AllOf((Match("tenant", (tenant,)), Match("session_id", tuple(page))))
+                stored = {
+                    r.payload["session_id"]
+                    for r in self.store.scroll(OUTCOMES, where, fields=("session_id",))
+                }
+                missing = [session_id for session_id in page if session_id not in stored]
+                if missing:
+                    self.refresh(pilot_store, memory, tenant, missing, now, pilot)
+                    done += len(missing)
         return done
 
     def get(self, tenant: str, session_id: str) -> Outcome | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from service.session_state import Role, SessionConflict, Status, Verb, move
@@ -53,6 +53,7 @@ class PilotStore:
             sparse=False,
             tokens=False,
             keyword_indexes=("tenant", "session_id", "status"),
+            dense_in_ram=False,  # headers and marks are filtered, never searched by meaning
         )
         for name in (SESSIONS, FEEDBACK):
             if not store.has_collection(name):
@@ -207,9 +208,15 @@ class PilotStore:
         found = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
         return sorted((r.payload for r in found), key=lambda h: h["created"])
 
+    def session_ids(self, tenant: str) -> Iterator[str]:
+        """Every session id of the tenant, in the store's order, read a page at a time (the
+        id alone: the caller holds what it keeps, not every header)."""
+        for record in self.store.scroll(SESSIONS, Match("tenant", (tenant,)), fields=("session_id",)):
+            yield record.payload["session_id"]
+
     def tenants(self) -> list[str]:
         """The tenants that hold sessions ("" for sessions of keys without one)."""
-        return sorted({r.payload["tenant"] for r in self.store.scroll(SESSIONS)})
+        return sorted({r.payload["tenant"] for r in self.store.scroll(SESSIONS, fields=("tenant",))})
 
     def handoffs(self, tenant: str) -> list[dict[str, Any]]:
         """Sessions waiting for a person: handed off, not resolved, oldest hand-off first. Only

@@ -29,7 +29,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -185,7 +185,8 @@ class MemoryStore:
         with self._merge_lock:
             for name in COLLECTIONS:
                 if not self.store.has_collection(name):
-                    self.store.create_collection(name, spec)
+                    # only the long-term memories are searched by meaning (``recall``)
+                    self.store.create_collection(name, replace(spec, dense_in_ram=name == MEMORIES))
             self._ready = True
 
     def _vector(self, text: str) -> Any:

@@ -63,7 +63,7 @@ class QdrantMemoryBackend:
         self.encoders = encoders
         self.customer = scope
         indexes = ("customer_id", "tenant", "record_id", "scope_ancestors", "categories")
-        ensure_records(store, COLLECTION, encoders.dense.dim, indexes)
+        ensure_records(store, COLLECTION, encoders.dense.dim, indexes, searched=True)
 
     # -- helpers -----------------------------------------------------------------------------
     def _where(

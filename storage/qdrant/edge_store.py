@@ -130,7 +130,13 @@ class EdgeStore:
             return shard
 
     def create_collection(self, name: str, spec: CollectionSpec) -> None:
-        vectors = {"dense": qe.EdgeVectorParams(size=spec.dense_dim, distance=qe.Distance.Cosine)}
+        vectors = {
+            "dense": qe.EdgeVectorParams(
+                size=spec.dense_dim,
+                distance=qe.Distance.Cosine,
+                memory=None if spec.dense_in_ram else qe.Memory.Cold,
+            )
+        }
         if spec.tokens:
             vectors["tokens"] = qe.EdgeVectorParams(
                 size=spec.dense_dim,

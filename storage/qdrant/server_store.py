@@ -104,7 +104,13 @@ class ServerStore:
         return bool(self._client.collection_exists(name))
 
     def create_collection(self, name: str, spec: CollectionSpec) -> None:
-        vectors = {"dense": models.VectorParams(size=spec.dense_dim, distance=models.Distance.COSINE)}
+        vectors = {
+            "dense": models.VectorParams(
+                size=spec.dense_dim,
+                distance=models.Distance.COSINE,
+                on_disk=None if spec.dense_in_ram else True,
+            )
+        }
         if spec.tokens:
             vectors["tokens"] = models.VectorParams(
                 size=spec.dense_dim,

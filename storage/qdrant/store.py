@@ -82,18 +82,32 @@ class CollectionSpec:
     token_datatype: Literal["float32", "float16"] = "float16"
     keyword_indexes: tuple[str, ...] = ()
     integer_indexes: tuple[str, ...] = ()
+    # False: the dense vectors stay on disk, read on demand (a collection that is only
+    # filtered and counted, never searched by meaning); True: held in RAM for search. The
+    # embedded store holds a collection's in-RAM vectors in 32 MB chunks, read whole when it
+    # opens the collection: a record collection opened at start cost 32 MB however few it held.
+    dense_in_ram: bool = True
 
 
 def ensure_records(
-    store: Store, name: str, dense_dim: int, keyword_indexes: tuple[str, ...] = ()
+    store: Store,
+    name: str,
+    dense_dim: int,
+    keyword_indexes: tuple[str, ...] = (),
+    searched: bool = False,
 ) -> None:
     """A collection of records (a dense vector and a payload filtered on ``keyword_indexes``,
-    no BM25 or token vectors), created if it is missing."""
+    no BM25 or token vectors), created if it is missing. Its vectors stay on disk unless it is
+    ``searched`` by meaning."""
     if not store.has_collection(name):
         store.create_collection(
             name,
             CollectionSpec(
-                dense_dim=dense_dim, sparse=False, tokens=False, keyword_indexes=keyword_indexes
+                dense_dim=dense_dim,
+                sparse=False,
+                tokens=False,
+                keyword_indexes=keyword_indexes,
+                dense_in_ram=searched,
             ),
         )
 

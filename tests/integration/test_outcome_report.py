@@ -378,3 +378,38 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
     )
     assert printed.exit_code == 0, printed.output
     assert "csat_rate" in printed.stdout and " 0.5 " in printed.stdout
+
+
+def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
+    settings, example_kb, tmp_path, monkeypatch
+):
+    import time
+
+    from service.outcome_store import OUTCOMES, catch_up, flush
+    from storage.qdrant.store import AllOf, Match
+
+    with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
+        kept, _ = conversation(client, "c-1", "How do I reset my password?")
+        lost, _ = conversation(client, "c-2", "How long does a refund take?")
+        pilot = app.state.pilot
+        flush(pilot, time.time())
+        # one conversation of a store from before outcomes: no stored outcome
+        pilot.outcomes.store.delete(
+            OUTCOMES, AllOf((Match("tenant", ("acme",)), Match("session_id", (lost,))))
+        )
+        read: list[str] = []
+        turns_of = pilot.memory.session_turns
+        monkeypatch.setattr(
+            pilot.memory, "session_turns", lambda scope, sid: read.append(sid) or turns_of(scope, sid)
+        )
+
+        def every_header(tenant: str) -> None:
+            raise AssertionError("a start read every session header whole")
+
+        monkeypatch.setattr(pilot.store, "sessions", every_header)
+        catch_up(pilot, time.time())
+        assert read == [lost]  # the labelled conversation's turns are not read
+        assert pilot.outcomes.get("acme", lost) is not None
+        assert pilot.outcomes.get("acme", kept) is not None
+        catch_up(pilot, time.time())  # the next start: nothing left to label
+        assert read == [lost]

@@ -1,0 +1,179 @@
+"""The pilot's start over a data dir that already holds conversations: its memory and time.
+
+For each N, a fresh data dir gets the example KB (``main.py ingest``) and N conversations of
+one tenant written straight into its store the way the pilot stores them (a session header,
+its turns, every fifth handed off, every seventh a helpful mark: ``bench.outcome_report``,
+run by the measured checkout's own code),
+none with a stored outcome yet (a store older than outcomes). Then ``main.py serve`` starts
+over it twice: the first start labels what it finds unlabelled, the second finds everything
+labelled. Each start is timed to ``/readyz`` and to settled (the server's CPU quiet for a
+second: the catch-up done, before the first minute sweep), and its resident memory read then
+(VmRSS, and VmHWM: the peak). Memory at start should not grow with N.
+
+    python -m bench.pilot_start [--conversations 0,3000,10000] [--baseline-repo DIR]
+
+With ``--baseline-repo`` (an earlier checkout) the same starts run that checkout's own
+``main.py serve`` over the same kind of data dir, side by side.
+
+Writes bench/results/pilot_start.{md,json}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from bench._common import ROOT, comparison_parser, free_port, table, write_results
+from service.auth import hash_key
+
+SETTLE_TIMEOUT_S = 50.0  # the first sweep runs a minute after start: settle before it
+KEYS = [{"name": "acme", "sha256": hash_key("acme-key"), "tenant": "acme", "slots": {}}]
+
+
+def status_mb(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# run by the measured checkout's own code: its stores create their collections their way
+POPULATE = """
+import sys, time
+from pathlib import Path
+from bench.outcome_report import record
+from config.settings import load_settings
+from service.pilot_store import PilotStore
+from storage.kb.knowledge_base import KnowledgeBase
+from storage.memory import MemoryStore
+
+kb = KnowledgeBase.open(load_settings(), Path(sys.argv[2]))
+PilotStore(kb.store, kb.encoders)
+MemoryStore(kb.store, kb.encoders).ensure()
+record(kb.store, kb.encoders.dense.encode(["session"])[0].dense, int(sys.argv[1]), time.time())
+kb.close()
+"""
+
+
+def populate(repo: Path, data_dir: Path, count: int) -> float:
+    """The example KB ingested by ``repo``, then ``count`` conversations written by its code;
+    seconds to write them."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    subprocess.run(
+        [sys.executable, "main.py", "--data-dir", str(data_dir), "ingest", "examples/kb"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    started = time.perf_counter()
+    if count:
+        subprocess.run(
+            [sys.executable, "-c", POPULATE, str(count), str(data_dir)],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
+    return time.perf_counter() - started
+
+
+def start(repo: Path, data_dir: Path) -> dict[str, float]:
+    """One start of ``repo``'s server over ``data_dir``: seconds to ready and to settled, RSS."""
+    port = free_port()
+    env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(KEYS)}
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [sys.executable, "main.py", "--data-dir", str(data_dir), "serve", "--port", str(port)],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while True:
+            if time.perf_counter() - started > 180:
+                raise SystemExit("the service did not become ready within 180 s")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        ready = time.perf_counter() - started
+        rss_ready = status_mb(server.pid, "VmRSS")
+        used = cpu_s(server.pid)
+        while time.perf_counter() - started < SETTLE_TIMEOUT_S:
+            time.sleep(1.0)
+            now_used = cpu_s(server.pid)
+            if now_used - used < 0.05:
+                break
+            used = now_used
+        settled = time.perf_counter() - started
+        return {
+            "ready_s": round(ready, 1),
+            "settled_s": round(settled, 1),
+            "rss_ready_mb": rss_ready,
+            "rss_settled_mb": status_mb(server.pid, "VmRSS"),
+            "rss_peak_mb": status_mb(server.pid, "VmHWM"),
+            "cpu_s": round(cpu_s(server.pid), 1),
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def measure(repo: Path, data_dir: Path, count: int) -> dict[str, object]:
+    written = populate(repo, data_dir, count)
+    first = start(repo, data_dir)
+    second = start(repo, data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return {"conversations": count, "write_s": round(written, 1), "first": first, "second": second}
+
+
+def main() -> None:
+    parser = comparison_parser(__doc__, "/tmp/supportcrew-start-bench")
+    parser.add_argument("--conversations", default="0,3000,10000")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.conversations.split(",")]
+    if not all(0 <= n <= 20_000 for n in counts):
+        parser.error("keep it short: at most 20,000 conversations")
+    repos = [("now", ROOT)]
+    if args.baseline_repo:
+        repos.append(("before", args.baseline_repo.resolve()))
+    runs = []
+    for count in counts:  # side by side per N: the same machine load for both
+        for name, repo in repos:
+            runs.append({"code": name, **measure(repo, args.data_dir / name, count)})
+    columns = ["code", "conversations", "start", *runs[0]["first"]]  # type: ignore[misc]
+    rows = [
+        [run["code"], run["conversations"], which, *run[which].values()]  # type: ignore[attr-defined]
+        for run in runs
+        for which in ("first", "second")
+    ]
+    lines = [
+        "# The pilot's start over stored conversations (embedded Qdrant, 2 shared cores)",
+        "",
+        "Target (issue 51): memory at start flat in the number of stored conversations.",
+        "`first`: a store none of whose conversations has a stored outcome; `second`: the",
+        "next start over the same store. Settled: the server's CPU quiet for a second.",
+        *([f"`before`: the checkout at {args.baseline_repo}."] if args.baseline_repo else []),
+        "",
+        *table(columns, rows),
+        "",
+    ]
+    write_results("pilot_start", lines, runs)
+
+
+if __name__ == "__main__":
+    main()
