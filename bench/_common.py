@@ -54,17 +54,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(repo: Path, data_dir: Path, keys: list[dict]) -> Iterator[tuple[str, int]]:
-    """``repo``'s own ``main.py serve`` over ``data_dir`` (the example KB ingested) with
-    ``keys``, ready: (base URL, server pid). Stopped on exit."""
+def serving(
+    repo: Path, data_dir: Path, keys: list[dict], ingest: bool = True
+) -> Iterator[tuple[str, int]]:
+    """``repo``'s own ``main.py serve`` over ``data_dir`` (the example KB ingested first unless
+    ``ingest`` is False) with ``keys``, ready: (base URL, server pid). Stopped on exit."""
     import httpx
 
-    subprocess.run(
-        [sys.executable, "main.py", "--data-dir", str(data_dir), "ingest", "examples/kb"],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
+    if ingest:
+        subprocess.run(
+            [sys.executable, "main.py", "--data-dir", str(data_dir), "ingest", "examples/kb"],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+        )
     port = free_port()
     env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
     server = subprocess.Popen(

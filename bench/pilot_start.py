@@ -20,7 +20,6 @@ Writes bench/results/pilot_start.{md,json}.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -28,9 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
-from bench._common import ROOT, comparison_parser, free_port, table, write_results
+from bench._common import ROOT, comparison_parser, serving, table, write_results
 from service.auth import hash_key
 
 SETTLE_TIMEOUT_S = 50.0  # the first sweep runs a minute after start: settle before it
@@ -90,32 +87,14 @@ def populate(repo: Path, data_dir: Path, count: int) -> float:
 
 def start(repo: Path, data_dir: Path) -> dict[str, float]:
     """One start of ``repo``'s server over ``data_dir``: seconds to ready and to settled, RSS."""
-    port = free_port()
-    env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(KEYS)}
     started = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "main.py", "--data-dir", str(data_dir), "serve", "--port", str(port)],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        while True:
-            if time.perf_counter() - started > 180:
-                raise SystemExit("the service did not become ready within 180 s")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
+    with serving(repo, data_dir, KEYS, ingest=False) as (_, pid):
         ready = time.perf_counter() - started
-        rss_ready = status_mb(server.pid, "VmRSS")
-        used = cpu_s(server.pid)
+        rss_ready = status_mb(pid, "VmRSS")
+        used = cpu_s(pid)
         while time.perf_counter() - started < SETTLE_TIMEOUT_S:
             time.sleep(1.0)
-            now_used = cpu_s(server.pid)
+            now_used = cpu_s(pid)
             if now_used - used < 0.05:
                 break
             used = now_used
@@ -124,13 +103,10 @@ def start(repo: Path, data_dir: Path) -> dict[str, float]:
             "ready_s": round(ready, 1),
             "settled_s": round(settled, 1),
             "rss_ready_mb": rss_ready,
-            "rss_settled_mb": status_mb(server.pid, "VmRSS"),
-            "rss_peak_mb": status_mb(server.pid, "VmHWM"),
-            "cpu_s": round(cpu_s(server.pid), 1),
+            "rss_settled_mb": status_mb(pid, "VmRSS"),
+            "rss_peak_mb": status_mb(pid, "VmHWM"),
+            "cpu_s": round(cpu_s(pid), 1),
         }
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def measure(repo: Path, data_dir: Path, count: int) -> dict[str, object]:
