@@ -125,7 +125,8 @@ def build_runtime(
         needed = process_name == "hierarchical" or any(
             settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES
         )
-        chosen = build_engine(engine_name, llm or build_llm(settings.llm, needed=needed), process_name)
+        llm = llm or build_llm(settings.llm, needed=needed)
+        chosen = build_engine(engine_name, llm, process_name)
     except Exception:
         local.close()
         raise
@@ -140,4 +141,5 @@ def build_runtime(
         ),
         memory=memory,
         kb=kb,
+        llm=llm,
     )

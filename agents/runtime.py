@@ -14,7 +14,7 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from config.settings import Settings
 from storage.kb.knowledge_base import KnowledgeBase
@@ -44,6 +44,9 @@ class TurnRuntime:
     scorer: EvidenceScorer
     memory: MemoryStore | None = None
     kb: KnowledgeBase | None = None
+    # the model the engine's roles share (as ``build_llm`` gave it), for a call outside a
+    # turn (the lead's article draft, ``service/model_draft.py``)
+    llm: Any = None
 
     def knowledge_base(self) -> KnowledgeBase:
         """The Qdrant knowledge base (also when retrieval goes to a custom service)."""

@@ -1,7 +1,9 @@
 """From a knowledge gap to a tested article: draft, save as a hidden draft, check, publish.
 
 1. **Draft** (``draft``): for the questions of a gap cluster, the replies people wrote in
-   those conversations, each sentence cited to its conversation, become a Markdown draft.
+   those conversations, each sentence cited to its conversation, become a Markdown draft;
+   where nobody replied, the model's draft checked against the knowledge base
+   (``service/model_draft.py``, only with the responder on the model path), else a skeleton.
 2. **Save** (``save``): the lead's title, text and slots are written to the tenant's articles
    folder (``<data dir>/articles/<tenant>/<slug>.md``, Markdown with front matter) and
    ingested with the article's own slots and a ``draft`` value that hides it from every
@@ -126,9 +128,17 @@ class CheckRow(BaseModel):
     answer: str
 
 
-def draft(memory: Any, tenant: str, questions: Sequence[str]) -> dict[str, Any]:
+def draft(
+    memory: Any,
+    tenant: str,
+    questions: Sequence[str],
+    write: Callable[[Sequence[str]], Any] | None = None,
+) -> dict[str, Any]:
     """A draft from the replies people wrote in the conversations that asked ``questions``:
-    each sentence cited to its conversation (``sources``)."""
+    each sentence cited to its conversation (``sources``). Where nobody replied: the model's
+    draft checked against the knowledge base (``write``, ``service.model_draft.model_writer``:
+    its unsupported sentences marked and listed), else the skeleton of the questions.
+    ``drafted_by`` says which."""
     wanted = {normal(q) for q in questions}
     turns = memory.tenant_turns(tenant, ("session_id", "turn_index", "user", "answer", "from"))
     sessions = {t["session_id"] for t in turns if normal(str(t.get("user") or "")) in wanted}
@@ -144,13 +154,24 @@ def draft(memory: Any, tenant: str, questions: Sequence[str]) -> dict[str, Any]:
                 sentences.append(sentence)
                 sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
     title = clearest_question(questions)
-    body = "\n\n".join(sentences) or skeleton(questions)
+    drafted_by, unsupported, pages = "replies", [], []
+    body = "\n\n".join(sentences)
+    if not body:
+        written = write(questions) if write is not None else None
+        if written is not None:
+            drafted_by, body = "model", written.text
+            unsupported, pages = list(written.unsupported), list(written.pages)
+        else:
+            drafted_by, body = "skeleton", skeleton(questions)
     return {
         "title": title,
         "slug": slugify(title),
         "text": f"# {title}\n\n{body}\n",
         "sources": sources,
         "questions": list(questions),
+        "drafted_by": drafted_by,
+        "unsupported": unsupported,
+        "pages": pages,
     }
 
 

@@ -14,7 +14,7 @@ Usage (an admin key)::
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -25,6 +25,7 @@ from service.articles import ArticleDraft, ArticleError, ArticleRecord, draft, n
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext
 from service.errors import ApiError
+from service.model_draft import model_writer
 from service.staff_reads import staff_slots
 from tasks.replay import Asked, nearest_questions, recent_questions
 from tasks.schemas import PlainText, TurnRequest
@@ -43,6 +44,19 @@ class DraftProposal(BaseModel):
     text: str
     sources: list[dict[str, Any]]
     questions: list[str]
+    drafted_by: Literal["replies", "model", "skeleton"] = Field(
+        description="who wrote the draft: people's replies, the model (where nobody replied "
+        "and the responder is on the model path; checked against the knowledge base), or "
+        "the skeleton of the questions"
+    )
+    unsupported: list[str] = Field(
+        default_factory=list,
+        description="the model's sentences the knowledge base does not support, each also "
+        "marked in the text: check them before saving",
+    )
+    pages: list[str] = Field(
+        default_factory=list, description="the knowledge-base pages the model's draft rests on"
+    )
 
 
 async def _run(call: Any, *args: Any) -> Any:
@@ -54,8 +68,11 @@ async def _run(call: Any, *args: Any) -> Any:
 
 @router.post("/draft", response_model=DraftProposal)
 async def draft_article(body: DraftRequest, who: Admin, pilot: Pilot) -> DraftProposal:
-    """A draft from the replies people wrote to these questions, each sentence's source."""
-    proposal = await run_in_threadpool(draft, pilot.runtime.memory, who.tenant, body.questions)
+    """A draft from the replies people wrote to these questions, each sentence's source;
+    where nobody replied, the model's draft checked against the knowledge base (with the
+    responder on the model path), else the skeleton of the questions."""
+    write = model_writer(pilot.runtime, staff_slots(who))
+    proposal = await run_in_threadpool(draft, pilot.runtime.memory, who.tenant, body.questions, write)
     return DraftProposal(**proposal)
 
 

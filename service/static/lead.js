@@ -312,9 +312,18 @@ async function draftArticle(questions) {
   $("article-name").value = proposal.title;
   $("article-slug").value = proposal.slug;
   $("article-text").value = proposal.text;
-  $("article-sources").replaceChildren(...[...new Set(proposal.sources.map((s) => s.session_id))]
-    .map((session) => element("li", { textContent: `from the replies in conversation ${session.slice(0, 8)}` })));
-  $("article-status").textContent = "A draft from the replies people wrote: edit, then save.";
+  $("article-sources").replaceChildren(
+    ...[...new Set(proposal.sources.map((s) => s.session_id))]
+      .map((session) => element("li", { textContent: `from the replies in conversation ${session.slice(0, 8)}` })),
+    ...proposal.pages.map((page) => element("li", { textContent: `from the knowledge-base page ${page}` })),
+    ...proposal.unsupported.map((sentence) => element("li", { textContent: `check, not in the knowledge base: “${sentence}”` })));
+  $("article-status").textContent = {
+    replies: "A draft from the replies people wrote: edit, then save.",
+    model: proposal.unsupported.length
+      ? `A model's draft from the knowledge base: ${proposal.unsupported.length} sentence(s) marked “(check: …)” are not in it; fix or remove them, then save.`
+      : "A model's draft from the knowledge base, every sentence found in it: edit, then save.",
+    skeleton: "Nobody replied yet: write each answer under its question, then save.",
+  }[proposal.drafted_by];
   $("article-check").hidden = true;
   $("article-publish").hidden = true;
   $("article-results").replaceChildren();

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from config.settings import ApiKey
 from service.auth import hash_key
-from tests.helpers import acme_team, bearer, pilot_over_own_store
+from service.model_draft import UNSUPPORTED
+from tests.helpers import REFUND, acme_team, bearer, pilot_over_own_store
+from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
 QUESTION = "Do you ship to Antarctica?"
@@ -469,3 +471,90 @@ def test_a_published_articles_citation_opens_within_its_tenant_and_access(client
         headers=auth("junior-lead"),
     )
     assert client.get(record["url"], headers=auth("junior-lead")).status_code == 404
+
+
+STORE_CREDIT = "Can my refund be paid as store credit instead of to my card?"
+INVENTED = "Refunds can also be paid as store credit within 2 business days."
+MODEL_ARTICLE = f"{REFUND} {INVENTED}"
+
+
+def drafting_pilot(settings, example_kb, tmp_path, llm, roles: str):
+    return pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS, roles=roles, llm=llm)
+
+
+def test_where_nobody_replied_the_models_draft_is_checked_against_the_kb(settings, example_kb, tmp_path):
+    """The responder on the model path, a gap nobody answered on a subject the knowledge
+    base covers: the model drafts from the passages nearest the questions, its supported
+    sentence stays as written, its invented one is marked and listed for the lead."""
+    llm = ScriptedLLM(model="scripted").script(text=[MODEL_ARTICLE])
+    with (
+        drafting_pilot(settings, example_kb, tmp_path, llm, "model") as (app, _),
+        TestClient(app) as client,
+    ):
+        response = client.post(
+            "/v1/articles/draft", json={"questions": [STORE_CREDIT]}, headers=auth("lead")
+        )
+    assert response.status_code == 200, response.text
+    proposal = response.json()
+    assert proposal["drafted_by"] == "model"
+    [(kind, prompt)] = llm.seen
+    assert kind == "text" and STORE_CREDIT in prompt and "5 to 7 business days" in prompt
+    assert f"\n\n{REFUND}\n\n" in proposal["text"]  # supported: as the model wrote it
+    assert f"{UNSUPPORTED} {INVENTED}" in proposal["text"]
+    assert proposal["unsupported"] == [INVENTED]
+    assert "billing/refunds.md" in " ".join(proposal["pages"])
+
+
+def test_with_nothing_near_in_the_kb_the_skeleton_stays_and_no_model_is_asked(
+    settings, example_kb, tmp_path
+):
+    llm = ScriptedLLM(model="scripted").script(text=[INVENTED])
+    with (
+        drafting_pilot(settings, example_kb, tmp_path, llm, "model") as (app, _),
+        TestClient(app) as client,
+    ):
+        proposal = client.post(
+            "/v1/articles/draft", json={"questions": [QUESTION]}, headers=auth("lead")
+        ).json()
+    assert proposal["drafted_by"] == "skeleton" and llm.seen == []
+    assert f"## {QUESTION}\n\n(the answer)" in proposal["text"]
+    assert proposal["unsupported"] == [] and INVENTED not in proposal["text"]
+
+
+def test_by_default_the_draft_is_the_skeleton_without_a_model_call(settings, example_kb, tmp_path):
+    """The shipped roles (``auto`` with the local model): no role answers with the model, so
+    drafting does not call it either, even on a subject the knowledge base covers."""
+    assert settings.llm.provider == "local"
+    llm = ScriptedLLM(model="scripted").script(text=[MODEL_ARTICLE])
+    with (
+        drafting_pilot(settings, example_kb, tmp_path, llm, "auto") as (app, _),
+        TestClient(app) as client,
+    ):
+        proposal = client.post(
+            "/v1/articles/draft", json={"questions": [STORE_CREDIT]}, headers=auth("lead")
+        ).json()
+    assert proposal["drafted_by"] == "skeleton" and llm.seen == []
+    assert f"## {STORE_CREDIT}\n\n(the answer)" in proposal["text"]
+
+
+def test_a_model_that_fails_within_its_deadline_leaves_the_skeleton(settings, example_kb, tmp_path):
+    """The draft's model call runs under a deadline (``turn_timeout_s``, as a turn's model
+    calls do); a model that fails or runs out of time leaves the skeleton."""
+    from agents.deadline import ModelServerError, time_left
+
+    left: list[float] = []
+
+    def failing(prompt: str) -> str:
+        left.append(time_left())
+        raise ModelServerError("model server scripted: ReadTimeout")
+
+    llm = ScriptedLLM(model="scripted").script(text=[failing])
+    with (
+        drafting_pilot(settings, example_kb, tmp_path, llm, "model") as (app, _),
+        TestClient(app) as client,
+    ):
+        proposal = client.post(
+            "/v1/articles/draft", json={"questions": [STORE_CREDIT]}, headers=auth("lead")
+        ).json()
+    assert proposal["drafted_by"] == "skeleton" and len(llm.seen) == 1
+    assert 0 < left[0] <= settings.turn_timeout_s

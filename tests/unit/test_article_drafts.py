@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from service.articles import SLUG_CHARS, TITLE_CHARS, draft
+from service.model_draft import ModelDraft
 
 RAMBLING = (
     "Hello there, I hope you are all doing well today. Our research team is stationed at "
@@ -38,3 +39,30 @@ def test_a_rambling_question_alone_is_cut_at_a_word():
     assert title.endswith("…") and asked.startswith(title.removesuffix("…"))
     assert asked[len(title) - 1] == " "  # cut before a word, not inside one
     assert slug == "our-research-team-is-stationed-at-mcmurdo-for-the"
+
+
+class OneReply:
+    """A memory in which an agent replied to the gap's question."""
+
+    def tenant_turns(self, tenant: str, fields: Any) -> list[dict[str, Any]]:
+        return [
+            {"session_id": "s1", "turn_index": 0, "user": "Do you ship to Mars?", "from": "customer"},
+            {"session_id": "s1", "turn_index": 1, "answer": "We do not ship to Mars.", "from": "agent"},
+        ]
+
+
+def test_a_draft_says_who_wrote_it_and_asks_a_model_only_where_nobody_replied():
+    asked: list[list[str]] = []
+
+    def write(questions: Any) -> ModelDraft:
+        asked.append(list(questions))
+        return ModelDraft("Refunds take 5 days.\n\n(check: ...) Mars.", ["Mars."], ["refunds.md"])
+
+    replied = draft(OneReply(), "acme", ["Do you ship to Mars?"], write)
+    assert replied["drafted_by"] == "replies" and asked == []
+    modelled = draft(NoReplies(), "acme", ["Refund time?"], write)
+    assert modelled["drafted_by"] == "model" and asked == [["Refund time?"]]
+    assert modelled["unsupported"] == ["Mars."] and modelled["pages"] == ["refunds.md"]
+    assert modelled["text"] == "# Refund time?\n\nRefunds take 5 days.\n\n(check: ...) Mars.\n"
+    nothing = draft(NoReplies(), "acme", ["Refund time?"], lambda questions: None)
+    assert nothing["drafted_by"] == "skeleton" and "## Refund time?" in nothing["text"]
