@@ -215,7 +215,7 @@ async function openTranscript(sessionId) {
       const sources = (turn.citations || []).length ? ` [${turn.citations.join(", ")}]` : "";
       const mark = marks[turn.turn_index] ?
         ` — marked ${marks[turn.turn_index].rating === "up" ? "helpful" : "not helpful"}` : "";
-      transcript.append(item("assistant", `Assistant (${turn.verdict})${mark}`, turn.answer + sources));
+      transcript.append(item("assistant", Staff.replyLabel(turn) + mark, turn.answer + sources));
     }
   }
   $("transcript-section").hidden = false;

@@ -7,11 +7,12 @@ them in, as ``docs/images/lead-*.png`` were made)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
 
-from tests.e2e.test_agent_desk import ARGS, open_desk
+from tests.e2e.test_agent_desk import ARGS, REPLY_LABEL, open_desk
 from tests.e2e.test_web_page import CHROMIUM
 from tests.helpers import running_server
 
@@ -133,6 +134,8 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         evidence.get_by_text("resolved by").wait_for()
         assert "ana" in evidence.inner_text()
         assert REPLY in lead.locator("#transcript").inner_text()
+        labels = lead.locator("#transcript li.assistant strong").all_inner_texts()
+        assert labels and all(re.fullmatch(REPLY_LABEL, label) for label in labels), labels
         lead.screenshot(path=str(shots / "lead-transcript-desktop.png"), full_page=True)
 
         # a bar of the chart: today's conversations of that outcome
