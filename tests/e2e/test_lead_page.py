@@ -42,6 +42,26 @@ def own_server(settings, example_kb, tmp_path):
     ):
         yield url
 
+# the words of the visible table headers that the browser split across two lines
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const th of document.querySelectorAll(".rows th")) {
+    const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      if (node.parentElement.getBoundingClientRect().width <= 1) continue; // hidden, or for a screen reader
+      let at = 0;
+      for (const word of node.textContent.split(" ")) {
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + word.length);
+        if (new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1) broken.push(word);
+        at += word.length + 1;
+      }
+    }
+  }
+  return broken;
+}"""
+
 
 def customer_asks(browser, server: str, message: str):
     page = browser.new_page()
@@ -200,6 +220,9 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         assert phone.get_by_role("columnheader", name="Unanswered").is_visible()
         assert phone.get_by_role("columnheader", name="Hand-offs").is_visible()
         assert phone.get_by_role("columnheader", name="Resolved by").is_hidden()
+        # a header wraps between words, never inside one ("Convers/ations", "Resolve/d")
+        assert phone.get_by_role("columnheader", name="Conversations").is_visible()
+        assert phone.evaluate(BROKEN_WORDS) == []
         phone.screenshot(path=str(shots / "lead-phone.png"), full_page=True)
         assert not problems, problems
         browser.close()
