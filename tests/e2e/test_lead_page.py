@@ -229,3 +229,31 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
     keep = os.environ.get("LEAD_SCREENSHOTS")
     if keep:
         shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_the_gaps_say_they_are_loading_and_why_they_are_not_there(own_server):
+    """Clustering the gaps takes seconds the first time: the section says so rather than
+    showing nothing, and says so when they cannot be loaded."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        lead = browser.new_page()
+        held = []  # the gaps request, answered when the test says so
+        lead.route("**/v1/reports/gaps", lambda route: held.append(route))
+        open_lead(lead, own_server)
+        gaps = lead.locator("#gaps")
+        gaps.get_by_text("Loading…").wait_for()
+        while not held:
+            lead.wait_for_timeout(50)
+        held[0].continue_()
+        gaps.get_by_text("Nothing missing in this window.").wait_for()
+        assert "Loading" not in gaps.inner_text()
+
+        failing = browser.new_page()
+        failing.route("**/v1/reports/gaps", lambda route: route.abort())
+        open_lead(failing, own_server)
+        failing.locator("#gaps").get_by_text(
+            "The knowledge gaps could not be loaded: The support service cannot be reached."
+        ).wait_for()
+        browser.close()
