@@ -363,6 +363,16 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
 
         chat.get_by_role("button", name="Talk to a person").click()
         chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        question.fill("It is order 1234.")
+        question.press("Enter")
+        waiting = "Thanks, a person from our team will reply here."
+        chat.locator("li.note", has_text=waiting).wait_for(timeout=20_000)
+        page.reload()  # the conversation still says it waits for a person, note and banner
+        chat = page.get_by_role("dialog", name="CloudDesk support")
+        chat.locator("li.note", has_text=waiting).wait_for(timeout=20_000)
+        assert chat.locator("li.note").all_inner_texts() == ["Support: " + waiting]
+        assert chat.locator("#handoff").is_visible()
+        question = chat.get_by_label("Your question")
         session = renewed["session_id"]
         with httpx.Client(base_url=service, headers=bearer("ana"), timeout=30) as staff:
             assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
