@@ -110,7 +110,7 @@ async function openConversation(sessionId) {
     if (turn.from === "agent") transcript.append(item("agent", `Agent ${turn.agent}`, turn.answer));
     else if (turn.answer) {
       const sources = (turn.citations || []).length ? ` [${turn.citations.join(", ")}]` : "";
-      transcript.append(item("assistant", `Assistant (${turn.verdict})`, turn.answer + sources));
+      transcript.append(item("assistant", Staff.replyLabel(turn), turn.answer + sources));
     }
   }
   const entities = $("entities");

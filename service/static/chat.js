@@ -4,6 +4,9 @@
 "use strict";
 (function () {
   const POLL_MS = 3000;
+  // After a reload, the note the first message to a person got (messages.handoff_waiting's
+  // default): the service answers it once and does not store it.
+  const WAITING_NOTE = "Thanks, a person from our team will reply here.";
   const UNREACHABLE = "The support service cannot be reached. Check your connection and try again.";
 
   function element(tag, props, ...children) {
@@ -246,7 +249,12 @@
       handoff.hidden = false;
       person.hidden = true;
       contact.hidden = Boolean(session && session.contact_email);
+      showLatest(); // the banner and the form take room: the last message stays in sight
       waitForPeople();
+    }
+
+    function showLatest() {
+      if (messages.lastElementChild) messages.lastElementChild.scrollIntoView({ block: "nearest" });
     }
 
     // A person resolved it: the banner goes, the next message opens a new conversation.
@@ -302,9 +310,18 @@
       const data = await call(base, `/v1/sessions/${chat.session}`, chat.credential);
       const rated = new Set((data.feedback || []).map((f) => f.turn_index));
       chat.csatAnswered = typeof data.session.csat_solved === "boolean";
-      for (const turn of data.turns) showTurn(turn, rated);
+      let noted = false;
+      for (const turn of data.turns) {
+        showTurn(turn, rated);
+        // the note said after the first message that waited for a person (it is not stored)
+        if (!noted && turn.status === "waiting_for_agent" && !turn.answer && turn.from !== "agent") {
+          addMessage("note", WAITING_NOTE);
+          noted = true;
+        }
+      }
       if (data.session.status === "resolved") resolved();
       else if (data.session.handoff) handedOff(data.session);
+      showLatest();
     }
 
     // A new conversation: a new session (and its credential); `clear` empties the view.

@@ -215,7 +215,7 @@ async function openTranscript(sessionId) {
       const sources = (turn.citations || []).length ? ` [${turn.citations.join(", ")}]` : "";
       const mark = marks[turn.turn_index] ?
         ` — marked ${marks[turn.turn_index].rating === "up" ? "helpful" : "not helpful"}` : "";
-      transcript.append(item("assistant", `Assistant (${turn.verdict})${mark}`, turn.answer + sources));
+      transcript.append(item("assistant", Staff.replyLabel(turn) + mark, turn.answer + sources));
     }
   }
   $("transcript-section").hidden = false;
@@ -271,8 +271,17 @@ async function loadArticles() {
 
 // -- gaps and the article editor ------------------------------------------------------------
 async function loadGaps() {
-  const report = await call("/v1/reports/gaps");
   const list = $("gaps");
+  // the report clusters every unanswered question: seconds, the first time
+  if (!list.children.length) list.append(element("li", { className: "meta", textContent: "Loading…" }));
+  let report;
+  try {
+    report = await call("/v1/reports/gaps");
+  } catch (err) {
+    list.replaceChildren(element("li", { className: "meta",
+      textContent: `The knowledge gaps could not be loaded: ${err.message}` }));
+    throw err;
+  }
   list.replaceChildren();
   const largest = Math.max(1, ...report.clusters.map((c) => c.size));
   for (const cluster of report.clusters.slice(0, 10)) {

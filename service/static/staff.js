@@ -76,6 +76,16 @@ const Staff = (() => {
     return `${Math.floor(minutes / 1440)} days`;
   }
 
+  // "Assistant (could not answer)": a reply's label in words, not its internal verdict code;
+  // small talk (a greeting, thanks, an email noted, a declined offer) is just "Assistant (small talk)".
+  const SMALL_TALK = ["greeting", "courtesy", "contact", "decline"];
+  const VERDICT_WORDS = { answered: "answered", idk: "could not answer", suggest: "suggested an article",
+                          handoff: "handed off", error: "failed" };
+  function replyLabel(turn) {
+    const words = SMALL_TALK.includes(turn.kind) ? "small talk" : VERDICT_WORDS[turn.verdict];
+    return words ? `Assistant (${words})` : "Assistant";
+  }
+
   // An event handler whose failure shows in the error banner instead of being lost.
   function guarded(handler) {
     return async (event) => {
@@ -87,6 +97,6 @@ const Staff = (() => {
     };
   }
 
-  return { state, $, call, download, item, element, ago, guarded, showError,
+  return { state, $, call, download, item, element, ago, guarded, showError, replyLabel,
            set key(value) { state.key = value; }, get lastEtag() { return state.lastEtag; } };
 })();

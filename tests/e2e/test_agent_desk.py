@@ -6,6 +6,7 @@ as from a person) and resolves it; an admin key finds the link to the lead's pag
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -13,6 +14,8 @@ from tests.e2e.test_web_page import CHROMIUM
 from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
+# how the desk and the lead's page label an assistant's reply (service/static/staff.js)
+REPLY_LABEL = r"Assistant \((answered|could not answer|suggested an article|handed off|small talk)\):\s*"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -104,6 +107,9 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         )
         transcript = agent.locator("#transcript")
         transcript.get_by_text("I want to talk to a human about my invoice").wait_for()
+        # replies are labelled in words, never with the internal verdict code ("idk")
+        labels = transcript.locator("li.assistant strong").all_inner_texts()
+        assert labels and all(re.fullmatch(REPLY_LABEL, label) for label in labels), labels
         assert agent.locator("#lead-link").is_hidden()  # an agent key: no reports
         # nothing remembered, and the pages do not answer the question behind the request
         assert agent.locator("#known-nothing").is_visible()

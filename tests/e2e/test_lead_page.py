@@ -7,11 +7,12 @@ them in, as ``docs/images/lead-*.png`` were made)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 
 import pytest
 
-from tests.e2e.test_agent_desk import ARGS, open_desk
+from tests.e2e.test_agent_desk import ARGS, REPLY_LABEL, open_desk
 from tests.e2e.test_web_page import CHROMIUM
 from tests.helpers import running_server
 
@@ -40,6 +41,26 @@ def own_server(settings, example_kb, tmp_path):
         running_server(app) as (url, _server),
     ):
         yield url
+
+# the words of the visible table headers that the browser split across two lines
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const th of document.querySelectorAll(".rows th")) {
+    const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      if (node.parentElement.getBoundingClientRect().width <= 1) continue; // hidden, or for a screen reader
+      let at = 0;
+      for (const word of node.textContent.split(" ")) {
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + word.length);
+        if (new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1) broken.push(word);
+        at += word.length + 1;
+      }
+    }
+  }
+  return broken;
+}"""
 
 
 def customer_asks(browser, server: str, message: str):
@@ -133,6 +154,8 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         evidence.get_by_text("resolved by").wait_for()
         assert "ana" in evidence.inner_text()
         assert REPLY in lead.locator("#transcript").inner_text()
+        labels = lead.locator("#transcript li.assistant strong").all_inner_texts()
+        assert labels and all(re.fullmatch(REPLY_LABEL, label) for label in labels), labels
         lead.screenshot(path=str(shots / "lead-transcript-desktop.png"), full_page=True)
 
         # a bar of the chart: today's conversations of that outcome
@@ -197,9 +220,40 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         assert phone.get_by_role("columnheader", name="Unanswered").is_visible()
         assert phone.get_by_role("columnheader", name="Hand-offs").is_visible()
         assert phone.get_by_role("columnheader", name="Resolved by").is_hidden()
+        # a header wraps between words, never inside one ("Convers/ations", "Resolve/d")
+        assert phone.get_by_role("columnheader", name="Conversations").is_visible()
+        assert phone.evaluate(BROKEN_WORDS) == []
         phone.screenshot(path=str(shots / "lead-phone.png"), full_page=True)
         assert not problems, problems
         browser.close()
     keep = os.environ.get("LEAD_SCREENSHOTS")
     if keep:
         shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+def test_the_gaps_say_they_are_loading_and_why_they_are_not_there(own_server):
+    """Clustering the gaps takes seconds the first time: the section says so rather than
+    showing nothing, and says so when they cannot be loaded."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        lead = browser.new_page()
+        held = []  # the gaps request, answered when the test says so
+        lead.route("**/v1/reports/gaps", lambda route: held.append(route))
+        open_lead(lead, own_server)
+        gaps = lead.locator("#gaps")
+        gaps.get_by_text("Loading…").wait_for()
+        while not held:
+            lead.wait_for_timeout(50)
+        held[0].continue_()
+        gaps.get_by_text("Nothing missing in this window.").wait_for()
+        assert "Loading" not in gaps.inner_text()
+
+        failing = browser.new_page()
+        failing.route("**/v1/reports/gaps", lambda route: route.abort())
+        open_lead(failing, own_server)
+        failing.locator("#gaps").get_by_text(
+            "The knowledge gaps could not be loaded: The support service cannot be reached."
+        ).wait_for()
+        browser.close()

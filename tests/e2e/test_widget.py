@@ -122,6 +122,12 @@ def refusal_on(page, url: str) -> str:
     return alert.inner_text()
 
 
+def within(panel, locator) -> bool:
+    """Whether ``locator`` is shown whole inside the widget's ``panel`` (not below its edge)."""
+    box, frame = locator.bounding_box(), panel.bounding_box()
+    return frame["y"] <= box["y"] and box["y"] + box["height"] <= frame["y"] + frame["height"]
+
+
 def test_a_visitor_on_the_teams_site_is_answered_rates_and_reaches_a_person(deployment):
     from playwright.sync_api import sync_playwright
 
@@ -263,6 +269,23 @@ def test_a_visitor_asks_for_a_person_with_the_button_and_leaves_an_email(deploym
         chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
         assert chat.get_by_role("button", name="Talk to a person").is_hidden()
         keep = os.environ.get("WIDGET_SCREENSHOTS")  # a folder: a developer looks at them
+        question = chat.get_by_label("Your question")
+        for later in (
+            "It is about invoice 1234.",
+            "It was charged twice, once on the 3rd and again on the 4th.",
+            "Both times from the same card.",
+            "Can you refund one of them?",
+            "Are you there?",
+        ):
+            question.fill(later)
+            question.press("Enter")
+            chat.locator("li.user", has_text=later).wait_for()
+            chat.locator("#send:enabled").wait_for()
+        # the transcript scrolls; the banner, the email form and the question box stay in view
+        assert within(chat, question) and within(chat, chat.get_by_role("button", name="Send"))
+        assert within(chat, chat.locator("#handoff")) and within(chat, chat.locator("form.contact"))
+        messages = chat.locator("#messages")
+        assert messages.evaluate("m => m.scrollHeight > m.clientHeight")  # it does overflow
         if keep:
             page.screenshot(path=f"{keep}/widget-handoff-desktop.png")
         chat.get_by_label("Your email (optional)").fill("visitor@example.org")
@@ -340,6 +363,16 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
 
         chat.get_by_role("button", name="Talk to a person").click()
         chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        question.fill("It is order 1234.")
+        question.press("Enter")
+        waiting = "Thanks, a person from our team will reply here."
+        chat.locator("li.note", has_text=waiting).wait_for(timeout=20_000)
+        page.reload()  # the conversation still says it waits for a person, note and banner
+        chat = page.get_by_role("dialog", name="CloudDesk support")
+        chat.locator("li.note", has_text=waiting).wait_for(timeout=20_000)
+        assert chat.locator("li.note").all_inner_texts() == ["Support: " + waiting]
+        assert chat.locator("#handoff").is_visible()
+        question = chat.get_by_label("Your question")
         session = renewed["session_id"]
         with httpx.Client(base_url=service, headers=bearer("ana"), timeout=30) as staff:
             assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
