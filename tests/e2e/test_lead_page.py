@@ -42,19 +42,22 @@ def own_server(settings, example_kb, tmp_path):
     ):
         yield url
 
+
 # the words of the visible table headers that the browser split across two lines
 BROKEN_WORDS = """() => {
   const broken = [];
   for (const th of document.querySelectorAll(".rows th")) {
     const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
     for (let node = walk.nextNode(); node; node = walk.nextNode()) {
-      if (node.parentElement.getBoundingClientRect().width <= 1) continue; // hidden, or for a screen reader
+      // hidden, or for a screen reader
+      if (node.parentElement.getBoundingClientRect().width <= 1) continue;
       let at = 0;
       for (const word of node.textContent.split(" ")) {
         const range = document.createRange();
         range.setStart(node, at);
         range.setEnd(node, at + word.length);
-        if (new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1) broken.push(word);
+        const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+        if (lines.size > 1) broken.push(word);
         at += word.length + 1;
       }
     }
