@@ -89,17 +89,19 @@ def near_passages(
     gap report and the article check search), each at least ``floor`` close in meaning
     (cosine of the dense vectors, as a recent question is to an article in the replay) to
     the question that found it; each passage once, at most ``MAX_PASSAGES``."""
-    from service.topics import similarity
+    from service.topics import similarities
 
     found: dict[str, Near] = {}
     for question in questions:
         results = retriever.search_queries(
             RetrievalRequest([question], dict(slots), top_k=PER_QUESTION, strict=False)
         ).results
-        for result in results:
-            if result.text in found or not result.text.strip():
-                continue
-            if similarity(encode, question, result.text) >= floor:
+        new = [r for r in results if r.text.strip() and r.text not in found]
+        if not new:
+            continue
+        closeness = similarities(encode, question, [r.text for r in new])
+        for result, cosine in zip(new, closeness, strict=True):
+            if cosine >= floor and result.text not in found:
                 found[result.text] = Near(result.text, str(result.metadata.get("source_id", "")))
     return list(found.values())[:MAX_PASSAGES]
 

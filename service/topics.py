@@ -16,7 +16,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,16 @@ def nearest_page(retriever: Any, slots: Mapping[str, Any]) -> Callable[[str], Ne
 
 def similarity(encode: Callable[[list[str]], list[Any]], question: str, passage: str) -> float:
     """The cosine of the two texts' dense vectors (``encode``: ``encoders.dense.encode``)."""
-    first, second = (np.asarray(e.dense, dtype=np.float32) for e in encode([question, passage]))
-    return float(first @ second / (np.linalg.norm(first) * np.linalg.norm(second) + 1e-9))
+    return similarities(encode, question, [passage])[0]
+
+
+def similarities(
+    encode: Callable[[list[str]], list[Any]], question: str, passages: Sequence[str]
+) -> list[float]:
+    """The cosine of ``question`` to each of ``passages``, all encoded in one batch."""
+    vectors = np.stack([np.asarray(e.dense, dtype=np.float32) for e in encode([question, *passages])])
+    norms = np.linalg.norm(vectors, axis=1)
+    return [float(v) for v in vectors[1:] @ vectors[0] / (norms[1:] * norms[0] + 1e-9)]
 
 
 def topic_namer(
