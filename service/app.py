@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -64,17 +64,21 @@ from service.tracing import TurnTracer
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.qdrant.store import StoreError
 
+if TYPE_CHECKING:
+    from agents.runtime import TurnRuntime
+
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings, data_dir: Path, runtime: Any = None) -> FastAPI:
+def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None = None) -> FastAPI:
     """The service around one turn runtime (built at start unless given), routes included."""
     pilot = PilotContext(
         settings=settings,
-        runtime=runtime,
         session_tokens=SessionTokens.from_environment(settings.pilot),
         tracer=TurnTracer.from_settings(settings.observability),
     )
+    if runtime is not None:  # else built at start
+        pilot.runtime = runtime
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -46,7 +46,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import frontmatter
 import yaml
@@ -59,6 +59,11 @@ from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
 from tasks.courtesy import asks_something
 from tasks.replay import Asked, compare, reply_of, summary
+
+if TYPE_CHECKING:
+    from storage.kb.embeddings import Encoders
+    from storage.kb.knowledge_base import KnowledgeBase
+    from storage.memory import MemoryStore
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
@@ -129,7 +134,7 @@ class CheckRow(BaseModel):
 
 
 def draft(
-    memory: Any,
+    memory: MemoryStore,
     tenant: str,
     questions: Sequence[str],
     write: Callable[[Sequence[str]], Any] | None = None,
@@ -314,7 +319,9 @@ class Articles:
     reads are filtered by them in the store, as a search is, and it saves or publishes only
     what it could read itself."""
 
-    def __init__(self, store: Store, encoders: Any, folder: Path, rules: Mapping[str, SlotRule]) -> None:
+    def __init__(
+        self, store: Store, encoders: Encoders, folder: Path, rules: Mapping[str, SlotRule]
+    ) -> None:
         self.store, self.encoders, self.folder, self.rules = store, encoders, folder, rules
         ensure_records(store, ARTICLES, encoders.dense.dim, ("tenant", "slug"))
 
@@ -360,7 +367,7 @@ class Articles:
         record["events"] = [*record.get("events", []), event]
         record["updated_at"] = now
 
-    def _write(self, kb: Any, path: Path, text: str) -> None:
+    def _write(self, kb: KnowledgeBase, path: Path, text: str) -> None:
         """Write the file and ingest it; a file that cannot be ingested is put back as it was."""
         path.parent.mkdir(parents=True, exist_ok=True)
         previous = path.read_text(encoding="utf-8") if path.exists() else None
@@ -386,7 +393,7 @@ class Articles:
             )
 
     def save(
-        self, tenant: str, who: str, slots: Mapping[str, str], article: ArticleDraft, kb: Any
+        self, tenant: str, who: str, slots: Mapping[str, str], article: ArticleDraft, kb: KnowledgeBase
     ) -> dict[str, Any]:
         """Write the article as a draft (its real slots, hidden from every search but its
         check) and ingest it; a published article of that slug is taken back to draft (a
@@ -458,7 +465,13 @@ class Articles:
         return self._write_record(record)
 
     def publish(
-        self, tenant: str, who: str, slots: Mapping[str, str], slug: str, kb: Any, base: str = ""
+        self,
+        tenant: str,
+        who: str,
+        slots: Mapping[str, str],
+        slug: str,
+        kb: KnowledgeBase,
+        base: str = "",
     ) -> dict[str, Any]:
         """Give the article its real access level (after a check answered from it) and, with
         ``base`` (the service's address), its URL; only an article the caller may read, so
@@ -478,7 +491,7 @@ class Articles:
         return self._write_record(record)
 
     def readable(
-        self, tenant: str, slots: Mapping[str, str], name: str, kb: Any
+        self, tenant: str, slots: Mapping[str, str], name: str, kb: KnowledgeBase
     ) -> dict[str, Any] | None:
         """The published article ``name`` (``<tenant folder>/<slug>``, ``<slug>`` without a
         tenant: its id without ``articles/``) of ``tenant`` when ``slots`` (the reader's
@@ -500,7 +513,7 @@ class Articles:
             raise ArticleError(404, "slug", f"no article {slug!r} your key may read in this tenant")
         return record
 
-    def reconcile(self, kb: Any) -> int:
+    def reconcile(self, kb: KnowledgeBase) -> int:
         """Bring every stored article's file and document to the current layout, from its
         record (which holds the whole article): files per tenant, ids scoped by tenant, drafts
         hidden by their ``draft`` value. An article another tenant's save overwrote under the
@@ -530,7 +543,7 @@ class Articles:
                 self._retire_shared_file(kb, tenant, slug)
         return written
 
-    def _retire_shared_file(self, kb: Any, tenant: str, slug: str) -> None:
+    def _retire_shared_file(self, kb: KnowledgeBase, tenant: str, slug: str) -> None:
         """The file ``<folder>/<slug>.md`` of the layout before tenants, when it is this
         tenant's (its front matter says so): removed with its document."""
         shared = self.folder / f"{slug}.md"

@@ -21,6 +21,7 @@ from agents.runtime import TurnRuntime
 from config.settings import Settings
 from service.articles import Articles
 from service.auth import AuthError, Caller, authenticate
+from service.domain.records import SessionHeader
 from service.errors import ApiError
 from service.gaps import ReportCache
 from service.outcome_store import OutcomeStore
@@ -126,7 +127,7 @@ def staff_role(who: Caller) -> Role:
     return "admin" if who.role == "admin" else "agent"
 
 
-def found(header: dict[str, Any] | None, session_id: str) -> dict[str, Any]:
+def found(header: SessionHeader | None, session_id: str) -> SessionHeader:
     """The header a store call found in the caller's tenant, or 404 (store writes return
     None for a session they do not find: no read before them is needed)."""
     if header is None:
@@ -141,7 +142,7 @@ def owner_of(who: Caller) -> str:
     ).hexdigest()
 
 
-def owned_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
+def owned_session(pilot: PilotContext, who: Caller, session_id: str) -> SessionHeader:
     """The session's header, or 404 when it is not this caller's (a widget session token's
     caller owns its one session)."""
     if who.session_id is not None and who.session_id != session_id:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from service.topics import nearest_page
 from storage.retrieval.filters import SlotError, admits
@@ -29,6 +29,11 @@ from tasks.gap_report import (
     mark_addressed,
 )
 from tasks.message_kind import load_message_kinds
+
+if TYPE_CHECKING:
+    from service.pilot_store import PilotStore
+    from storage.memory import MemoryStore
+    from storage.retrieval.protocol import Retriever
 
 Report = TypeVar("Report")
 CACHE_S = 60.0  # an admin polling the report reads one computation a minute
@@ -55,9 +60,9 @@ def published_articles(records: Sequence[Mapping[str, Any]]) -> dict[str, Addres
 
 
 def tenant_gap_report(
-    memory: Any,
-    pilot_store: Any,
-    retriever: Any,
+    memory: MemoryStore,
+    pilot_store: PilotStore,
+    retriever: Retriever,
     tenant: str,
     since: float,
     slots: dict[str, str],

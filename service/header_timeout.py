@@ -16,13 +16,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from service.errors import error_body
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 
 def timeout_response(seconds: float) -> bytes:
@@ -80,7 +83,7 @@ def header_timeout_protocol(seconds: float) -> type[HeaderTimeoutProtocol]:
 
 
 def server_config(
-    app: Any,
+    app: ASGIApp,
     host: str,
     port: int,
     header_timeout_s: float,

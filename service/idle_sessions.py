@@ -13,20 +13,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi.concurrency import run_in_threadpool
 
+from service.domain.records import SessionHeader
 from service.outcome_store import keep_current
 from service.session_state import SessionConflict
 from storage.memory import Scope
 from tasks.memory_context import close_session
 
+if TYPE_CHECKING:
+    from service.context import PilotContext
+
 log = logging.getLogger(__name__)
 SWEEP_EVERY_S = 60.0
 
 
-def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
+def close_idle_sessions(pilot: PilotContext, now: float | None = None) -> list[str]:
     """Write the memory of every session idle since its last turn (once per quiet spell: a
     session written to again is remembered again); the ids of those remembered. Only the
     turns of sessions active since their memory was written are read (``PilotStore.reopen``)."""
@@ -49,7 +53,7 @@ def close_idle_sessions(pilot: Any, now: float | None = None) -> list[str]:
     return remembered
 
 
-def mark_remembered(pilot: Any, header: dict[str, Any], now: float) -> None:
+def mark_remembered(pilot: PilotContext, header: SessionHeader, now: float) -> None:
     """Record the sweep's write; a session resolved meanwhile keeps its resolution."""
     try:
         pilot.store.remembered(header["tenant"], header["session_id"], now)
@@ -57,7 +61,7 @@ def mark_remembered(pilot: Any, header: dict[str, Any], now: float) -> None:
         log.info("session %s was resolved while the sweep remembered it", header["session_id"])
 
 
-async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:
+async def sweep_forever(pilot: PilotContext, every_s: float = SWEEP_EVERY_S) -> None:
     """Every minute: idle sessions remembered, conversations' outcomes kept current, the
     records of spent customer tokens that have expired anyway forgotten."""
     jobs = (
@@ -74,10 +78,10 @@ async def sweep_forever(pilot: Any, every_s: float = SWEEP_EVERY_S) -> None:
                 log.exception("%s failed", what)
 
 
-def current(pilot: Any) -> None:
+def current(pilot: PilotContext) -> None:
     keep_current(pilot, time.time())
 
 
-def forget_spent_tokens(pilot: Any) -> None:
+def forget_spent_tokens(pilot: PilotContext) -> None:
     if pilot.spent_tokens is not None:
         pilot.spent_tokens.forget_expired()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -27,6 +27,9 @@ from starlette.responses import JSONResponse
 
 from service.auth import AuthError
 from service.errors import ApiError
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -38,7 +41,7 @@ def too_large_message(max_bytes: int) -> str:
 class RequestLimits:
     def __init__(
         self,
-        app: Any,
+        app: ASGIApp,
         max_bytes: int,
         check_key: Callable[[Mapping[str, str], str, str | None], Any],
         error_body: Callable[..., dict[str, Any]],
@@ -50,7 +53,7 @@ class RequestLimits:
         self.check_key = check_key
         self.error_body = error_body
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
             await self.app(scope, receive, send)
             return
@@ -81,7 +84,7 @@ class RequestLimits:
         loop = asyncio.get_running_loop()
         body_due = loop.time() + self.body_timeout_s  # the whole body, not each piece of it
 
-        async def counted() -> dict[str, Any]:
+        async def counted() -> Message:
             nonlocal received
             try:
                 message = await asyncio.wait_for(receive(), max(0.0, body_due - loop.time()))

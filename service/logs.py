@@ -17,9 +17,12 @@ import json
 import logging
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config.settings import Observability
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 SESSION_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("session_id", default=None)
 _SESSION_PATH = re.compile(r"^/v1/(?:sessions|handoffs)/([0-9a-f]{32})(?:/|$)")
@@ -63,10 +66,10 @@ def uvicorn_log_config(observability: Observability) -> dict[str, Any] | None:
 class SessionLogContext:
     """An ASGI middleware: the session a request's path names, for every log line it causes."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = _SESSION_PATH.match(scope.get("path", "")) if scope["type"] == "http" else None
         token = SESSION_ID.set(found.group(1) if found else None)
         try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import (
@@ -39,6 +39,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from tasks.schemas import TurnResult
+
+if TYPE_CHECKING:
+    from service.context import PilotContext
+    from storage.kb.sync import SyncReport
 
 log = logging.getLogger(__name__)
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -84,7 +88,7 @@ def record_refusal(limit: str) -> None:
     RATE_LIMITED.labels(limit=limit).inc()
 
 
-def record_sync(report: Any) -> None:
+def record_sync(report: SyncReport) -> None:
     """One source's :class:`storage.kb.sync.SyncReport`."""
     for change in ("added", "changed", "unchanged", "removed"):
         SYNCED.labels(source=report.source, change=change).inc(getattr(report, change))
@@ -96,7 +100,7 @@ class WaitingForAPerson(Collector):
     """Conversations handed off and not yet resolved, per tenant (every tenant's, or only
     ``tenant``'s), read when scraped."""
 
-    def __init__(self, pilot: Any, tenant: str | None = None) -> None:
+    def __init__(self, pilot: PilotContext, tenant: str | None = None) -> None:
         self.pilot = pilot
         self.tenant = tenant
 
@@ -111,7 +115,7 @@ class WaitingForAPerson(Collector):
         yield family
 
 
-def registry_for(pilot: Any, tenant: str | None = None) -> CollectorRegistry:
+def registry_for(pilot: PilotContext, tenant: str | None = None) -> CollectorRegistry:
     """What a scrape reads: every worker's samples (multiprocess mode) or this process's,
     and the waiting conversations; for one ``tenant``, only that tenant's series."""
     registry = CollectorRegistry()
@@ -131,12 +135,12 @@ class _Process(Collector):
         yield from REGISTRY.collect()
 
 
-def exposition(pilot: Any, tenant: str | None = None) -> tuple[bytes, str]:
+def exposition(pilot: PilotContext, tenant: str | None = None) -> tuple[bytes, str]:
     """The text a scrape reads: the deployment's (``tenant`` None) or one tenant's."""
     return generate_latest(registry_for(pilot, tenant)), CONTENT_TYPE_LATEST
 
 
-def serve_metrics_port(pilot: Any) -> WSGIServer | None:
+def serve_metrics_port(pilot: PilotContext) -> WSGIServer | None:
     """``observability.metrics_port``: the metrics without a key on a port of their own. With
     several workers the first to bind it serves them all (multiprocess mode); the others skip."""
     observability = pilot.settings.observability

@@ -25,13 +25,18 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.deadline import expired, turn_deadline
 from storage.retrieval.request import RetrievalRequest
 from tasks.evidence import sentences
 from tasks.gates import model_role
 from tasks.replay import NEAR_FLOOR
+
+if TYPE_CHECKING:
+    from agents.runtime import TurnRuntime
+    from storage.retrieval.protocol import Retriever
+    from tasks.evidence import EvidenceScorer
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +69,7 @@ class Near:
     source_id: str
 
 
-def drafting_llm(runtime: Any) -> Any:
+def drafting_llm(runtime: TurnRuntime) -> Any:
     """The model the responder calls, as a CrewAI ``BaseLLM`` (``call(messages)``): the CrewAI
     engine's own, else the runtime's model adapted (the AutoGen engine); None without one."""
     llm = getattr(runtime.engine, "llm", None)
@@ -79,7 +84,7 @@ def drafting_llm(runtime: Any) -> Any:
 
 
 def near_passages(
-    retriever: Any,
+    retriever: Retriever,
     encode: Callable[[list[str]], list[Any]],
     questions: Sequence[str],
     slots: Mapping[str, str],
@@ -112,7 +117,7 @@ def article_prompt(questions: Sequence[str], passages: Sequence[Near]) -> str:
     return PROMPT.format(questions=asked, passages=shown)
 
 
-def checked(text: str, passages: Sequence[Near], scorer: Any) -> ModelDraft | None:
+def checked(text: str, passages: Sequence[Near], scorer: EvidenceScorer) -> ModelDraft | None:
     """``text`` checked sentence by sentence against ``passages`` (the responder's support
     check); None when no sentence of it is supported (nothing grounded to edit)."""
     support = scorer.support(text, [p.text for p in passages])
@@ -133,12 +138,13 @@ def checked(text: str, passages: Sequence[Near], scorer: Any) -> ModelDraft | No
 
 
 def model_writer(
-    runtime: Any, slots: Mapping[str, str]
+    runtime: TurnRuntime, slots: Mapping[str, str]
 ) -> Callable[[Sequence[str]], ModelDraft | None] | None:
     """``questions`` -> the model's checked draft (None: nothing near, or the model failed);
     None where the configuration puts no model on the responder's path."""
     settings = runtime.settings
-    if not model_role(settings, "respond") or runtime.memory is None:
+    memory = runtime.memory
+    if not model_role(settings, "respond") or memory is None:
         return None
     llm = drafting_llm(runtime)
     if llm is None:
@@ -147,7 +153,7 @@ def model_writer(
     def write(questions: Sequence[str]) -> ModelDraft | None:
         asked = list(dict.fromkeys(" ".join(q.split()) for q in questions if q.strip()))
         asked = asked[:MAX_QUESTIONS]
-        passages = near_passages(runtime.retriever, runtime.memory.encoders.dense.encode, asked, slots)
+        passages = near_passages(runtime.retriever, memory.encoders.dense.encode, asked, slots)
         if not passages:
             return None  # nothing near in the knowledge base: the skeleton, no model call
         prompt = article_prompt(asked, passages)

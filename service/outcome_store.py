@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from config.settings import PilotSettings
 from service.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
@@ -30,6 +30,12 @@ from service.topics import TopicNamer
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, shared_pages
+
+if TYPE_CHECKING:
+    from service.context import PilotContext
+    from service.pilot_store import PilotStore
+    from storage.kb.embeddings import Encoders
+    from storage.memory import MemoryStore
 
 OUTCOMES = "pilot_outcomes"
 ANONYMOUS_MARK = "anonymous"  # confirmed by an anonymous visitor's mark
@@ -68,7 +74,7 @@ class OutcomeStore:
     one is about (``service.topics.topic_namer``); None: such conversations have no topic."""
 
     def __init__(
-        self, store: Store, encoders: Any, name_topic: Callable[[str], TopicNamer] | None = None
+        self, store: Store, encoders: Encoders, name_topic: Callable[[str], TopicNamer] | None = None
     ) -> None:
         self.store = store
         self.name_topic = name_topic  # tenant -> its namer
@@ -95,7 +101,7 @@ class OutcomeStore:
         if points:
             self.store.upsert(OUTCOMES, points)
 
-    def _stored(self, where: Any) -> list[Outcome]:
+    def _stored(self, where: Condition) -> list[Outcome]:
         names = set(Outcome.__dataclass_fields__)
         return [
             Outcome(**{k: v for k, v in r.payload.items() if k in names})
@@ -104,8 +110,8 @@ class OutcomeStore:
 
     def refresh(
         self,
-        pilot_store: Any,
-        memory: Any,
+        pilot_store: PilotStore,
+        memory: MemoryStore,
         tenant: str,
         session_ids: list[str],
         now: float,
@@ -146,7 +152,9 @@ class OutcomeStore:
                     earlier.evidence.pop("reopened_by", None)
             self._write(tenant, reopened(known.values(), shared_pages, pilot.reopen_within_s))
 
-    def relabel_quiet(self, pilot_store: Any, memory: Any, now: float, pilot: PilotSettings) -> int:
+    def relabel_quiet(
+        self, pilot_store: PilotStore, memory: MemoryStore, now: float, pilot: PilotSettings
+    ) -> int:
         """Conversations still ``pending`` whose last activity is past the window: labelled."""
         quiet = [
             r.payload
@@ -160,7 +168,9 @@ class OutcomeStore:
             self.refresh(pilot_store, memory, tenant, sessions, now, pilot)
         return len(quiet)
 
-    def backfill(self, pilot_store: Any, memory: Any, now: float, pilot: PilotSettings) -> int:
+    def backfill(
+        self, pilot_store: PilotStore, memory: MemoryStore, now: float, pilot: PilotSettings
+    ) -> int:
         """Label, once, every conversation that has no stored outcome yet. The tenant's session
         ids are read a page at a time (the id alone) and each page's stored outcomes looked up
         by id: what a start holds does not grow with the conversations stored, and a store
@@ -204,7 +214,7 @@ class OutcomeStore:
         tenant: str,
         now: float,
         pilot: PilotSettings,
-        feedback_counts: Any,
+        feedback_counts: Callable[[str], tuple[int, int]],
         days: int = 30,
         offset: int = 0,
         limit: int = 100,
@@ -260,13 +270,13 @@ class OutcomeStore:
         return outcome_report(tenant, pilot, window(now, days)[0], rows, page, matching)
 
 
-def touched(pilot: Any, tenant: str, session_id: str) -> None:
+def touched(pilot: PilotContext, tenant: str, session_id: str) -> None:
     """Something happened to the conversation: its outcome is refreshed at the next flush
     (the minute sweep, or a report read), not in the request that changed it."""
     pilot.dirty.add((tenant, session_id))
 
 
-def flush(pilot: Any, now: float) -> int:
+def flush(pilot: PilotContext, now: float) -> int:
     """Refresh the outcomes of the conversations touched since the last flush."""
     taken = list(pilot.dirty)
     pilot.dirty.difference_update(taken)
@@ -279,14 +289,15 @@ def flush(pilot: Any, now: float) -> int:
     return len(taken)
 
 
-def keep_current(pilot: Any, now: float) -> None:
+def keep_current(pilot: PilotContext, now: float) -> None:
     """The minute sweep's part: touched conversations refreshed, quiet pending ones labelled."""
     flush(pilot, now)
     pilot.outcomes.relabel_quiet(pilot.store, pilot.memory, now, pilot.settings.pilot)
 
 
-def catch_up(pilot: Any, now: float) -> None:
-    """At start: marks stored before they had a day get one; conversations without a stored
-    outcome are labelled."""
+def catch_up(pilot: PilotContext, now: float) -> None:
+    """At start: headers that still carry the old hand-off flag lose it, marks stored before
+    they had a day get one; conversations without a stored outcome are labelled."""
+    pilot.store.drop_handoff_flags()
     pilot.store.date_feedback()
     pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)

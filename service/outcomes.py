@@ -16,7 +16,7 @@ import io
 import json
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -31,6 +31,11 @@ from tasks.outcomes import (
     reopened,
     shared_pages,
 )
+
+if TYPE_CHECKING:
+    from service.domain.records import StoredMark
+    from service.pilot_store import PilotStore
+    from storage.memory import MemoryStore
 
 TURN_FIELDS = (
     "session_id",
@@ -219,8 +224,8 @@ def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
 
 
 def tenant_outcomes(
-    memory: Any,
-    pilot_store: Any,
+    memory: MemoryStore,
+    pilot_store: PilotStore,
     tenant: str,
     now: float,
     pilot: PilotSettings,
@@ -236,7 +241,7 @@ def tenant_outcomes(
     for turn in memory.tenant_turns(tenant, TURN_FIELDS):
         turns[turn["session_id"]].append(turn)
     feedback = pilot_store.all_feedback(tenant)
-    marks: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    marks: dict[str, list[StoredMark]] = defaultdict(list)
     for mark in feedback:
         marks[mark["session_id"]].append(mark)
     labelled = []

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal, cast
 
-from service.session_state import Role, SessionConflict, Status, Verb, move
+from service.domain.records import SessionFields, SessionHeader, StoredMark
+from service.session_state import Role, SessionConflict, Status, Verb, legacy_status, move
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
@@ -63,11 +64,11 @@ class PilotStore:
         for key in ("day", "rating"):  # the outcome report counts marks by day and rating
             store.add_keyword_index(FEEDBACK, key)
 
-    def _point(self, key: str, text: str, payload: dict[str, Any]) -> PointData:
+    def _point(self, key: str, text: str, payload: Mapping[str, Any]) -> PointData:
         vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"
-        return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=payload)
+        return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=dict(payload))
 
-    def _save(self, header: dict[str, Any]) -> dict[str, Any]:
+    def _save(self, header: SessionHeader) -> SessionHeader:
         self.store.upsert(
             SESSIONS, [self._point(f"{header['tenant']}/{header['session_id']}", "session", header)]
         )
@@ -75,35 +76,55 @@ class PilotStore:
 
     def create_session(
         self, tenant: str, session_id: str, customer_id: str, owner: str, slots: dict[str, str]
-    ) -> dict[str, Any]:
+    ) -> SessionHeader:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
         now = time.time()
         return self._save(
-            revised(
-                None,
-                {
-                    "session_id": session_id,
-                    "tenant": tenant,
-                    "customer_id": customer_id,
-                    "owner": owner,
-                    "slots": slots,
-                    "created": now,
-                    "handoff": False,
-                    "status": Status.OPEN.value,
-                    # nothing to remember yet: the first message starts a spell (``reopen``)
-                    "memory_written_at": now,
-                },
+            cast(
+                SessionHeader,
+                revised(
+                    None,
+                    {
+                        "session_id": session_id,
+                        "tenant": tenant,
+                        "customer_id": customer_id,
+                        "owner": owner,
+                        "slots": slots,
+                        "created": now,
+                        "status": Status.OPEN.value,
+                        # nothing to remember yet: the first message starts a spell (``reopen``)
+                        "memory_written_at": now,
+                    },
+                ),
             )
         )
 
-    def session(self, tenant: str, session_id: str) -> dict[str, Any] | None:
+    def drop_handoff_flags(self) -> int:
+        """Headers written before ``status`` was the one record of a hand-off also carry a
+        ``handoff`` flag: each gets its status (from the flag where it had none) and loses the
+        flag. Run at start; each write a compare-and-set, so a header another worker wrote
+        meanwhile keeps that write and is migrated at the next start. How many were."""
+        migrated = 0
+        # every header is read: embedded Qdrant cannot filter on a boolean (it matches 0 and 1)
+        for record in self.store.scroll(SESSIONS):
+            header = cast(SessionHeader, record.payload)
+            if "handoff" not in header:
+                continue
+            kept = {k: v for k, v in header.items() if k != "handoff"}
+            new = revised(kept, {"status": legacy_status(header).value})
+            key = f"{header['tenant']}/{header['session_id']}"
+            self.store.update_if(SESSIONS, self._point(key, "session", new), expected(header))
+            migrated += 1
+        return migrated
+
+    def session(self, tenant: str, session_id: str) -> SessionHeader | None:
         found = list(
             self.store.scroll(
                 SESSIONS, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
             )
         )
-        return found[0].payload if found else None
+        return cast(SessionHeader, found[0].payload) if found else None
 
     def apply(
         self,
@@ -112,8 +133,8 @@ class PilotStore:
         verb: Verb,
         role: Role,
         actor: str = "",
-        fields: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
-    ) -> dict[str, Any] | None:
+        fields: Callable[[SessionHeader, SessionFields], SessionFields] | None = None,
+    ) -> SessionHeader | None:
         """Apply one move of :mod:`service.session_state` as a compare-and-set on the
         session's revision: the header as written (None for an unknown session), or
         :class:`SessionConflict` when the move does not apply to the session as it is now.
@@ -132,31 +153,31 @@ class PilotStore:
                 return written
         raise SessionConflict("busy", "this conversation is changing now: try again")
 
-    def _compare_and_set(self, header: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any] | None:
+    def _compare_and_set(self, header: SessionHeader, changes: SessionFields) -> SessionHeader | None:
         """Write ``header`` with ``changes`` if nobody wrote it since it was read; the header
         written, or None when another writer came first."""
-        new = revised(header, changes)
+        new = cast(SessionHeader, revised(header, changes))
         key = f"{header['tenant']}/{header['session_id']}"
         self.store.update_if(SESSIONS, self._point(key, "session", new), expected(header))
         return new if landed(self.session(header["tenant"], header["session_id"]), new) else None
 
     def mark_handoff(
         self, tenant: str, session_id: str, reason: str, role: Role = "customer"
-    ) -> dict[str, Any] | None:
+    ) -> SessionHeader | None:
         """Hand the session to people (once: a second hand-off keeps the first time and
         reason); :class:`SessionConflict` once it is resolved."""
 
-        def first_time(_: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+        def first_time(_: SessionHeader, changes: SessionFields) -> SessionFields:
             return {"handoff_reason": reason, "handoff_at": time.time()} if changes else {}
 
         return self.apply(tenant, session_id, "hand_off", role, fields=first_time)
 
-    def take(self, tenant: str, session_id: str, agent: str, role: Role) -> dict[str, Any] | None:
+    def take(self, tenant: str, session_id: str, agent: str, role: Role) -> SessionHeader | None:
         """Give the conversation to ``agent`` (an agent takes it for themselves; an admin may
         reassign it to anyone); a conversation still open is handed off by it."""
 
-        def taken(header: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-            reason = (
+        def taken(header: SessionHeader, changes: SessionFields) -> SessionFields:
+            reason: SessionFields = (
                 {}
                 if header.get("handoff_at")
                 else {"handoff_reason": TAKEN_OVER, "handoff_at": time.time()}
@@ -167,17 +188,17 @@ class PilotStore:
 
     def reopen(
         self, tenant: str, session_id: str, verb: Verb, role: Role, actor: str = ""
-    ) -> dict[str, Any] | None:
+    ) -> SessionHeader | None:
         """A message to a session whose memory was written starts a new spell: the idle sweep
         will remember it again (one header write per spell, none per message).
         :class:`SessionConflict` when ``verb`` does not apply (e.g. the session is resolved)."""
 
-        def new_spell(header: dict[str, Any], _: dict[str, Any]) -> dict[str, Any]:
+        def new_spell(header: SessionHeader, _: SessionFields) -> SessionFields:
             return {"memory_written_at": None} if header.get("memory_written_at") else {}
 
         return self.apply(tenant, session_id, verb, role, actor, new_spell)
 
-    def remembered(self, tenant: str, session_id: str, when: float) -> dict[str, Any] | None:
+    def remembered(self, tenant: str, session_id: str, when: float) -> SessionHeader | None:
         """The idle sweep wrote the session's memory (a conflict if it was resolved since)."""
         return self.apply(
             tenant, session_id, "remember", "sweep", fields=lambda _h, _c: {"memory_written_at": when}
@@ -185,7 +206,7 @@ class PilotStore:
 
     def resolve(
         self, tenant: str, session_id: str, note: str, by: str, role: Role = "agent"
-    ) -> dict[str, Any] | None:
+    ) -> SessionHeader | None:
         """Close the session (once: a second resolve is a conflict); the caller writes its
         long-term memory after this."""
         now = time.time()
@@ -203,10 +224,10 @@ class PilotStore:
             },
         )
 
-    def sessions(self, tenant: str) -> list[dict[str, Any]]:
+    def sessions(self, tenant: str) -> list[SessionHeader]:
         """Every session header of the tenant, oldest first."""
         found = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
-        return sorted((r.payload for r in found), key=lambda h: h["created"])
+        return sorted((cast(SessionHeader, r.payload) for r in found), key=lambda h: h["created"])
 
     def session_ids(self, tenant: str) -> Iterator[str]:
         """Every session id of the tenant, in the store's order, read a page at a time (the
@@ -218,29 +239,30 @@ class PilotStore:
         """The tenants that hold sessions ("" for sessions of keys without one)."""
         return sorted({r.payload["tenant"] for r in self.store.scroll(SESSIONS, fields=("tenant",))})
 
-    def handoffs(self, tenant: str) -> list[dict[str, Any]]:
+    def handoffs(self, tenant: str) -> list[SessionHeader]:
         """Sessions waiting for a person: handed off, not resolved, oldest hand-off first. Only
         those are read (the status is indexed): a poll costs the same however many sessions
         the tenant has closed."""
         found = self.store.scroll(
             SESSIONS, AllOf((Match("tenant", (tenant,)), Match("status", (Status.HANDOFF.value,))))
         )
-        return sorted((r.payload for r in found), key=lambda h: h.get("handoff_at", h["created"]))
+        headers = (cast(SessionHeader, r.payload) for r in found)
+        return sorted(headers, key=lambda h: h.get("handoff_at", h["created"]))
 
-    def unremembered(self) -> list[dict[str, Any]]:
+    def unremembered(self) -> list[SessionHeader]:
         """Every tenant's sessions that no person resolved and that had a message since their
         memory was written (the idle sweep's candidates). A new session counts as remembered
         until its first message (``create_session``), so sessions opened and never written
         to are never read."""
         live = (Status.OPEN.value, Status.HANDOFF.value)
         candidates = AllOf((Match("status", live), Missing("memory_written_at")))
-        return [r.payload for r in self.store.scroll(SESSIONS, candidates)]
+        return [cast(SessionHeader, r.payload) for r in self.store.scroll(SESSIONS, candidates)]
 
     def add_feedback(
         self, tenant: str, session_id: str, turn_index: int, rating: Literal["up", "down"], comment: str
-    ) -> dict[str, Any]:
+    ) -> StoredMark:
         now = time.time()
-        record: dict[str, Any] = {
+        record: StoredMark = {
             "tenant": tenant,
             "session_id": session_id,
             "turn_index": turn_index,
@@ -272,11 +294,12 @@ class PilotStore:
             self.store.upsert(FEEDBACK, [self._point(key, mark.get("comment", ""), mark)])
         return len(undated)
 
-    def all_feedback(self, tenant: str) -> list[dict[str, Any]]:
-        return [r.payload for r in self.store.scroll(FEEDBACK, Match("tenant", (tenant,)))]
+    def all_feedback(self, tenant: str) -> list[StoredMark]:
+        found = self.store.scroll(FEEDBACK, Match("tenant", (tenant,)))
+        return [cast(StoredMark, r.payload) for r in found]
 
-    def feedback(self, tenant: str, session_id: str) -> list[dict[str, Any]]:
+    def feedback(self, tenant: str, session_id: str) -> list[StoredMark]:
         records = self.store.scroll(
             FEEDBACK, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
         )
-        return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
+        return sorted((cast(StoredMark, r.payload) for r in records), key=lambda p: p["turn_index"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from service.session_state import Status
 from tasks.gap_report import GapReport
@@ -56,13 +56,19 @@ class SessionView(_Record):
     slots: dict[str, str] = {}
     created: float | None = None
     status: Status | None = None
-    handoff: bool | None = None
     handoff_reason: str | None = None
     handoff_at: float | None = None
     resolved_at: float | None = None
     contact_email: str | None = None  # left by the customer at the hand-off
     csat_solved: bool | None = None  # "Did we solve your problem today?" (None: not answered)
     csat_at: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def handoff(self) -> bool:
+        """Whether the conversation was ever handed to people (read from ``handoff_at``: the
+        stored flag it replaces is gone)."""
+        return self.handoff_at is not None
 
 
 class TurnRecord(_Record):

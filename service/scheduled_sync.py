@@ -14,17 +14,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 
 from service.metrics import record_sync
 from storage.kb.sync import SyncReport, sync_sources
 
+if TYPE_CHECKING:
+    from service.context import PilotContext
+
 log = logging.getLogger(__name__)
 
 
-def sync_once(pilot: Any) -> list[SyncReport]:
+def sync_once(pilot: PilotContext) -> list[SyncReport]:
     """One round over every configured source, logged."""
     kb = pilot.runtime.knowledge_base()
     reports = sync_sources(kb, pilot.settings.sources)
@@ -35,7 +38,7 @@ def sync_once(pilot: Any) -> list[SyncReport]:
     return reports
 
 
-async def sync_forever(pilot: Any) -> None:
+async def sync_forever(pilot: PilotContext) -> None:
     """Every ``pilot.sync_every_minutes`` (0, or no sources: never)."""
     every_s = pilot.settings.pilot.sync_every_minutes * 60
     if every_s <= 0 or not pilot.settings.sources:

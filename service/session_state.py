@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
+
+from service.domain.records import SessionFields, SessionHeader
 
 
 class Status(StrEnum):
@@ -69,20 +71,27 @@ class SessionConflict(Exception):
         self.message = message
 
 
-def status_of(header: dict[str, Any]) -> Status:
-    """The stored status (a header written before statuses existed: from its hand-off flag)."""
+def status_of(header: SessionHeader) -> Status:
+    """The stored status (headers written before it existed get theirs at start:
+    :meth:`service.pilot_store.PilotStore.drop_handoff_flags`)."""
+    return Status(header.get("status") or Status.OPEN)
+
+
+def legacy_status(header: SessionHeader) -> Status:
+    """The status of a header written when a ``handoff`` flag also said it (the start
+    migration's reading: a status if it had one, else the flag's)."""
     stored = header.get("status")
     if stored:
         return Status(stored)
     return Status.HANDOFF if header.get("handoff") else Status.OPEN
 
 
-def waiting_for_a_person(header: dict[str, Any]) -> bool:
+def waiting_for_a_person(header: SessionHeader) -> bool:
     """Whether the session is with people (handed off, not resolved): the one test of it."""
     return status_of(header) is Status.HANDOFF
 
 
-def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str, Any]:
+def move(header: SessionHeader, verb: Verb, role: Role, actor: str) -> SessionFields:
     """The header fields ``verb`` changes, or :class:`SessionConflict` when the session's
     status or holder does not allow it. ``actor`` names the person (their key) for staff."""
     rule = MOVES[verb]
@@ -104,11 +113,9 @@ def move(header: dict[str, Any], verb: Verb, role: Role, actor: str) -> dict[str
             "taken" if holder else "not_taken",
             f"{holder} has this conversation" if holder else "take this conversation before replying",
         )
-    changes: dict[str, Any] = {}
+    changes: SessionFields = {}
     if rule.to is not None and rule.to != status:
         changes["status"] = rule.to.value
-    if verb in ("hand_off", "take") and status is Status.OPEN:
-        changes["handoff"] = True
     if verb == "take":
         changes["taken_by"] = actor
     return changes

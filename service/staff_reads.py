@@ -16,10 +16,14 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.auth import Caller
 from storage.retrieval.filters import build_filters
+
+if TYPE_CHECKING:
+    from agents.runtime import TurnRuntime
+    from service.outcomes import ConversationOutcome, OutcomeReport
 
 WITHHELD = (
     "[withheld: this answer cites an article your key may not read; ask a colleague whose key may]"
@@ -31,12 +35,14 @@ def staff_slots(who: Caller) -> dict[str, str]:
     return {**who.slots, "tenant": who.tenant} if who.tenant else dict(who.slots)
 
 
-def readable(runtime: Any, slots: dict[str, str], source_ids: Sequence[str]) -> frozenset[str]:
+def readable(runtime: TurnRuntime, slots: dict[str, str], source_ids: Sequence[str]) -> frozenset[str]:
     """Which of ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
     return frozenset(readable_titles(runtime, slots, source_ids))
 
 
-def readable_titles(runtime: Any, slots: dict[str, str], source_ids: Sequence[str]) -> dict[str, str]:
+def readable_titles(
+    runtime: TurnRuntime, slots: dict[str, str], source_ids: Sequence[str]
+) -> dict[str, str]:
     """The titles of the ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
     if not source_ids:
         return {}
@@ -47,7 +53,7 @@ def readable_titles(runtime: Any, slots: dict[str, str], source_ids: Sequence[st
 
 
 def withhold_unreadable(
-    runtime: Any, slots: dict[str, str], turns: Sequence[dict[str, Any]]
+    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """``turns`` with every answer that cites an article ``slots`` may not read replaced by
     :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``)."""
@@ -69,7 +75,9 @@ def withhold_unreadable(
     return shown
 
 
-def only_readable_topics(runtime: Any, slots: dict[str, str], report: Any) -> Any:
+def only_readable_topics(
+    runtime: TurnRuntime, slots: dict[str, str], report: OutcomeReport
+) -> OutcomeReport:
     """An outcome report (``service.outcomes.OutcomeReport``) whose conversations' ``topic``
     and ``topic_id`` name only the pages ``slots`` may read, ``topic_title`` the title of that
     page (one store read for the page of conversations)."""
@@ -77,7 +85,9 @@ def only_readable_topics(runtime: Any, slots: dict[str, str], report: Any) -> An
     return report
 
 
-def readable_outcomes(runtime: Any, slots: dict[str, str], conversations: list[Any]) -> list[Any]:
+def readable_outcomes(
+    runtime: TurnRuntime, slots: dict[str, str], conversations: list[ConversationOutcome]
+) -> list[ConversationOutcome]:
     """``conversations`` (``ConversationOutcome``) naming only pages ``slots`` may read."""
     pages = [t for c in conversations for t in (*c.topic, c.topic_id) if t]
     titles = readable_titles(runtime, slots, pages)

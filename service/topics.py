@@ -17,23 +17,26 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from storage.retrieval.request import RetrievalRequest
 from tasks.gap_report import Nearest
 
+if TYPE_CHECKING:
+    from storage.retrieval.protocol import Retriever
+
 TopicNamer = Callable[[str, Mapping[str, Any]], str]
 # the MiniLM cosine of a question and the passage of the page it would be named after, under
 # which it is about no page: the highest floor (0.02 steps) that keeps every question a page
 # answers named (59 of 59 in examples/answer-sets; the lowest is 0.327) while 36 of the 48
 # questions on subjects the knowledge base lacks (examples/gaps/paraphrase-groups.jsonl) fall
-# under it; chosen by bench/topic_floor.py
+# under it; chosen by training/topic_floor.py
 TOPIC_FLOOR = 0.32
 
 
-def nearest_page(retriever: Any, slots: Mapping[str, Any]) -> Callable[[str], Nearest | None]:
+def nearest_page(retriever: Retriever, slots: Mapping[str, Any]) -> Callable[[str], Nearest | None]:
     """``text`` -> the best passage's page under ``slots`` (source id, title, score and its
     stored fields), or None."""
 
@@ -66,7 +69,7 @@ def similarities(
 
 
 def topic_namer(
-    retriever: Any,
+    retriever: Retriever,
     encode: Callable[[list[str]], list[Any]],
     tenant: str,
     floor: float = TOPIC_FLOOR,

@@ -9,16 +9,19 @@ Usage (where a turn ends)::
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.metrics import record_turn
 from tasks.schemas import TurnRequest, TurnResult
+
+if TYPE_CHECKING:
+    from service.context import PilotContext
 
 log = logging.getLogger("supportcrew.turns")
 
 
 def observe_turn(
-    pilot: Any, request: TurnRequest, result: TurnResult, started_s: float, ended_s: float
+    pilot: PilotContext, request: TurnRequest, result: TurnResult, started_s: float, ended_s: float
 ) -> None:
     engine = getattr(pilot.runtime.engine, "name", "unknown")
     tenant = request.slots.get("tenant", "")

@@ -6,7 +6,7 @@ support lead reads every Monday to decide which article to write next.
 Questions carry the MiniLM vector their turn was stored with (a question recorded before
 vectors were read back is encoded once per call), and are grouped by agglomerative
 clustering (scikit-learn, average linkage over cosine distance, cut at ``distance``, chosen
-on labelled paraphrase groups by ``bench/gap_threshold.py``). At most ``MAX_CLUSTERED`` of
+on labelled paraphrase groups by ``training/gap_distance.py``). At most ``MAX_CLUSTERED`` of
 the most recent questions are clustered: the cost of a call stays flat however many are
 recorded.
 
@@ -143,7 +143,7 @@ def failed_turns(turns: Sequence[dict[str, Any]]) -> list[FailedTurn]:
 
 def gap_questions(
     turns: Sequence[dict[str, Any]],
-    feedback: Sequence[dict[str, Any]],
+    feedback: Sequence[Mapping[str, Any]],
     asks_for_person: Callable[[str], bool],
 ) -> list[GapQuestion]:
     """The customer messages of refused or handed-off turns, and of turns rated "down" (each

@@ -113,7 +113,7 @@ def _questions(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def page_marks(
-    turns: Sequence[dict[str, Any]], feedback: Sequence[dict[str, Any]]
+    turns: Sequence[dict[str, Any]], feedback: Sequence[Mapping[str, Any]]
 ) -> dict[str, dict[str, int]]:
     """Per page, the marks on the answers that cited it (each mark counts once per page).
 
@@ -146,9 +146,9 @@ def _unclosed_courtesy(turns: Sequence[dict[str, Any]], after: int) -> int | Non
 
 
 def label(
-    header: dict[str, Any],
+    header: Mapping[str, Any],
     turns: Sequence[dict[str, Any]],
-    feedback: Sequence[dict[str, Any]],
+    feedback: Sequence[Mapping[str, Any]],
     now: float,
     outcome_after_s: float,
 ) -> Outcome | None:
@@ -319,7 +319,7 @@ def day_row(
 
 
 def daily_rates(
-    outcomes: Iterable[Outcome], feedback: Iterable[dict[str, Any]] = ()
+    outcomes: Iterable[Outcome], feedback: Iterable[Mapping[str, Any]] = ()
 ) -> list[dict[str, Any]]:
     """Per day: involved conversations, each label's count, the rates over the decided ones
     and satisfaction from that day's marks, the closing answers of its conversations

@@ -72,7 +72,7 @@ async def draft_article(body: DraftRequest, who: Admin, pilot: Pilot) -> DraftPr
     where nobody replied, the model's draft checked against the knowledge base (with the
     responder on the model path), else the skeleton of the questions."""
     write = model_writer(pilot.runtime, staff_slots(who))
-    proposal = await run_in_threadpool(draft, pilot.runtime.memory, who.tenant, body.questions, write)
+    proposal = await run_in_threadpool(draft, pilot.memory, who.tenant, body.questions, write)
     return DraftProposal(**proposal)
 
 

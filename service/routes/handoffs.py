@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.agent_assist import suggested_reply
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
+from service.domain.records import SessionHeader
 from service.errors import ApiError
 from service.outcome_store import touched
 from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
@@ -75,12 +76,12 @@ class Assignment(BaseModel):
     agent: PlainText = Field(min_length=1, max_length=200)
 
 
-def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> dict[str, Any]:
+def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> SessionHeader:
     """Any session of the tenant, or 404."""
     return found(pilot.store.session(tenant, session_id), session_id)
 
 
-def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, Any]:
+def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> SessionHeader:
     """A session this staff key may read: an admin any of the tenant's; an agent one waiting
     in the queue or taken by them (404 otherwise, 403 when another agent has it)."""
     header = tenant_session(pilot, who.tenant, session_id)
@@ -96,7 +97,7 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> dict[
     return header
 
 
-def conversation(pilot: PilotContext, who: Caller, header: dict[str, Any]) -> dict[str, Any]:
+def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dict[str, Any]:
     """What a person needs to take a conversation over, as far as their key may read it: the
     transcript, what we know of the customer (entities, the earlier cases its slots may read)
     and a suggested reply to the last unanswered message, under the key's own slots
@@ -135,7 +136,7 @@ def customer_label(customer_id: str) -> str:
     return customer_id
 
 
-def handoff_why(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
+def handoff_why(header: SessionHeader, turns: list[dict[str, Any]]) -> str:
     """Why a conversation waits: the customer's message that asked for a person (a bare "yes"
     to the offer reads as accepting it), else the last question the assistant could not
     answer, else the reason given with the hand-off.
@@ -156,7 +157,7 @@ def handoff_why(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
     return str(header.get("handoff_reason") or "")
 
 
-def problem_of(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
+def problem_of(header: SessionHeader, turns: list[dict[str, Any]]) -> str:
     """What the person has to solve: the customer's first question since the last one the
     assistant answered (later messages add to it; the queue counts them), else their latest
     request for a person (a bare "yes please" to the offer, thanks and greetings are never
@@ -178,7 +179,7 @@ def problem_of(header: dict[str, Any], turns: list[dict[str, Any]]) -> str:
     return handoff_why(header, turns)
 
 
-def urgency(header: dict[str, Any], turns: list[dict[str, Any]], now: float) -> str:
+def urgency(header: SessionHeader, turns: list[dict[str, Any]], now: float) -> str:
     """Why the conversation is urgent ("" when it is not): the customer has waited for a
     person too long, or keeps writing.
 
@@ -195,7 +196,7 @@ def urgency(header: dict[str, Any], turns: list[dict[str, Any]], now: float) -> 
     return ""
 
 
-def queue_row(pilot: PilotContext, header: dict[str, Any]) -> dict[str, Any]:
+def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, Any]:
     """One line of the queue: enough to choose a conversation (who, their problem, why, since
     when, who has it, whether it is urgent), none of its answers."""
     turns = pilot.memory.session_turns(

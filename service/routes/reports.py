@@ -65,7 +65,7 @@ async def gaps(
         pilot.gap_reports.get,
         key,
         lambda: tenant_gap_report(
-            pilot.runtime.memory,
+            pilot.memory,
             pilot.store,
             pilot.runtime.retriever,
             who.tenant,

@@ -9,7 +9,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal, NoReturn
 
 from fastapi import APIRouter, Request
@@ -21,6 +21,7 @@ from agents.progress import progress_label
 from agents.turn import run_turn
 from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, found, owned_session, owner_of
+from service.domain.records import SessionFields, SessionHeader, StoredMark
 from service.errors import ApiError, error_body
 from service.outcome_store import touched
 from service.records import (
@@ -285,7 +286,7 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str
 
 def open_session(
     pilot: PilotContext, who: Caller, customer_id: str | None, slots: dict[str, str]
-) -> dict[str, Any]:
+) -> SessionHeader:
     """A new session of the caller's (counted against its ``sessions`` limit): its header.
     Without a customer id the visitor is anonymous, named after the session."""
     pilot.limits.spend("sessions", who)
@@ -353,7 +354,6 @@ CUSTOMER_FIELDS = (
     "slots",
     "created",
     "status",
-    "handoff",
     "handoff_reason",
     "handoff_at",
     "resolved_at",
@@ -365,17 +365,18 @@ CUSTOMER_FIELDS = (
 STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
 
 
-def customer_view(header: dict[str, Any]) -> dict[str, Any]:
+def customer_view(header: SessionHeader) -> dict[str, Any]:
     """A session header as its customer sees it: no owner hash, resolution note, resolving
     agent or memory bookkeeping (staff read those in /v1/handoffs)."""
-    return {k: header[k] for k in CUSTOMER_FIELDS if k in header}
+    fields: Mapping[str, Any] = header
+    return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
 
 
 def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
 
 
-def wait_for_agent(pilot: PilotContext, who: Caller, header: dict[str, Any], message: str) -> TurnResult:
+def wait_for_agent(pilot: PilotContext, who: Caller, header: SessionHeader, message: str) -> TurnResult:
     """A message after the hand-off: stored for the person who takes the conversation, at
     most ``waiting_messages`` of them until a person replies. The first gets one short note
     (``messages.handoff_waiting``), later ones no reply: the canned hand-off line is said
@@ -445,7 +446,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     response_model=FeedbackMark,
     response_model_exclude_unset=True,
 )
-async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> dict[str, Any]:
+async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot) -> StoredMark:
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "feedback", "customer", "")  # a resolved conversation takes no more ratings
     await run_in_threadpool(pilot.limits.spend, "feedback", who)
@@ -488,7 +489,7 @@ async def satisfaction(
     now = time.time()
     before: dict[str, Any] = {}
 
-    def answer(current: dict[str, Any], _changes: dict[str, Any]) -> dict[str, Any]:
+    def answer(current: SessionHeader, _changes: SessionFields) -> SessionFields:
         before["solved"] = current.get("csat_solved")
         return {"csat_solved": body.solved, "csat_at": now}
 

@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from storage.qdrant.store import Condition, Match, Missing
@@ -21,7 +22,7 @@ from storage.qdrant.store import Condition, Match, Missing
 KEPT_REVS = 8  # revisions a record remembers: a write is recognised under 8 more on top
 
 
-def revised(current: dict[str, Any] | None, changes: dict[str, Any]) -> dict[str, Any]:
+def revised(current: Mapping[str, Any] | None, changes: Mapping[str, Any]) -> dict[str, Any]:
     """``current`` with ``changes``, a new ``rev``, and the revision it replaces in ``revs``.
 
     >>> first = revised(None, {"n": 1})
@@ -35,13 +36,13 @@ def revised(current: dict[str, Any] | None, changes: dict[str, Any]) -> dict[str
     return {**base, **changes, "rev": uuid.uuid4().hex, "revs": earlier[:KEPT_REVS]}
 
 
-def expected(current: dict[str, Any]) -> Condition:
+def expected(current: Mapping[str, Any]) -> Condition:
     """The condition under which a write built on ``current`` may replace it."""
     read = current.get("rev")
     return Match("rev", (read,)) if read else Missing("rev")
 
 
-def landed(stored: dict[str, Any] | None, written: dict[str, Any]) -> bool:
+def landed(stored: Mapping[str, Any] | None, written: Mapping[str, Any]) -> bool:
     """Whether ``written`` was applied: it is stored, or a later write replaced it."""
     return stored is not None and (
         stored.get("rev") == written["rev"] or written["rev"] in stored.get("revs", [])

@@ -6,18 +6,18 @@ import pytest
 
 from service.session_state import SessionConflict, move
 
-OPEN = {"status": "open", "handoff": False}
-WAITING = {"status": "handoff", "handoff": True}
-RESOLVED = {"status": "resolved", "handoff": True}
+OPEN = {"status": "open"}
+WAITING = {"status": "handoff", "handoff_at": 1.0}
+RESOLVED = {"status": "resolved", "handoff_at": 1.0}
 
 
 @pytest.mark.parametrize(
     ("header", "verb", "role", "changes"),
     [
-        (OPEN, "hand_off", "customer", {"status": "handoff", "handoff": True}),
-        (OPEN, "hand_off", "assistant", {"status": "handoff", "handoff": True}),
+        (OPEN, "hand_off", "customer", {"status": "handoff"}),
+        (OPEN, "hand_off", "assistant", {"status": "handoff"}),
         (WAITING, "hand_off", "customer", {}),  # again: nothing changes
-        (OPEN, "take", "agent", {"status": "handoff", "handoff": True, "taken_by": "ana"}),
+        (OPEN, "take", "agent", {"status": "handoff", "taken_by": "ana"}),
         (WAITING, "take", "agent", {"taken_by": "ana"}),
         (OPEN, "resolve", "agent", {"status": "resolved"}),
         (WAITING, "resolve", "admin", {"status": "resolved"}),

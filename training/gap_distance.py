@@ -5,7 +5,7 @@ base does not cover, each labelled with its group (the same missing topic in oth
 Each distance cut is scored by the adjusted Rand index of its clusters against the groups
 (1.0: the groups exactly; 0: chance), with the stored MiniLM vectors the report uses.
 
-    python -m bench.gap_threshold      # table; results in bench/results/gap_threshold.{md,json}
+    python -m training.gap_distance      # table; results in bench/results/gap_threshold.{md,json}
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import json
 
 from sklearn.metrics import adjusted_rand_score
 
-from bench._common import ROOT, table, write_results
 from config.settings import load_settings
+from config.telemetry import apply_telemetry_policy
+from evaluation.reporting import ROOT, table, write_results
 from storage.kb.embeddings import load_encoders
 from tasks.gap_report import DISTANCE, GapQuestion, _labels, question_vectors
 
@@ -24,6 +25,7 @@ CUTS = [round(0.20 + 0.05 * n, 2) for n in range(11)]
 
 
 def main() -> None:
+    apply_telemetry_policy()  # where the training process starts
     rows = [json.loads(line) for line in GROUPS.read_text(encoding="utf-8").splitlines() if line]
     encoders = load_encoders(load_settings())
     questions = [

@@ -4,7 +4,7 @@ Each train query's three ranked lists (dense, BM25, MaxSim rescoring of their un
 fetched once from Qdrant; fusion variants are then scored offline with ir-measures. Test qrels
 are never read here.
 
-    python -m bench.tune_fusion --data-dir /tmp/scifact [--dataset ../shared/datasets/scifact]
+    python -m training.fusion_fit --data-dir /tmp/scifact [--dataset ../shared/datasets/scifact]
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 import ir_measures
 from ir_measures import nDCG
 
-from bench._common import ROOT
 from config.settings import load_settings
+from config.telemetry import apply_telemetry_policy
+from evaluation.reporting import ROOT
 from evaluation.retrieval import load_beir
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
@@ -45,6 +46,7 @@ def fuse(lists: list[list[str]], weights: list[float], k: int) -> dict[str, floa
 
 
 def main() -> None:
+    apply_telemetry_policy()  # where the training process starts
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--dataset", type=Path, default=ROOT.parent / "shared/datasets/scifact")

@@ -10,18 +10,22 @@ cover). The unanswerable questions of the answer sets touch a page without being
 it: listed, not fitted. Each floor is read by the share of each kept named / sent to "other";
 the shipped floor is the highest that keeps every answerable question named.
 
-    python -m bench.topic_floor [--data-dir DIR]
+    python -m training.topic_floor [--data-dir DIR]
 
 Writes bench/results/topic_floor.{md,json}.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+from pathlib import Path
 from typing import Any
 
-from bench._common import ROOT, comparison_parser, open_answer_set, table, write_results
+from config.telemetry import apply_telemetry_policy
 from evaluation.answer_sets import load_answer_set
+from evaluation.dev_runs import open_answer_set
+from evaluation.reporting import ROOT, table, write_results
 from service.topics import TOPIC_FLOOR, nearest_page, similarity
 
 SETS = ROOT / "examples" / "answer-sets"
@@ -60,7 +64,10 @@ def scored(data_dir: Any) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    args = comparison_parser(__doc__, "/tmp/supportcrew-topic-floor").parse_args()
+    apply_telemetry_policy()  # where the training process starts
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/supportcrew-topic-floor"))
+    args = parser.parse_args()
     rows = scored(args.data_dir)
     by_kind = {
         k: [r["cosine"] for r in rows if r["kind"] == k] for k in ("answerable", "touched", "uncovered")
