@@ -39,8 +39,9 @@ from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.logs import SessionLogContext
-from service.metrics import serve_metrics_port
-from service.outcome_store import OutcomeStore, catch_up
+from service.metrics_scrape import serve_metrics_port
+from service.outcome_store import OutcomeStore
+from service.outcome_upkeep import catch_up
 from service.pilot_store import PilotStore
 from service.rate_limits import RateLimits
 from service.routes import (

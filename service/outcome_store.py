@@ -32,7 +32,6 @@ from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensu
 from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, shared_pages
 
 if TYPE_CHECKING:
-    from service.context import PilotContext
     from service.pilot_store import PilotStore
     from storage.kb.embeddings import Encoders
     from storage.memory import MemoryStore
@@ -268,36 +267,3 @@ class OutcomeStore:
                     page.append(outcome)
                 seen += 1
         return outcome_report(tenant, pilot, window(now, days)[0], rows, page, matching)
-
-
-def touched(pilot: PilotContext, tenant: str, session_id: str) -> None:
-    """Something happened to the conversation: its outcome is refreshed at the next flush
-    (the minute sweep, or a report read), not in the request that changed it."""
-    pilot.dirty.add((tenant, session_id))
-
-
-def flush(pilot: PilotContext, now: float) -> int:
-    """Refresh the outcomes of the conversations touched since the last flush."""
-    taken = list(pilot.dirty)
-    pilot.dirty.difference_update(taken)
-    by_tenant: dict[str, list[str]] = {}
-    for tenant, session_id in taken:
-        by_tenant.setdefault(tenant, []).append(session_id)
-    settings = pilot.settings.pilot
-    for tenant, sessions in by_tenant.items():
-        pilot.outcomes.refresh(pilot.store, pilot.memory, tenant, sessions, now, settings)
-    return len(taken)
-
-
-def keep_current(pilot: PilotContext, now: float) -> None:
-    """The minute sweep's part: touched conversations refreshed, quiet pending ones labelled."""
-    flush(pilot, now)
-    pilot.outcomes.relabel_quiet(pilot.store, pilot.memory, now, pilot.settings.pilot)
-
-
-def catch_up(pilot: PilotContext, now: float) -> None:
-    """At start: headers that still carry the old hand-off flag lose it, marks stored before
-    they had a day get one; conversations without a stored outcome are labelled."""
-    pilot.store.drop_handoff_flags()
-    pilot.store.date_feedback()
-    pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)

@@ -34,7 +34,7 @@ from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
 from service.domain.records import SessionHeader
 from service.errors import ApiError
-from service.outcome_store import touched
+from service.outcome_upkeep import touched
 from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable

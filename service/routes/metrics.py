@@ -1,4 +1,4 @@
-"""``GET /metrics``: Prometheus text format (``service/metrics.py``): every series for the
+"""``GET /metrics``: Prometheus text format (``service/metrics_scrape.py``): every series for the
 deployment's admin key (one without a tenant), only its own tenant's for a tenant's admin
 key; with ``observability.metrics_port`` the deployment's text is also served on that port
 without a key."""
@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from service.context import Admin, Pilot
 from service.errors import ApiError
-from service.metrics import exposition
+from service.metrics_scrape import exposition
 
 router = APIRouter(tags=["operations"])
 

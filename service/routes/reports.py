@@ -17,7 +17,7 @@ from service.breakdowns import ROW_FIELDS, ArticleReport, TopicReport, by_articl
 from service.context import Admin, Pilot, PilotContext
 from service.errors import JSON_ERRORS, ApiError
 from service.gaps import published_articles, tenant_gap_report
-from service.outcome_store import flush
+from service.outcome_upkeep import flush
 from service.outcomes import (
     ConversationFilter,
     ConversationOutcome,

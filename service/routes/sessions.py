@@ -23,7 +23,7 @@ from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, found, owned_session, owner_of
 from service.domain.records import SessionFields, SessionHeader, StoredMark
 from service.errors import ApiError, error_body
-from service.outcome_store import touched
+from service.outcome_upkeep import touched
 from service.records import (
     FeedbackMark,
     HandedOff,

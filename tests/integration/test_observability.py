@@ -194,7 +194,7 @@ def test_metrics_of_several_worker_processes_are_summed(tmp_path, monkeypatch):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
     from prometheus_client import generate_latest
 
-    from service.metrics import registry_for
+    from service.metrics_scrape import registry_for
 
     class NoStore:
         store = None

@@ -144,7 +144,8 @@ def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tm
 def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_kb, tmp_path):
     import time
 
-    from service.outcome_store import OUTCOMES, catch_up, keep_current
+    from service.outcome_store import OUTCOMES
+    from service.outcome_upkeep import catch_up, keep_current
     from storage.qdrant.store import Match
 
     with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
@@ -385,7 +386,8 @@ def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
 ):
     import time
 
-    from service.outcome_store import OUTCOMES, catch_up, flush
+    from service.outcome_store import OUTCOMES
+    from service.outcome_upkeep import catch_up, flush
     from storage.qdrant.store import AllOf, Match
 
     with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):

@@ -1,0 +1,52 @@
+"""Keeping the stored outcomes current while the pilot runs: a conversation something
+happened to is marked (``touched``) and refreshed at the next ``flush`` (the minute sweep's
+``keep_current``, or a report read); ``catch_up`` runs the start's migrations and labels
+conversations stored before outcomes were.
+
+Usage::
+
+    touched(pilot, "acme", session_id)     # in the request that changed the conversation
+    flush(pilot, time.time())              # -> how many conversations were refreshed
+    keep_current(pilot, time.time())       # the minute sweep
+    catch_up(pilot, time.time())           # at start
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from service.context import PilotContext
+
+
+def touched(pilot: PilotContext, tenant: str, session_id: str) -> None:
+    """Something happened to the conversation: its outcome is refreshed at the next flush
+    (the minute sweep, or a report read), not in the request that changed it."""
+    pilot.dirty.add((tenant, session_id))
+
+
+def flush(pilot: PilotContext, now: float) -> int:
+    """Refresh the outcomes of the conversations touched since the last flush."""
+    taken = list(pilot.dirty)
+    pilot.dirty.difference_update(taken)
+    by_tenant: dict[str, list[str]] = {}
+    for tenant, session_id in taken:
+        by_tenant.setdefault(tenant, []).append(session_id)
+    settings = pilot.settings.pilot
+    for tenant, sessions in by_tenant.items():
+        pilot.outcomes.refresh(pilot.store, pilot.memory, tenant, sessions, now, settings)
+    return len(taken)
+
+
+def keep_current(pilot: PilotContext, now: float) -> None:
+    """The minute sweep's part: touched conversations refreshed, quiet pending ones labelled."""
+    flush(pilot, now)
+    pilot.outcomes.relabel_quiet(pilot.store, pilot.memory, now, pilot.settings.pilot)
+
+
+def catch_up(pilot: PilotContext, now: float) -> None:
+    """At start: headers that still carry the old hand-off flag lose it, marks stored before
+    they had a day get one; conversations without a stored outcome are labelled."""
+    pilot.store.drop_handoff_flags()
+    pilot.store.date_feedback()
+    pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)
