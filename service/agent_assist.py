@@ -19,18 +19,22 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.turn import run_turn
 from tasks.judging import pages_question
 from tasks.message_kind import load_message_kinds
 from tasks.schemas import HistoryTurn, TurnRequest
 
+if TYPE_CHECKING:
+    from agents.runtime import TurnRuntime
+    from storage.memory import StoredTurn
+
 ANSWERED_BY_A_PERSON = "agent_reply"
 
 
 def last_unanswered(
-    turns: Sequence[dict[str, Any]], question_of: Callable[[str], str]
+    turns: Sequence[StoredTurn], question_of: Callable[[str], str]
 ) -> tuple[int, str] | None:
     """The customer's last message that asks the pages something and that neither the
     assistant answered nor a person replied to after it: its position in ``turns`` and what
@@ -53,7 +57,7 @@ def last_unanswered(
     return None
 
 
-def history_before(turns: Sequence[dict[str, Any]], position: int) -> list[HistoryTurn]:
+def history_before(turns: Sequence[StoredTurn], position: int) -> list[HistoryTurn]:
     """The conversation before ``position``, as the turn's history (answers and their pages)."""
     history = []
     for turn in turns[:position]:
@@ -69,7 +73,7 @@ def history_before(turns: Sequence[dict[str, Any]], position: int) -> list[Histo
 
 
 def suggested_reply(
-    runtime: Any, turns: Sequence[dict[str, Any]], slots: dict[str, str], session_id: str
+    runtime: TurnRuntime, turns: Sequence[StoredTurn], slots: dict[str, str], session_id: str
 ) -> dict[str, Any] | None:
     """The decision's reply to the last unanswered message under ``slots``, or None when it
     does not answer it (a refusal or a hand-off is no reply to suggest)."""

@@ -46,13 +46,20 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import frontmatter
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from config.settings import SlotRule
+from service.domain.records import (
+    ArticleCheck,
+    ArticleEvent,
+    CheckedQuestion,
+    ReplayedChange,
+    StoredArticle,
+)
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from storage.retrieval.filters import DRAFT, admits, build_filters
@@ -64,6 +71,7 @@ if TYPE_CHECKING:
     from storage.kb.embeddings import Encoders
     from storage.kb.knowledge_base import KnowledgeBase
     from storage.memory import MemoryStore
+    from tasks.schemas import TurnResult
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
@@ -120,17 +128,9 @@ class ArticleRecord(BaseModel):
     questions: list[str] = Field(default_factory=list)
     status: Literal["draft", "published"]
     url: str | None = None  # once published: where it opens (``GET /help/articles/...``)
-    check: dict[str, Any] | None = None
-    events: list[dict[str, Any]] = Field(default_factory=list)
+    check: ArticleCheck | None = None
+    events: list[ArticleEvent] = Field(default_factory=list)
     updated_at: float
-
-
-class CheckRow(BaseModel):
-    question: str
-    verdict: str
-    answered_from_article: bool
-    cited: list[str]
-    answer: str
 
 
 def draft(
@@ -306,10 +306,9 @@ def front_matter(article: ArticleDraft, tenant: str, draft: str | None, url: str
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n\n" + article.text
 
 
-def as_document_fields(article: ArticleDraft | dict[str, Any], tenant: str) -> dict[str, Any]:
+def as_document_fields(article: ArticleDraft, tenant: str) -> dict[str, str | list[str] | None]:
     """The payload fields the enforced slots filter on, as the article's chunks carry them."""
-    get = article.get if isinstance(article, dict) else lambda k: getattr(article, k)
-    return {"access": get("access"), "tiers": get("tiers"), "tenant": tenant or None}
+    return {"access": article.access, "tiers": article.tiers, "tenant": tenant or None}
 
 
 class Articles:
@@ -345,25 +344,26 @@ class Articles:
                 parts.append(reader)
         return AllOf(tuple(parts))
 
-    def record(self, tenant: str, slug: str, slots: Mapping[str, str] | None) -> dict[str, Any] | None:
+    def record(self, tenant: str, slug: str, slots: Mapping[str, str] | None) -> StoredArticle | None:
         """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service)."""
         found = list(self.store.scroll(ARTICLES, self._where(tenant, slots, Match("slug", (slug,)))))
-        return found[0].payload if found else None
+        return cast(StoredArticle, found[0].payload) if found else None
 
-    def all(self, tenant: str, slots: Mapping[str, str]) -> list[dict[str, Any]]:
+    def all(self, tenant: str, slots: Mapping[str, str]) -> list[StoredArticle]:
         """The tenant's articles that ``slots`` may read, the latest changed first."""
         found = self.store.scroll(ARTICLES, self._where(tenant, slots))
-        return sorted((r.payload for r in found), key=lambda r: -r["updated_at"])
+        records = (cast(StoredArticle, r.payload) for r in found)
+        return sorted(records, key=lambda r: -r.get("updated_at", 0.0))
 
-    def _write_record(self, record: dict[str, Any]) -> dict[str, Any]:
+    def _write_record(self, record: StoredArticle) -> StoredArticle:
         vector = self.encoders.dense.encode(["article"])[0].dense
         key = str(uuid.uuid5(_NAMESPACE, f"{record['tenant']}/{record['slug']}"))
-        self.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=record)])
+        self.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=dict(record))])
         return record
 
-    def _event(self, record: dict[str, Any], who: str, action: str, detail: str = "") -> None:
+    def _event(self, record: StoredArticle, who: str, action: str, detail: str = "") -> None:
         now = time.time()
-        event = {"at": now, "by": who, "action": action, "detail": detail}
+        event: ArticleEvent = {"at": now, "by": who, "action": action, "detail": detail}
         record["events"] = [*record.get("events", []), event]
         record["updated_at"] = now
 
@@ -394,7 +394,7 @@ class Articles:
 
     def save(
         self, tenant: str, who: str, slots: Mapping[str, str], article: ArticleDraft, kb: KnowledgeBase
-    ) -> dict[str, Any]:
+    ) -> StoredArticle:
         """Write the article as a draft (its real slots, hidden from every search but its
         check) and ingest it; a published article of that slug is taken back to draft (a
         changed text must be checked again)."""
@@ -407,12 +407,14 @@ class Articles:
         preview = uuid.uuid4().hex
         self._write(kb, self.path(tenant, article.slug), front_matter(article, tenant, preview))
         record = record or {"tenant": tenant, "slug": article.slug}
+        record.update(cast(StoredArticle, article.model_dump()))
         record.update(
-            article.model_dump(),
-            id=article_id(tenant, article.slug),
-            status="draft",
-            check=None,
-            preview=preview,
+            {
+                "id": article_id(tenant, article.slug),
+                "status": "draft",
+                "check": None,
+                "preview": preview,
+            }
         )
         self._event(record, who, "saved", f"as a draft; to publish as {article.access}")
         return self._write_record(record)
@@ -423,9 +425,9 @@ class Articles:
         who: str,
         slots: Mapping[str, str],
         slug: str,
-        ask: Callable[[str, dict[str, str]], Any],
-        recent: Callable[[dict[str, Any]], Sequence[Asked]] = lambda record: (),
-    ) -> dict[str, Any]:
+        ask: Callable[[str, dict[str, str]], TurnResult],
+        recent: Callable[[StoredArticle], Sequence[Asked]] = lambda record: (),
+    ) -> StoredArticle:
         """Replay the article's questions, each a turn under the caller's own slots and the
         draft's (``ask(question, slots)``); record which are now answered from the article.
         Then the recent customer questions near it (``recent(record)``), each asked with and
@@ -437,13 +439,13 @@ class Articles:
             result = ask(question, under)
             cited = [c.source_id for c in result.citations]
             rows.append(
-                CheckRow(
+                CheckedQuestion(
                     question=question,
                     verdict=result.verdict,
                     answered_from_article=result.verdict == "answered" and record["id"] in cited,
                     cited=cited,
                     answer=result.answer,
-                ).model_dump()
+                )
             )
         passed = sum(r["answered_from_article"] for r in rows)
         near = list(recent(record))
@@ -458,7 +460,7 @@ class Articles:
             "replay": {
                 "questions": len(changes),
                 "summary": summary(changes),
-                "changes": [c.model_dump() for c in changes if c.change != "same"],
+                "changes": [cast(ReplayedChange, c.model_dump()) for c in changes if c.change != "same"],
             },
         }
         self._event(record, who, "checked", f"{passed} of {len(rows)} questions answered from it")
@@ -472,12 +474,13 @@ class Articles:
         slug: str,
         kb: KnowledgeBase,
         base: str = "",
-    ) -> dict[str, Any]:
+    ) -> StoredArticle:
         """Give the article its real access level (after a check answered from it) and, with
         ``base`` (the service's address), its URL; only an article the caller may read, so
         never above its own slots."""
         record = self._required(tenant, slug, slots)
-        if not (record.get("check") or {}).get("answered"):
+        check = record.get("check")
+        if not (check and check["answered"]):
             raise ArticleError(
                 409, "check", "run the check first: no question was answered from this article"
             )
@@ -485,14 +488,14 @@ class Articles:
         self._within_reach(slots, article, tenant)
         url = article_url(base, tenant, slug) if base else record.get("url")
         self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None, url))
-        record.update(status="published", url=url)
+        record.update({"status": "published", "url": url})
         record.pop("preview", None)
         self._event(record, who, "published", f"as {article.access}")
         return self._write_record(record)
 
     def readable(
         self, tenant: str, slots: Mapping[str, str], name: str, kb: KnowledgeBase
-    ) -> dict[str, Any] | None:
+    ) -> StoredArticle | None:
         """The published article ``name`` (``<tenant folder>/<slug>``, ``<slug>`` without a
         tenant: its id without ``articles/``) of ``tenant`` when ``slots`` (the reader's
         enforced slots, its tenant among them) may read it, as its record and in the
@@ -507,7 +510,7 @@ class Articles:
         where = build_filters(self.rules, dict(slots), strict=False).enforced
         return record if kb.readable_sources([record["id"]], where) else None
 
-    def _required(self, tenant: str, slug: str, slots: Mapping[str, str]) -> dict[str, Any]:
+    def _required(self, tenant: str, slug: str, slots: Mapping[str, str]) -> StoredArticle:
         record = self.record(tenant, slug, slots)
         if record is None:
             raise ArticleError(404, "slug", f"no article {slug!r} your key may read in this tenant")
@@ -522,7 +525,7 @@ class Articles:
         the number of articles written."""
         written = 0
         for found in list(self.store.scroll(ARTICLES)):
-            record = dict(found.payload)
+            record = cast(StoredArticle, dict(found.payload))
             tenant, slug = record["tenant"], record["slug"]
             draft = record["status"] != "published"
             if draft and not record.get("preview"):

@@ -129,11 +129,9 @@ class OutcomeStore:
             )
             if found is not None:
                 if not found.topic_id and self.name_topic is not None:
-                    asked: dict[str, Any] = next(
-                        (t for t in turns if t.get("user") == found.first_question), {}
-                    )
+                    asked = next((t for t in turns if t.get("user") == found.first_question), None)
                     found.topic_id = self.name_topic(tenant)(
-                        found.first_question, asked.get("slots") or {}
+                        found.first_question, (asked or {}).get("slots") or {}
                     )
                 fresh.setdefault(found.customer_id, []).append(found)
         for customer, mine in fresh.items():

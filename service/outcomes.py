@@ -35,7 +35,7 @@ from tasks.outcomes import (
 if TYPE_CHECKING:
     from service.domain.records import StoredMark
     from service.pilot_store import PilotStore
-    from storage.memory import MemoryStore
+    from storage.memory import MemoryStore, StoredTurn
 
 TURN_FIELDS = (
     "session_id",
@@ -237,7 +237,7 @@ def tenant_outcomes(
     """Every conversation of ``tenant`` labelled; the rates of the last ``days`` days and the
     conversations ``offset`` to ``offset + limit`` of them ``wanted`` lists, newest first
     (all: no limit)."""
-    turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    turns: dict[str, list[StoredTurn]] = defaultdict(list)
     for turn in memory.tenant_turns(tenant, TURN_FIELDS):
         turns[turn["session_id"]].append(turn)
     feedback = pilot_store.all_feedback(tenant)

@@ -16,7 +16,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from service.auth import Caller
 from storage.retrieval.filters import build_filters
@@ -24,6 +24,7 @@ from storage.retrieval.filters import build_filters
 if TYPE_CHECKING:
     from agents.runtime import TurnRuntime
     from service.outcomes import ConversationOutcome, OutcomeReport
+    from storage.memory import StoredTurn
 
 WITHHELD = (
     "[withheld: this answer cites an article your key may not read; ask a colleague whose key may]"
@@ -53,8 +54,8 @@ def readable_titles(
 
 
 def withhold_unreadable(
-    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn]
+) -> list[StoredTurn]:
     """``turns`` with every answer that cites an article ``slots`` may not read replaced by
     :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``)."""
     cited = sorted({c for t in turns for c in t.get("citations") or []})
@@ -65,7 +66,7 @@ def withhold_unreadable(
     for turn in turns:
         hidden = [c for c in turn.get("citations") or [] if c not in readable_ids]
         if hidden:
-            turn = {
+            turn = {  # a copy: the turn read stays as stored
                 **turn,
                 "answer": WITHHELD,
                 "withheld_citations": len(hidden),

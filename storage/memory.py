@@ -30,7 +30,7 @@ import uuid
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -148,6 +148,40 @@ class RememberedCase(BaseModel):
 
 
 SCOPE_FIELDS = ("customer_id", "tenant")
+
+
+# One turn of a session as stored: the customer's message (``user``), its claim and status,
+# and what the assistant (or a person: ``from`` "agent") replied. Every key may be absent: a
+# pending turn has no answer yet, a person's reply no verdict, a report's read only the
+# fields it asked for. (Functional form: ``from`` is a keyword.)
+StoredTurn = TypedDict(
+    "StoredTurn",
+    {
+        "session_id": str,
+        "turn_index": int,
+        "ts": float,
+        "customer_id": str,
+        "tenant": str,
+        "user": str,
+        "slots": dict[str, str],
+        "status": str,  # pending, done, error, waiting_for_agent, agent_reply
+        "claim": str,
+        "kind": str,  # what the message was (tasks.message_kind)
+        "answer": str,
+        "verdict": str,
+        "citations": list[str],  # the cited pages' source ids
+        "offers_handoff": bool,
+        "probability": float | None,
+        "drafted": bool,
+        "llm_calls": int,
+        "failure": dict[str, Any],
+        "from": str,  # "agent": a person's reply
+        "agent": str,  # the staff key that replied
+        "vector": list[float],  # gap_turns only: the message's stored vector
+        "withheld_citations": int,  # a staff read's: citations the reader's slots may not see
+    },
+    total=False,
+)
 
 
 def _stamped(scope: Scope, payload: dict[str, Any]) -> dict[str, Any]:
@@ -279,14 +313,14 @@ class MemoryStore:
     def _session(self, scope: Scope, session_id: str) -> Condition:
         return self._where(scope, Match("session_id", (session_id,)))
 
-    def session_turns(self, scope: Scope, session_id: str) -> list[dict[str, Any]]:
+    def session_turns(self, scope: Scope, session_id: str) -> list[StoredTurn]:
         self.ensure()
         records = self.store.scroll(SESSIONS, self._session(scope, session_id))
-        return sorted((r.payload for r in records), key=lambda p: p["turn_index"])
+        return sorted((cast(StoredTurn, r.payload) for r in records), key=lambda p: p["turn_index"])
 
     def gap_turns(
         self, tenant: str, since: float = 0.0, rated_sessions: Sequence[str] = ()
-    ) -> list[dict[str, Any]]:
+    ) -> list[StoredTurn]:
         """The turns of ``tenant`` since ``since`` (epoch seconds) that may show a knowledge
         gap (refused, suggested, handed off, waiting for a person, or of ``rated_sessions``),
         each with the ``vector`` its message was stored with: the one read across customers,
@@ -301,17 +335,18 @@ class MemoryStore:
             kinds.append(Match("session_id", tuple(rated_sessions)))
         where = AllOf((Match("tenant", (tenant,)), AnyOf(tuple(kinds))))
         return [
-            {**r.payload, "vector": r.dense}
+            cast(StoredTurn, {**r.payload, "vector": r.dense})
             for r in self.store.scroll(SESSIONS, where, dense=True)
             if r.payload.get("ts", 0.0) >= since
         ]
 
-    def tenant_turns(self, tenant: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+    def tenant_turns(self, tenant: str, fields: Sequence[str]) -> list[StoredTurn]:
         """``fields`` of every turn of ``tenant`` (staff reports across customers, never a
         customer's view): one read for the outcome report, not one per conversation."""
         self.ensure()
         return [
-            r.payload for r in self.store.scroll(SESSIONS, Match("tenant", (tenant,)), fields=fields)
+            cast(StoredTurn, r.payload)
+            for r in self.store.scroll(SESSIONS, Match("tenant", (tenant,)), fields=fields)
         ]
 
     # -- entities --------------------------------------------------------------------------

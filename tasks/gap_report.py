@@ -26,7 +26,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from storage.memory import WAITING_FOR_AGENT
+from storage.memory import WAITING_FOR_AGENT, StoredTurn
 from tasks.judging import asks_the_pages
 from tasks.message_kind import asked_something
 
@@ -120,7 +120,7 @@ class GapReport(BaseModel):
     failed: list[FailedTurn] = Field(default_factory=list)
 
 
-def failed_turns(turns: Sequence[dict[str, Any]]) -> list[FailedTurn]:
+def failed_turns(turns: Sequence[StoredTurn]) -> list[FailedTurn]:
     """The turns stored as ``error``, oldest first, with the failure each was stored with.
 
     >>> [t.step for t in failed_turns([{"session_id": "s", "turn_index": 0, "status": "error",
@@ -142,7 +142,7 @@ def failed_turns(turns: Sequence[dict[str, Any]]) -> list[FailedTurn]:
 
 
 def gap_questions(
-    turns: Sequence[dict[str, Any]],
+    turns: Sequence[StoredTurn],
     feedback: Sequence[Mapping[str, Any]],
     asks_for_person: Callable[[str], bool],
 ) -> list[GapQuestion]:

@@ -21,6 +21,7 @@ from storage.memory import (
     RememberedCase,
     RememberedEntity,
     Scope,
+    StoredTurn,
 )
 from storage.retrieval.filters import widest_reach
 from tasks.entities import extract
@@ -145,7 +146,7 @@ def save_turn_result(
     save_result(memory, request, MemoryContext(scope=scope_of(request), turn_index=turn_index), result)
 
 
-def messages_waiting(turns: Sequence[dict[str, Any]]) -> int:
+def messages_waiting(turns: Sequence[StoredTurn]) -> int:
     """The customer's messages of a session that wait for a person: those since a person last
     replied (the queue shows this count; the pilot caps it per session).
 

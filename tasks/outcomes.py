@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-from storage.memory import ANONYMOUS
+from storage.memory import ANONYMOUS, StoredTurn
 from tasks.message_kind import asked_something, kind_of
 
 Label = Literal[
@@ -108,12 +108,12 @@ class Outcome:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _questions(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _questions(turns: Sequence[StoredTurn]) -> list[StoredTurn]:
     return [t for t in turns if asked_something(t)]
 
 
 def page_marks(
-    turns: Sequence[dict[str, Any]], feedback: Sequence[Mapping[str, Any]]
+    turns: Sequence[StoredTurn], feedback: Sequence[Mapping[str, Any]]
 ) -> dict[str, dict[str, int]]:
     """Per page, the marks on the answers that cited it (each mark counts once per page).
 
@@ -132,7 +132,7 @@ def page_marks(
     return found
 
 
-def _unclosed_courtesy(turns: Sequence[dict[str, Any]], after: int) -> int | None:
+def _unclosed_courtesy(turns: Sequence[StoredTurn], after: int) -> int | None:
     """The first customer message after turn ``after`` that got only the courtesy reply and was
     no thanks or goodbye ("Can you help me?"): the customer wrote again and was not helped."""
     return next(
@@ -147,7 +147,7 @@ def _unclosed_courtesy(turns: Sequence[dict[str, Any]], after: int) -> int | Non
 
 def label(
     header: Mapping[str, Any],
-    turns: Sequence[dict[str, Any]],
+    turns: Sequence[StoredTurn],
     feedback: Sequence[Mapping[str, Any]],
     now: float,
     outcome_after_s: float,

@@ -1,5 +1,6 @@
 """The pilot's stored records, one definition each: a session header as the pilot store
-writes it (and the fields a move may change), and a customer's mark on a reply. They are
+writes it (and the fields a move may change), a customer's mark on a reply, and an
+article's record (its text, slots, status, last check and history). They are
 ``TypedDict``s: what Qdrant hands back is the payload as written, so a record read is a plain
 dict and these say which keys it holds (mypy checks every read and write of them).
 
@@ -12,7 +13,11 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Literal, Required, TypedDict
+from typing import Literal, Required
+
+# typing_extensions': pydantic reads these in response models (``typing.TypedDict`` before 3.12
+# it refuses)
+from typing_extensions import TypedDict
 
 
 class SessionFields(TypedDict, total=False):
@@ -58,3 +63,70 @@ class StoredMark(TypedDict):
     comment: str
     ts: float
     day: str  # UTC day of ``ts`` (the outcome report counts marks by day)
+
+
+class ArticleEvent(TypedDict):
+    """One thing a person did to an article (saved, checked, published)."""
+
+    at: float
+    by: str  # the staff key's name
+    action: str
+    detail: str
+
+
+class CheckedQuestion(TypedDict):
+    """One of the article's questions, asked under the draft's slots by its check."""
+
+    question: str
+    verdict: str
+    answered_from_article: bool
+    cited: list[str]
+    answer: str
+
+
+class ReplayedChange(TypedDict):
+    """A recent customer question whose reply the article would change."""
+
+    question: str
+    slots: dict[str, str]
+    change: str  # a :data:`tasks.replay.CHANGES` kind
+    before: dict[str, object]  # a :class:`tasks.replay.Reply` (verdict, pages, answer)
+    after: dict[str, object]
+
+
+class Replay(TypedDict):
+    questions: int  # recent questions asked with and without the article
+    summary: dict[str, int]  # how many each kind of change touched
+    changes: list[ReplayedChange]  # those it changes
+
+
+class ArticleCheck(TypedDict):
+    """The article's last check: its questions replayed, and recent questions near it."""
+
+    at: float
+    by: str
+    rows: list[CheckedQuestion]
+    answered: int  # of ``rows``, answered from the article
+    replay: Replay
+
+
+class StoredArticle(TypedDict, total=False):
+    """An article's record: the whole article (its file is written from it), where it stands
+    and what was done to it."""
+
+    tenant: Required[str]
+    slug: Required[str]
+    id: str  # its document id in the knowledge base (``articles/<tenant folder>/<slug>``)
+    title: str
+    text: str
+    access: str
+    tiers: list[str] | None
+    product: str | None
+    language: str | None
+    questions: list[str]
+    status: Literal["draft", "published"]
+    url: str | None  # once published
+    preview: str  # a draft's hidden ``draft`` value (only its check's search reads it)
+    check: ArticleCheck | None
+    events: list[ArticleEvent]
+    updated_at: float

@@ -14,7 +14,8 @@ Usage (an admin key)::
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -24,13 +25,15 @@ from agents.turn import run_turn
 from service.articles import ArticleDraft, ArticleError, ArticleRecord, draft, normal
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext
+from service.domain.records import StoredArticle
 from service.errors import ApiError
 from service.model_draft import model_writer
 from service.staff_reads import staff_slots
 from tasks.replay import Asked, nearest_questions, recent_questions
-from tasks.schemas import PlainText, TurnRequest
+from tasks.schemas import PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/articles", tags=["articles"])
+T = TypeVar("T")
 
 
 class DraftRequest(BaseModel):
@@ -59,7 +62,7 @@ class DraftProposal(BaseModel):
     )
 
 
-async def _run(call: Any, *args: Any) -> Any:
+async def _run(call: Callable[..., T], *args: object) -> T:
     try:
         return await run_in_threadpool(call, *args)
     except ArticleError as exc:
@@ -89,15 +92,15 @@ REPLAY_DAYS = 30  # the check replays customer questions of this many last days 
 REPLAY_NEAR = 8  # ... at most this many, the nearest to the article
 
 
-def run_check(pilot: PilotContext, who: Caller, slug: str) -> dict[str, Any]:
+def run_check(pilot: PilotContext, who: Caller, slug: str) -> StoredArticle:
     """The check's turns, under the key's own enforced slots and the draft's."""
 
-    def ask(question: str, slots: dict[str, str]) -> Any:
+    def ask(question: str, slots: dict[str, str]) -> TurnResult:
         return run_turn(
             TurnRequest(session_id=f"check-{slug}", message=question, slots=slots), pilot.runtime
         )
 
-    def recent(record: dict[str, Any]) -> list[Asked]:
+    def recent(record: StoredArticle) -> list[Asked]:
         """The last ``REPLAY_DAYS`` days' customer questions nearest the article (not its own)."""
         memory = pilot.runtime.memory
         if memory is None:
@@ -105,7 +108,9 @@ def run_check(pilot: PilotContext, who: Caller, slug: str) -> dict[str, Any]:
         own = {normal(q) for q in record.get("questions") or []}
         since = time.time() - REPLAY_DAYS * 86_400.0
         asked = [q for q in recent_questions(memory, who.tenant, since) if normal(q.text) not in own]
-        return nearest_questions(memory.encoders.dense.encode, record["text"], asked, REPLAY_NEAR)
+        return nearest_questions(
+            memory.encoders.dense.encode, record.get("text", ""), asked, REPLAY_NEAR
+        )
 
     return pilot.articles.check(who.tenant, who.key_name, staff_slots(who), slug, ask, recent)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -38,7 +39,7 @@ from service.outcome_upkeep import touched
 from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
-from storage.memory import ANONYMOUS, Scope
+from storage.memory import ANONYMOUS, Scope, StoredTurn
 from tasks.memory_context import close_session, messages_waiting
 from tasks.message_kind import asked_something, kind_of
 from tasks.schemas import PlainText, StaffText
@@ -136,7 +137,7 @@ def customer_label(customer_id: str) -> str:
     return customer_id
 
 
-def handoff_why(header: SessionHeader, turns: list[dict[str, Any]]) -> str:
+def handoff_why(header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
     """Why a conversation waits: the customer's message that asked for a person (a bare "yes"
     to the offer reads as accepting it), else the last question the assistant could not
     answer, else the reason given with the hand-off.
@@ -157,7 +158,7 @@ def handoff_why(header: SessionHeader, turns: list[dict[str, Any]]) -> str:
     return str(header.get("handoff_reason") or "")
 
 
-def problem_of(header: SessionHeader, turns: list[dict[str, Any]]) -> str:
+def problem_of(header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
     """What the person has to solve: the customer's first question since the last one the
     assistant answered (later messages add to it; the queue counts them), else their latest
     request for a person (a bare "yes please" to the offer, thanks and greetings are never
@@ -179,7 +180,7 @@ def problem_of(header: SessionHeader, turns: list[dict[str, Any]]) -> str:
     return handoff_why(header, turns)
 
 
-def urgency(header: SessionHeader, turns: list[dict[str, Any]], now: float) -> str:
+def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> str:
     """Why the conversation is urgent ("" when it is not): the customer has waited for a
     person too long, or keeps writing.
 

@@ -34,7 +34,7 @@ from service.records import (
 )
 from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
-from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, check_id
+from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, StoredTurn, check_id
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
 from tasks.message_kind import kind_for, load_message_kinds
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
@@ -372,7 +372,7 @@ def customer_view(header: SessionHeader) -> dict[str, Any]:
     return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
 
 
-def customer_turn(turn: dict[str, Any]) -> dict[str, Any]:
+def customer_turn(turn: StoredTurn) -> dict[str, Any]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
 
 
