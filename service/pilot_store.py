@@ -106,10 +106,14 @@ class PilotStore:
         flag. Run at start; each write a compare-and-set, so a header another worker wrote
         meanwhile keeps that write and is migrated at the next start. How many were."""
         migrated = 0
-        # every header is read: embedded Qdrant cannot filter on a boolean (it matches 0 and 1)
-        for record in self.store.scroll(SESSIONS):
-            header = cast(SessionHeader, record.payload)
-            if "handoff" not in header:
+        # three fields of every header are read: embedded Qdrant cannot filter on a boolean
+        # (it matches 0 and 1), and a start reads a page at a time, whatever the number
+        keys = ("tenant", "session_id", "handoff")
+        for record in self.store.scroll(SESSIONS, fields=keys):
+            if "handoff" not in record.payload:
+                continue
+            header = self.session(record.payload["tenant"], record.payload["session_id"])
+            if header is None:
                 continue
             kept = {k: v for k, v in header.items() if k != "handoff"}
             new = revised(kept, {"status": legacy_status(header).value})

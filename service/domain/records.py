@@ -100,13 +100,14 @@ class Replay(TypedDict):
     changes: list[ReplayedChange]  # those it changes
 
 
-class ArticleCheck(TypedDict):
-    """The article's last check: its questions replayed, and recent questions near it."""
+class ArticleCheck(TypedDict, total=False):
+    """The article's last check: its questions replayed, and recent questions near it (a
+    check stored before the replay, or before it named who ran it, lacks those keys)."""
 
     at: float
     by: str
-    rows: list[CheckedQuestion]
-    answered: int  # of ``rows``, answered from the article
+    rows: Required[list[CheckedQuestion]]
+    answered: Required[int]  # of ``rows``, answered from the article
     replay: Replay
 
 

@@ -76,6 +76,7 @@ def sources() -> list[Path]:
         "terminal",
         "deploy",
         "bench",
+        "training",
     ):
         found += sorted((REPO / top).rglob("*.py"))
     return found
