@@ -36,7 +36,14 @@ from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
 from service.domain.records import SessionHeader
 from service.errors import ApiError
 from service.outcome_upkeep import touched
-from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange
+from service.records import (
+    AgentReply,
+    Conversation,
+    QueuePage,
+    Resolved,
+    SessionChange,
+    SessionView,
+)
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
 from storage.memory import ANONYMOUS, Scope, StoredTurn
@@ -269,20 +276,20 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
 @router.post(
     "/handoffs/{session_id}/take", response_model=SessionChange, response_model_exclude_unset=True
 )
-async def take(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
+async def take(session_id: str, who: Staff, pilot: Pilot) -> SessionChange:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
     header = await run_in_threadpool(
         pilot.store.take, who.tenant, session_id, who.key_name, staff_role(who)
     )
     touched(pilot, who.tenant, session_id)
-    return {"session": found(header, session_id)}
+    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
 
 
 @router.post(
     "/handoffs/{session_id}/assign", response_model=SessionChange, response_model_exclude_unset=True
 )
-async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> dict[str, Any]:
+async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> SessionChange:
     """An admin gives the conversation to one of the tenant's staff keys."""
     staff = {
         k.name
@@ -295,11 +302,11 @@ async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) ->
         )
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent, "admin")
     touched(pilot, who.tenant, session_id)
-    return {"session": found(header, session_id)}
+    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201, response_model=AgentReply)
-async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot) -> dict[str, Any]:
+async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: Pilot) -> AgentReply:
     """A person's reply (they must have taken the conversation): stored in the session, shown
     to the customer as from our team."""
     header = found(
@@ -312,13 +319,13 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
     record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
     index = await run_in_threadpool(pilot.memory.claim_turn, scope, session_id, record, "agent_reply")
     touched(pilot, who.tenant, session_id)
-    return {"session_id": session_id, "turn_index": index, "from": "agent", "message": body.message}
+    return AgentReply(session_id=session_id, turn_index=index, from_="agent", message=body.message)
 
 
 @router.post(
     "/sessions/{session_id}/resolve", response_model=Resolved, response_model_exclude_unset=True
 )
-async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> dict[str, Any]:
+async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> Resolved:
     """Close the conversation (once: a second resolve, or one racing it, gets 409); its
     long-term memory is written with the note."""
     header = found(
@@ -330,4 +337,4 @@ async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -
     scope = Scope(header["customer_id"], who.tenant)
     remembered = await run_in_threadpool(close_session, pilot.memory, scope, session_id, body.note)
     touched(pilot, who.tenant, session_id)
-    return {"session": header, "remembered": remembered}
+    return Resolved(session=SessionView.model_validate(header), remembered=remembered)

@@ -31,6 +31,7 @@ from service.records import (
     SatisfactionAnswer,
     SessionChange,
     SessionDetail,
+    SessionView,
 )
 from service.session_state import SessionConflict, move, waiting_for_a_person
 from service.turn_observer import observe_turn
@@ -259,7 +260,7 @@ async def turn_events(
 
 
 @router.post("", status_code=201, response_model=NewSessionView)
-async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str, Any]:
+async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessionView:
     rules = pilot.settings.slots
     for name in body.slots:
         if name not in rules:
@@ -277,11 +278,9 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> dict[str
             "a widget session's token cannot open sessions: POST /v1/widget/sessions",
         )
     header = await run_in_threadpool(open_session, pilot, who, body.customer_id, dict(body.slots))
-    return {
-        "session_id": header["session_id"],
-        "customer_id": header["customer_id"],
-        "slots": header["slots"],
-    }
+    return NewSessionView(
+        session_id=header["session_id"], customer_id=header["customer_id"], slots=header["slots"]
+    )
 
 
 def open_session(
@@ -472,7 +471,7 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
 @router.post("/{session_id}/satisfaction", response_model=SatisfactionAnswer)
 async def satisfaction(
     session_id: str, body: Satisfaction, who: Customer, pilot: Pilot
-) -> dict[str, Any]:
+) -> SatisfactionAnswer:
     """The customer's one closing answer, "Did we solve your problem today?", asked when a
     person resolved the conversation or the customer leaves after a reply. One per session:
     a later answer replaces the earlier (``replaced``), so a customer may change their mind
@@ -500,11 +499,11 @@ async def satisfaction(
         session_id,
     )
     touched(pilot, who.tenant, session_id)
-    return {"solved": body.solved, "ts": now, "replaced": before.get("solved") is not None}
+    return SatisfactionAnswer(solved=body.solved, ts=now, replaced=before.get("solved") is not None)
 
 
 @router.post("/{session_id}/handoff", response_model=HandedOff, response_model_exclude_unset=True)
-async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -> dict[str, Any]:
+async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -> HandedOff:
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
@@ -515,11 +514,12 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
         session_id,
     )
     touched(pilot, who.tenant, session_id)
-    return {"session": customer_view(header), "message": pilot.settings.messages.handoff}
+    view = SessionView.model_validate(customer_view(header))
+    return HandedOff(session=view, message=pilot.settings.messages.handoff)
 
 
 @router.post("/{session_id}/contact", response_model=SessionChange, response_model_exclude_unset=True)
-async def contact(session_id: str, body: Contact, who: Customer, pilot: Pilot) -> dict[str, Any]:
+async def contact(session_id: str, body: Contact, who: Customer, pilot: Pilot) -> SessionChange:
     """The customer leaves an email at the hand-off, so a person can answer after they left;
     the desk shows it with the conversation."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
@@ -535,4 +535,4 @@ async def contact(session_id: str, body: Contact, who: Customer, pilot: Pilot) -
         lambda _h, _c: {"contact_email": body.email},
     )
     touched(pilot, who.tenant, session_id)
-    return {"session": customer_view(found(written, session_id))}
+    return SessionChange(session=SessionView.model_validate(customer_view(found(written, session_id))))

@@ -19,7 +19,6 @@ Usage (what widget.js sends; the customer token is optional)::
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
@@ -54,7 +53,7 @@ class RenewedToken(BaseModel):
 
 
 @router.post("/sessions", status_code=201, response_model=WidgetSession)
-async def new_widget_session(body: NewWidgetSession, who: Widget, pilot: Pilot) -> dict[str, Any]:
+async def new_widget_session(body: NewWidgetSession, who: Widget, pilot: Pilot) -> WidgetSession:
     now = time.time()
     customer = None
     if body.customer_token is not None:
@@ -62,12 +61,12 @@ async def new_widget_session(body: NewWidgetSession, who: Widget, pilot: Pilot) 
     header = await run_in_threadpool(open_session, pilot, who, customer, {})
     assert pilot.session_tokens is not None  # a widget key exists, so its tokens do
     token, expires = pilot.session_tokens.issue(who.tenant, who.key_name, header["session_id"], now)
-    return {
-        "session_id": header["session_id"],
-        "customer_id": header["customer_id"],
-        "token": token,
-        "expires_at": expires,
-    }
+    return WidgetSession(
+        session_id=header["session_id"],
+        customer_id=header["customer_id"],
+        token=token,
+        expires_at=expires,
+    )
 
 
 def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -> str:
@@ -99,7 +98,7 @@ def vouched_customer(pilot: PilotContext, who: Caller, token: str, now: float) -
 
 
 @router.post("/sessions/{session_id}/token", response_model=RenewedToken)
-async def renew_token(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
+async def renew_token(session_id: str, who: Customer, pilot: Pilot) -> RenewedToken:
     """A widget session's token, renewed before it expires: the same session (and no other),
     a new expiry. Only the session's own token renews it; a widget keeps it for that one
     conversation (so a reload resumes it)."""
@@ -110,4 +109,4 @@ async def renew_token(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     await run_in_threadpool(owned_session, pilot, who, session_id)  # 404 for any other session
     assert pilot.session_tokens is not None  # a session token was read, so tokens exist
     token, expires = pilot.session_tokens.issue(who.tenant, who.key_name, session_id, time.time())
-    return {"session_id": session_id, "token": token, "expires_at": expires}
+    return RenewedToken(session_id=session_id, token=token, expires_at=expires)
