@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
+import threading
 import time
 import uuid
+import zlib
 from typing import Any, NoReturn
 
 from limits import RateLimitItem, parse
@@ -45,7 +48,8 @@ from storage.qdrant.store import Match, PointData, Store, ensure_records
 
 COUNTERS = "pilot_rate_counters"
 _NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
-MAX_TRIES = 16
+MAX_TRIES = 16  # compare-and-set attempts against other workers before a counter gives up
+LOCK_STRIPES = 64  # this process's increments of one key wait in line instead of racing
 WHAT = {
     "sessions": "new sessions",
     "handoffs": "hand-offs to a person",
@@ -67,6 +71,7 @@ class QdrantCounters(Storage):
         super().__init__()
         self.store = store
         self.vector = encoders.dense.encode(["rate counter"])[0].dense
+        self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
         ensure_records(store, COUNTERS, encoders.dense.dim, ("key",))
 
     @property
@@ -81,7 +86,15 @@ class QdrantCounters(Storage):
         return found[0].payload if found else None
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        for _ in range(MAX_TRIES):
+        """Add ``amount``; the count now. Only other workers race this process (its own
+        increments of the key queue on a lock); a lost race backs off a random while."""
+        with self._stripes[zlib.crc32(key.encode()) % LOCK_STRIPES]:
+            return self._incr(key, expiry, amount)
+
+    def _incr(self, key: str, expiry: int, amount: int) -> int:
+        for attempt in range(MAX_TRIES):
+            if attempt:
+                time.sleep(random.uniform(0.0, 0.001 * 2 ** min(attempt, 7)))
             now = time.time()
             current = self._read(key)
             live = current if current is not None and current["expires_at"] > now else None

@@ -190,6 +190,20 @@ def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
     assert counters.get_expiry("probe") > 0
 
 
+def test_two_workers_counting_one_key_lose_no_increment(pilot):
+    """Two counters over one store stand for two workers: only their compare-and-set orders
+    them (each queues its own threads), and every increment lands."""
+    from service.rate_limits import QdrantCounters
+
+    _, app_pilot = pilot
+    first = app_pilot.limits.limiter.storage
+    second = QdrantCounters(first.store, app_pilot.runtime.knowledge_base().encoders)
+    with ThreadPoolExecutor(8) as pool:
+        counts = list(pool.map(lambda i: (first, second)[i % 2].incr("shared", 60, 1), range(40)))
+    assert first.get("shared") == second.get("shared") == 40
+    assert sorted(counts) == list(range(1, 41))  # each increment saw its own count
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
