@@ -23,6 +23,7 @@ from storage.memory import MemoryStore
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.decision import check_models
 from tasks.evidence import EvidenceScorer
+from tasks.message_kind import load_message_kinds
 
 
 def check_choice(engine: str, process: str) -> None:
@@ -132,13 +133,17 @@ def build_runtime(
         raise
     memory = MemoryStore(kb.store, kb.encoders, settings.slots)
     memory.ensure()  # collections are made at start, never by a request
+    scorer = EvidenceScorer(
+        kb.encoders, settings.evidence, kb.term_statistics if retriever is local else None
+    )
+    # loaded at start: a cold model would eat the first turn's evidence reserve
+    scorer.warm_up()
+    load_message_kinds(kb.encoders)
     return TurnRuntime(
         settings=settings,
         retriever=retriever,
         engine=chosen,
-        scorer=EvidenceScorer(
-            kb.encoders, settings.evidence, kb.term_statistics if retriever is local else None
-        ),
+        scorer=scorer,
         memory=memory,
         kb=kb,
         llm=llm,

@@ -85,6 +85,17 @@ class EvidenceScorer:
         self._tokens: LruCache[str, np.ndarray] = LruCache(TOKEN_CACHE_SIZE)
         self._passages: LruCache[str, np.ndarray] = LruCache(PASSAGE_CACHE_SIZE)
 
+    def warm_up(self) -> None:
+        """Load and run once what the first turn's gate reads with (the answerability
+        model's ONNX session, the encoder's token path), so no customer's turn pays for it.
+
+        >>> scorer.warm_up()  # doctest: +SKIP
+        """
+        if self.answerability_dir is not None:
+            model = load_answerability_model(self.answerability_dir, self.encoders.dense.threads or 0)
+            model.probabilities("How long does a refund take?", ["Refunds take five days."])
+        self.encoders.dense.encode(["How long does a refund take?"])
+
     def knows(self, word: str) -> bool:
         """Whether ``word`` is spelt as someone meant it: some chunk of the knowledge base holds
         it (all its BM25 terms) or it is a whole word of the encoder's vocabulary. Without
