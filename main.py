@@ -653,6 +653,7 @@ def report_outcomes(
         "suggested_rate",
         "satisfaction",
         "csat_rate",  # yes to "Did we solve your problem today?" of those that answered it
+        "csat_response_rate",  # of those asked it, the share that answered
     )
     for column in ("day", *shown):
         table.add_column(column, justify="left" if column == "day" else "right")

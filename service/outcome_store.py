@@ -235,7 +235,8 @@ class OutcomeStore:
                     tenant, day, Match("label", RESOLVED), Match("trust", (VERIFIED,))
                 )
                 csat = [
-                    self._count(tenant, day, Match("csat", said)) for said in (("yes",), ("yes", "no"))
+                    self._count(tenant, day, Match("csat", said))
+                    for said in (("yes",), ("yes", "no"), ("skipped",))
                 ]
                 rows.append(
                     day_row(
@@ -247,6 +248,7 @@ class OutcomeStore:
                         verified,
                         csat_yes=csat[0],
                         csat_answers=csat[1],
+                        csat_skipped=csat[2],
                     )
                 )
         listed = [d for d in window(now, days) if wanted.day in (None, d)]

@@ -29,6 +29,7 @@ from tasks.outcomes import (
     day_of,
     label,
     reopened,
+    response_rate,
     shared_pages,
 )
 
@@ -80,6 +81,8 @@ class DayRates(BaseModel):
     csat_answers: int = 0
     csat_yes: int = 0
     csat_rate: float | None = None
+    csat_skipped: int = 0  # asked, closed without an answer
+    csat_response_rate: float | None = None  # answered / asked (None: nobody was asked)
 
 
 class ConversationOutcome(BaseModel):
@@ -100,7 +103,7 @@ class ConversationOutcome(BaseModel):
     verified: bool = False  # resolved and trusted (``tasks.outcomes.Outcome.verified``)
     topic_id: str = ""  # the page it is about, if the reader's key may read it ("" otherwise)
     topic_title: str = ""
-    csat: str = ""  # the closing answer: "yes", "no" or "" (not answered)
+    csat: str = ""  # the closing answer: "yes", "no", "skipped" or "" (not asked)
 
 
 class Tile(BaseModel):
@@ -162,7 +165,7 @@ CSV_COLUMNS = (
     "topic_title",
     "first_question",
     "resolved_by",
-    "csat",  # the closing answer: yes, no or empty
+    "csat",  # the closing answer: yes, no, skipped or empty
     "why",
     "questions",
     "evidence",
@@ -220,6 +223,7 @@ def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
         "csat_rate": (
             round(summed["csat_yes"] / summed["csat_answers"], 3) if summed["csat_answers"] else None
         ),
+        "csat_response_rate": response_rate(summed["csat_answers"], summed["csat_skipped"]),
     }
 
 

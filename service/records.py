@@ -62,6 +62,7 @@ class SessionView(_Record):
     contact_email: str | None = None  # left by the customer at the hand-off
     csat_solved: bool | None = None  # "Did we solve your problem today?" (None: not answered)
     csat_at: float | None = None
+    csat_skipped_at: float | None = None  # closed without an answer (an answer clears it)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -93,9 +94,10 @@ class FeedbackMark(_Record):
 class SatisfactionAnswer(BaseModel):
     """The conversation's closing answer as stored (one per session: a later one replaces it)."""
 
-    solved: bool
+    solved: bool | None  # None: skipped, never answered
     ts: float
     replaced: bool  # an earlier answer of this session was replaced by this one
+    skipped: bool = False  # the customer closed the question without answering (kept)
 
 
 class SessionDetail(BaseModel):

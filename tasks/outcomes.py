@@ -25,7 +25,8 @@ Rates (``daily_rates``): involvement = conversations with a question; resolution
 suggested likewise over the involved; satisfaction = helpful marks / all marks (on any reply:
 a mark on a refusal or a hand-off line counts here and changes no label); csat = conversations
 whose customer answered "Did we solve your problem today?" yes / those that answered it (the
-conversation's own answer, kept beside its label: a "no" makes no label).
+conversation's own answer, kept beside its label: a "no" makes no label); the response rate =
+those that answered / those asked (answered + closed the question unanswered, ``skipped``).
 
 Usage::
 
@@ -95,7 +96,8 @@ class Outcome:
     # resolved and trusted: confirmed by a customer who signed in, or assumed after an answer
     # the decision was sure of (``VERIFIED_AT``)
     verified: bool = False
-    # the customer's answer to "Did we solve your problem today?": "yes", "no" or "" (none)
+    # the customer's answer to "Did we solve your problem today?": "yes", "no", "skipped"
+    # (asked, closed unanswered) or "" (not asked)
     csat: str = ""
     # the pages the last question's answer cited: what the label says of (a hand-off after
     # an unanswered question is not the fault of an earlier answer's page)
@@ -187,6 +189,9 @@ def label(
     if header.get("csat_solved") is not None:  # the closing question: beside the label, never it
         outcome.csat = "yes" if header["csat_solved"] else "no"
         evidence["csat"] = {"solved": bool(header["csat_solved"]), "ts": header.get("csat_at")}
+    elif header.get("csat_skipped_at"):
+        outcome.csat = "skipped"
+        evidence["csat"] = {"skipped": True, "ts": header["csat_skipped_at"]}
     if header.get("handoff_at"):
         evidence.update(handoff_at=header["handoff_at"], handoff_reason=header.get("handoff_reason", ""))
         if closed and header.get("resolved_by"):
@@ -282,11 +287,13 @@ def day_row(
     verified: int = 0,
     csat_yes: int = 0,
     csat_answers: int = 0,
+    csat_skipped: int = 0,
 ) -> dict[str, Any]:
     """One day's counts by label and its rates over the decided conversations (not pending;
     None: none decided), with satisfaction from that day's marks, and how many of the
     confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable), and of its
-    conversations how many answered the closing question and how many said yes (``csat_rate``).
+    conversations how many answered the closing question and how many said yes (``csat_rate``),
+    and how many closed it unanswered (``csat_response_rate``: answered / asked).
 
     >>> row = day_row("2026-12-01", {"assumed": 3, "handed_off": 1}, helpful=1, given=2)
     >>> row["resolution_rate"], row["handoff_rate"], row["satisfaction"]
@@ -315,7 +322,20 @@ def day_row(
         "csat_answers": csat_answers,
         "csat_yes": csat_yes,
         "csat_rate": round(csat_yes / csat_answers, 3) if csat_answers else None,
+        "csat_skipped": csat_skipped,
+        "csat_response_rate": response_rate(csat_answers, csat_skipped),
     }
+
+
+def response_rate(answers: int, skipped: int) -> float | None:
+    """The share of the customers asked the closing question who answered it (None: nobody
+    was asked).
+
+    >>> response_rate(3, 1), response_rate(0, 0)
+    (0.75, None)
+    """
+    asked = answers + skipped
+    return round(answers / asked, 3) if asked else None
 
 
 def daily_rates(
@@ -346,6 +366,7 @@ def daily_rates(
             verified[day],
             csat_yes=csat[day]["yes"],
             csat_answers=csat[day]["yes"] + csat[day]["no"],
+            csat_skipped=csat[day]["skipped"],
         )
         for day in sorted(set(days) | set(marks))
     ]

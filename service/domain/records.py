@@ -37,6 +37,7 @@ class SessionFields(TypedDict, total=False):
     contact_email: str  # left by the customer at the hand-off
     csat_solved: bool  # "Did we solve your problem today?"
     csat_at: float
+    csat_skipped_at: float | None  # the question was closed unanswered (None: answered after)
     rev: str  # this write's revision (:mod:`storage.qdrant.revisions`)
     revs: list[str]  # the revisions it replaced, newest first
 

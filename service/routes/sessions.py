@@ -359,6 +359,7 @@ CUSTOMER_FIELDS = (
     "contact_email",
     "csat_solved",
     "csat_at",
+    "csat_skipped_at",
 )
 # which staff key replied, the enforced slots the turn ran under, the turn's claim id
 STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
@@ -468,6 +469,20 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
     return mark
 
 
+async def _closing_question_header(session_id: str, who: Caller, pilot: PilotContext) -> SessionHeader:
+    """The session whose customer answers (or skips) the closing question: owned by ``who``,
+    the move allowed, the spend counted; 409 before the conversation had any reply."""
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    move(header, "satisfaction", "customer", "")
+    await run_in_threadpool(pilot.limits.spend, "feedback", who)
+    turns = await run_in_threadpool(
+        pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
+    )
+    if not any(t.get("answer") for t in turns):
+        raise ApiError(409, "nothing_to_rate", "this conversation has no reply yet to rate")
+    return header
+
+
 @router.post("/{session_id}/satisfaction", response_model=SatisfactionAnswer)
 async def satisfaction(
     session_id: str, body: Satisfaction, who: Customer, pilot: Pilot
@@ -477,20 +492,13 @@ async def satisfaction(
     a later answer replaces the earlier (``replaced``), so a customer may change their mind
     and the report counts the conversation once. Taken in a resolved session too; refused
     (409) before the conversation had any reply."""
-    header = await run_in_threadpool(owned_session, pilot, who, session_id)
-    move(header, "satisfaction", "customer", "")
-    await run_in_threadpool(pilot.limits.spend, "feedback", who)
-    turns = await run_in_threadpool(
-        pilot.memory.session_turns, Scope(header["customer_id"], who.tenant), session_id
-    )
-    if not any(t.get("answer") for t in turns):
-        raise ApiError(409, "nothing_to_rate", "this conversation has no reply yet to rate")
+    await _closing_question_header(session_id, who, pilot)
     now = time.time()
-    before: dict[str, Any] = {}
+    before: dict[str, bool | None] = {}
 
     def answer(current: SessionHeader, _changes: SessionFields) -> SessionFields:
         before["solved"] = current.get("csat_solved")
-        return {"csat_solved": body.solved, "csat_at": now}
+        return {"csat_solved": body.solved, "csat_at": now, "csat_skipped_at": None}
 
     found(
         await run_in_threadpool(
@@ -500,6 +508,31 @@ async def satisfaction(
     )
     touched(pilot, who.tenant, session_id)
     return SatisfactionAnswer(solved=body.solved, ts=now, replaced=before.get("solved") is not None)
+
+
+@router.post("/{session_id}/satisfaction/skip", response_model=SatisfactionAnswer)
+async def skip_satisfaction(session_id: str, who: Customer, pilot: Pilot) -> SatisfactionAnswer:
+    """The customer closed the closing question without answering: kept, so the report can
+    say how many were asked and how many answered (``csat_skipped``). An answer given before
+    stays (the response says it, ``solved``); an answer given after replaces the skip."""
+    await _closing_question_header(session_id, who, pilot)
+    now = time.time()
+    kept: dict[str, bool | None] = {}
+
+    def skip(current: SessionHeader, _changes: SessionFields) -> SessionFields:
+        kept["solved"] = current.get("csat_solved")
+        return {} if kept["solved"] is not None else {"csat_skipped_at": now}
+
+    found(
+        await run_in_threadpool(
+            pilot.store.apply, who.tenant, session_id, "satisfaction", "customer", "", skip
+        ),
+        session_id,
+    )
+    touched(pilot, who.tenant, session_id)
+    return SatisfactionAnswer(
+        solved=kept.get("solved"), ts=now, replaced=False, skipped=kept.get("solved") is None
+    )
 
 
 @router.post("/{session_id}/handoff", response_model=HandedOff, response_model_exclude_unset=True)

@@ -225,6 +225,9 @@
     csatSkip.addEventListener("click", () => {
       csat.hidden = true;
       chat.csatAnswered = true; // skipped: not asked again in this conversation
+      // kept, so the lead's report counts who was asked; a failure here stops nobody
+      call(base, `/v1/sessions/${chat.session}/satisfaction/skip`, chat.credential, {})
+        .catch(() => {});
       doneAsking(false);
     });
 

@@ -50,7 +50,9 @@ async function loadOverview() {
     tile("problem solved", report.totals.csat_rate === null || report.totals.csat_rate === undefined
       ? "–" : `${Math.round(report.totals.csat_rate * 100)}%`,
          `${report.totals.csat_yes || 0} of ${report.totals.csat_answers || 0} said yes to ` +
-         "\"Did we solve your problem today?\""),
+         "\"Did we solve your problem today?\"" +
+         (report.totals.csat_skipped ? `; ${report.totals.csat_skipped} closed it unanswered ` +
+          `(${Math.round((report.totals.csat_response_rate || 0) * 100)}% answered)` : "")),
   );
   const resolved = tiles.confirmed.count + tiles.assumed.count;
   $("tiles-note").textContent = `Shares of all ${whole} conversations, still-going ones included ` +

@@ -210,3 +210,36 @@ def test_every_reply_is_rated_and_goodbye_asks_the_closing_question(server):
     pilot = PilotStore(runtime.knowledge_base().store, runtime.knowledge_base().encoders)
     assert pilot.session("", session_id)["csat_solved"] is False
     assert [f["rating"] for f in pilot.feedback("", session_id)] == ["down"]
+
+
+def test_a_closing_question_closed_unanswered_is_kept_for_the_report(server):
+    """ "Not now" on the closing question hides it for good and is stored, so the lead's report
+    can say how many customers were asked and how many answered."""
+    from playwright.sync_api import sync_playwright
+
+    from service.pilot_store import PilotStore
+
+    url, _running, runtime = server
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.goto(url)
+        page.get_by_label("Access key").fill("web-key")
+        page.get_by_role("button", name="Start").click()
+        question = page.get_by_label("Your question")
+        question.wait_for(timeout=20_000)
+        prompt = page.get_by_role("group", name="Did we solve your problem today?")
+        for n, text in enumerate(("How long does a refund take?", "Thanks, bye!")):
+            question.fill(text)
+            question.press("Enter")
+            page.locator("li.assistant").nth(n).wait_for(timeout=60_000)
+        prompt.wait_for(state="visible", timeout=10_000)
+        with page.expect_response(lambda r: r.url.endswith("/satisfaction/skip")) as skipped:
+            prompt.get_by_role("button", name="Not now").click()
+        assert skipped.value.status == 200, skipped.value.text()
+        assert prompt.is_hidden()
+        session_id = page.evaluate("state.session")
+        browser.close()
+    pilot = PilotStore(runtime.knowledge_base().store, runtime.knowledge_base().encoders)
+    header = pilot.session("", session_id)
+    assert header.get("csat_solved") is None and header["csat_skipped_at"] > 0

@@ -354,19 +354,55 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
             assert answered.json()["replaced"] is replaced
         session = client.get(f"/v1/sessions/{person}", headers=auth("backend")).json()["session"]
         assert session["csat_solved"] is True and session["status"] == "resolved"
+        # a skip after an answer keeps the answer
+        kept = client.post(f"/v1/sessions/{person}/satisfaction/skip", headers=auth("backend"))
+        assert kept.status_code == 200 and kept.json()["solved"] is True, kept.text
+        assert kept.json()["skipped"] is False
+        # closed unanswered: kept, so the report knows who was asked; an answer after replaces it
+        skipper, _ = conversation(client, "c-4", "How long does a refund take?")
+        changed, _ = conversation(client, "c-5", "How long does a refund take?")
+        for session_id in (skipper, changed):
+            skipped = client.post(
+                f"/v1/sessions/{session_id}/satisfaction/skip", headers=auth("backend")
+            )
+            assert skipped.status_code == 200 and skipped.json()["skipped"] is True, skipped.text
+            assert skipped.json()["solved"] is None
+        assert (
+            client.post(f"/v1/sessions/{empty}/satisfaction/skip", headers=auth("backend")).json()[
+                "error"
+            ]["code"]
+            == "nothing_to_rate"
+        )
+        assert (
+            client.post(
+                f"/v1/sessions/{skipper}/satisfaction/skip", headers=auth("intranet")
+            ).status_code
+            == 404
+        )
+        after = client.post(
+            f"/v1/sessions/{changed}/satisfaction", json={"solved": True}, headers=auth("backend")
+        )
+        assert after.json()["replaced"] is False  # a skip is not an answer
         body = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
         listed = client.get("/v1/reports/outcomes.csv", headers=auth("lead")).text
     csat = {r["session_id"]: r["csat"] for r in csv.DictReader(io.StringIO(listed))}
-    assert (csat[person], csat[refused]) == ("yes", "no")
+    assert (csat[person], csat[refused], csat[skipper], csat[changed]) == ("yes", "no", "skipped", "yes")
     rows = {c["session_id"]: c for c in body["conversations"]}
     assert rows[refused]["label"] == "unanswered" and rows[refused]["csat"] == "no"
     assert rows[refused]["evidence"]["feedback"]["rating"] == "up"
     assert rows[person]["label"] == "resolved_by_person" and rows[person]["csat"] == "yes"
     assert rows[person]["evidence"]["csat"]["solved"] is True
     [day] = body["days"]
-    assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (2, 1, 0.5)
+    assert rows[skipper]["evidence"]["csat"]["skipped"] is True
+    assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (3, 2, 0.667)
+    assert (day["csat_skipped"], day["csat_response_rate"]) == (1, 0.75)
     assert day["satisfaction"] == 1.0 and day["feedback"] == 1  # the mark on the refusal
-    assert (body["totals"]["csat_answers"], body["totals"]["csat_rate"]) == (2, 0.5)
+    totals = body["totals"]
+    assert (totals["csat_answers"], totals["csat_rate"], totals["csat_response_rate"]) == (
+        3,
+        0.667,
+        0.75,
+    )
     config = tmp_path / "assistant.yaml"
     config.write_text("pilot: {outcome_after_s: 0}\n")
     printed = CliRunner().invoke(
@@ -378,7 +414,7 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
         env={"COLUMNS": "200"},
     )
     assert printed.exit_code == 0, printed.output
-    assert "csat_rate" in printed.stdout and " 0.5 " in printed.stdout
+    assert "csat_rate" in printed.stdout and " 0.667 " in printed.stdout
 
 
 def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
