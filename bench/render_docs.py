@@ -6,9 +6,21 @@ A figure is written once, in its results file; the page holds a marker around it
 
 ``service`` is ``bench/results/service.json``, the rest a path into it (``/`` between keys,
 list indices as numbers); ``|SPEC`` after the path formats the value (``|,`` thousands,
-``|.0%`` a percentage, ``|x`` a ratio as ``1.04x``). ``make docs`` rewrites every marker's
-text from the results; ``--check`` (and ``tests/unit/test_docs_figures.py``) fails naming
-every figure that disagrees, so a rerun bench cannot leave a page behind.
+``|.0%`` a percentage, ``|x`` a ratio as ``1.04x``). A whole table has one marker, its spec
+in JSON (a cell's path is ``cell`` filled in, ``{row}/{column}`` unless given; ``|SPEC`` as
+above, on a column or a row), so the Markdown between reads as a plain table:
+
+    <!-- bench-table {"file": "service", "rows": {"now": "now", "before": "baseline"},
+         "columns": {"turns/s": "turns_per_second|.1f", "p95 s": "turn_p95_s"}} -->
+    |  | turns/s | p95 s |
+    |---|---|---|
+    | now | 15.2 | 1.9 |
+    | before | 14.8 | 2.0 |
+    <!-- /bench-table -->
+
+``make docs`` rewrites every marker's text from the results; ``--check`` (and
+``tests/unit/test_docs_figures.py``) fails naming every figure that disagrees, so a rerun
+bench cannot leave a page behind.
 
     python -m bench.render_docs            # rewrite the pages
     python -m bench.render_docs --check    # exit 1 on any stale figure
@@ -29,6 +41,10 @@ RESULTS = ROOT / "bench" / "results"
 MARKER = re.compile(
     r"<!-- bench:(?P<file>[\w-]+)/(?P<path>[^|>]+?)(?:\|(?P<spec>[^ >]*))? -->"
     r"(?P<text>.*?)<!-- /bench -->"
+)
+
+TABLE = re.compile(
+    r"<!-- bench-table (?P<spec>\{.*?\}) -->\n(?P<text>.*?)<!-- /bench-table -->", re.DOTALL
 )
 
 
@@ -68,14 +84,46 @@ def formatted(value: Any, spec: str | None) -> str:
     return format(value, spec) if spec else str(value)
 
 
+def table(spec_text: str) -> str:
+    """The Markdown table a ``bench-table`` marker's JSON spec describes (ending in a newline).
+
+    >>> print(table('{"file": "service", "rows": {"now": "now"}, '
+    ...             '"columns": {"workers": "now/workers"}}'), end="")  # doctest: +SKIP
+    |  | workers |
+    |---|---|
+    | now | 2 |
+    """
+    try:
+        spec = json.loads(spec_text)
+        name, rows, columns = spec["file"], dict(spec["rows"]), dict(spec["columns"])
+        cell = str(spec.get("cell", "{row}/{column}"))
+    except (ValueError, KeyError, TypeError) as exc:
+        problem = f"a bench-table marker is not a valid spec ({exc}): {spec_text[:80]}"
+        raise StaleFigure(problem) from None
+    lines = ["|  | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for label, row_spec in rows.items():
+        row, _, row_format = str(row_spec).partition("|")
+        cells = []
+        for column_spec in columns.values():
+            column, _, column_format = str(column_spec).partition("|")
+            path = cell.format(row=row, column=column)
+            cells.append(formatted(value_at(name, path), column_format or row_format or None))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render(text: str) -> str:
-    """``text`` with every marker's figure taken from the results."""
+    """``text`` with every marker's figure (and every table marker's table) taken from the
+    results."""
 
     def figure(match: re.Match[str]) -> str:
         value = formatted(value_at(match["file"], match["path"]), match["spec"])
         return match.group(0).replace(f"-->{match['text']}<!--", f"-->{value}<!--", 1)
 
-    return MARKER.sub(figure, text)
+    def whole_table(match: re.Match[str]) -> str:
+        return f"<!-- bench-table {match['spec']} -->\n{table(match['spec'])}<!-- /bench-table -->"
+
+    return TABLE.sub(whole_table, MARKER.sub(figure, text))
 
 
 def shown(page: Path) -> str:
@@ -85,7 +133,16 @@ def shown(page: Path) -> str:
 def stale(page: Path) -> list[str]:
     """Each figure of ``page`` that disagrees with its results: 'page: path shows X, results Y'."""
     found = []
-    for match in MARKER.finditer(page.read_text(encoding="utf-8")):
+    text = page.read_text(encoding="utf-8")
+    for tabled in TABLE.finditer(text):
+        try:
+            expected = table(tabled["spec"])
+        except StaleFigure as exc:
+            found.append(f"{shown(page)}: {exc}")
+            continue
+        if tabled["text"] != expected:
+            found.append(f"{shown(page)}: a bench-table from {tabled['spec'][:60]}... is stale")
+    for match in MARKER.finditer(text):
         try:
             expected = formatted(value_at(match["file"], match["path"]), match["spec"])
         except StaleFigure as exc:

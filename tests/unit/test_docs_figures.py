@@ -26,11 +26,29 @@ def test_every_bench_figure_in_the_docs_equals_its_results():
     assert not problems, "\n".join(problems) + "\n(run: make docs)"
 
 
-def test_the_pages_carry_their_bench_figures_as_markers():
-    marked = sum(
-        len(render_docs.MARKER.findall(page.read_text(encoding="utf-8"))) for page in render_docs.pages()
+def test_the_pages_carry_their_bench_figures_as_whole_tables_that_read_raw():
+    texts = {page: page.read_text(encoding="utf-8") for page in render_docs.pages()}
+    tables = sum(len(render_docs.TABLE.findall(text)) for text in texts.values())
+    assert tables >= 6, tables
+    for page, text in texts.items():  # a sentence carries a figure or two, never a row of them
+        for number, line in enumerate(text.splitlines(), 1):
+            assert len(render_docs.MARKER.findall(line)) <= 2, f"{page.name}:{number}: {line[:120]}"
+
+
+def test_a_changed_or_broken_table_is_caught(tmp_path):
+    page = tmp_path / "page.md"
+    spec = (
+        '{"file": "agent_assist", "rows": {"dev": "0"}, "columns": {"right": "suggested_reply_right"}}'
     )
-    assert marked >= 40, marked
+    page.write_text(f"<!-- bench-table {spec} -->\n| stale |\n<!-- /bench-table -->\n")
+    (problem,) = render_docs.stale(page)
+    assert "is stale" in problem
+    rendered = render_docs.render(page.read_text())
+    assert "| stale |" not in rendered and "|  | right |" in rendered
+    page.write_text(rendered)
+    assert render_docs.stale(page) == []
+    page.write_text('<!-- bench-table {"file": "agent_assist"} -->\n<!-- /bench-table -->\n')
+    assert "not a valid spec" in render_docs.stale(page)[0]
 
 
 def test_a_changed_result_is_caught(tmp_path):
