@@ -19,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agents.turn import run_turn
 from tasks.judging import pages_question
@@ -74,7 +74,7 @@ def history_before(turns: Sequence[StoredTurn], position: int) -> list[HistoryTu
 
 def suggested_reply(
     runtime: TurnRuntime, turns: Sequence[StoredTurn], slots: dict[str, str], session_id: str
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """The decision's reply to the last unanswered message under ``slots``, or None when it
     does not answer it (a refusal or a hand-off is no reply to suggest)."""
     kinds = load_message_kinds(runtime.scorer.encoders)

@@ -46,7 +46,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import frontmatter
 import yaml
@@ -68,6 +68,7 @@ from tasks.courtesy import asks_something
 from tasks.replay import Asked, compare, reply_of, summary
 
 if TYPE_CHECKING:
+    from service.model_draft import ModelDraft
     from storage.kb.embeddings import Encoders
     from storage.kb.knowledge_base import KnowledgeBase
     from storage.memory import MemoryStore
@@ -137,8 +138,8 @@ def draft(
     memory: MemoryStore,
     tenant: str,
     questions: Sequence[str],
-    write: Callable[[Sequence[str]], Any] | None = None,
-) -> dict[str, Any]:
+    write: Callable[[Sequence[str]], ModelDraft | None] | None = None,
+) -> dict[str, object]:
     """A draft from the replies people wrote in the conversations that asked ``questions``:
     each sentence cited to its conversation (``sources``). Where nobody replied: the model's
     draft checked against the knowledge base (``write``, ``service.model_draft.model_writer``:
@@ -152,7 +153,7 @@ def draft(
         key=lambda t: (t["session_id"], t["turn_index"]),
     )
     sentences: list[str] = []
-    sources: list[dict[str, Any]] = []
+    sources: list[dict[str, object]] = []
     for reply in replies:
         for sentence in split_sentences(" ".join(str(reply.get("answer") or "").split())):
             if sentence not in sentences:
@@ -288,7 +289,7 @@ def front_matter(article: ArticleDraft, tenant: str, draft: str | None, url: str
     """The Markdown file: front matter (the article's id, its slots, the tenant, its ``url``
     once published and, for a draft, its ``draft`` value: hidden from every search but the
     check's) and text."""
-    meta: dict[str, Any] = {
+    meta: dict[str, object] = {
         "id": article_id(tenant, article.slug),
         "title": article.title,
         "access": article.access,
@@ -561,6 +562,6 @@ class Articles:
             shared.unlink()
 
 
-def draft_of(record: Mapping[str, Any]) -> ArticleDraft:
+def draft_of(record: Mapping[str, object]) -> ArticleDraft:
     """The article a record holds."""
     return ArticleDraft(**{k: record[k] for k in ArticleDraft.model_fields if k in record})

@@ -16,13 +16,28 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypedDict
 
 from pydantic import BaseModel
 
 from service.outcomes import Tile, tiles
 
 ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence", "decided_by", "marks")
+
+
+class OutcomeRow(TypedDict, total=False):
+    """The ``ROW_FIELDS`` of one stored outcome (``tasks.outcomes.Outcome``): what the
+    breakdowns read; a row stored before a field existed lacks it."""
+
+    session_id: str
+    label: str
+    topic: list[str]  # the pages its answers cited
+    topic_id: str  # the page it is about
+    evidence: dict[str, object]  # free-form: what justifies the label (``feedback``: the mark)
+    decided_by: list[str]  # the pages the last question's answer cited
+    marks: dict[str, dict[str, int]]  # per page: up and down marks on answers citing it
+
+
 OTHER = "other (no page named, or one above your access)"
 # a conversation citing an article that ended here: the article did not settle the question
 FAILED = ("reopened", "unanswered", "handed_off", "resolved_by_person", "suggested")
@@ -61,12 +76,12 @@ class ArticleReport(BaseModel):
     articles: list[ArticleOutcomes]
 
 
-def pages(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+def pages(rows: Iterable[OutcomeRow]) -> list[str]:
     """Every page the rows name (topics and citations), for one readability read."""
     return sorted({p for r in rows for p in (r.get("topic_id") or "", *(r.get("topic") or [])) if p})
 
 
-def by_topic(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> list[TopicOutcomes]:
+def by_topic(rows: Iterable[OutcomeRow], titles: Mapping[str, str]) -> list[TopicOutcomes]:
     """Per topic the key may read (the rest under ``OTHER``), the largest first.
 
     >>> [(t.title, t.conversations) for t in by_topic(
@@ -90,7 +105,7 @@ def by_topic(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> li
     return sorted(found, key=lambda t: (t.topic_id == "", -t.conversations, t.title))
 
 
-def by_article(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> list[ArticleOutcomes]:
+def by_article(rows: Iterable[OutcomeRow], titles: Mapping[str, str]) -> list[ArticleOutcomes]:
     """Per cited article the key may read, the ones that fail most first (share, then count).
     A conversation counts against an article when its last answer cited it (``decided_by``)
     or an answer citing it was marked not helpful; an earlier answer that helped is not
@@ -112,7 +127,8 @@ def by_article(rows: Iterable[Mapping[str, Any]], titles: Mapping[str, str]) -> 
         cited = list(row.get("topic") or [])
         decided, marked = set(row.get("decided_by") or ()), row.get("marks") or {}
         if "decided_by" not in row:  # stored before answers were told apart: every page
-            rating = ((row.get("evidence") or {}).get("feedback") or {}).get("rating")
+            feedback = (row.get("evidence") or {}).get("feedback")
+            rating = feedback.get("rating") if isinstance(feedback, dict) else None
             decided = set(cited)
             marked = {p: {str(rating): 1} for p in cited}
         for page in cited:

@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Request
 
@@ -60,7 +60,7 @@ class PilotContext:
 
     dirty: set[tuple[str, str]] = field(default_factory=set)  # (tenant, session) to relabel
     locks: defaultdict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
-    running: set[asyncio.Task[Any]] = field(default_factory=set)
+    running: set[asyncio.Task[object]] = field(default_factory=set)
 
 
 def pilot_context(request: Request) -> PilotContext:

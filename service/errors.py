@@ -8,8 +8,6 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 
@@ -39,12 +37,12 @@ class ErrorBody(BaseModel):
     error: ErrorInfo
 
 
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     "4XX": {"model": ErrorBody, "description": "The request is refused: the error says why"},
     "5XX": {"model": ErrorBody, "description": "The service failed or its store is down"},
 }
 # for a route whose own answer is not JSON (a CSV file): its errors still are
-JSON_ERRORS: dict[int | str, dict[str, Any]] = {
+JSON_ERRORS: dict[int | str, dict[str, object]] = {
     code: {
         "description": answer["description"],
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
@@ -67,12 +65,13 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
-def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+def error_body(code: str, message: str, **extra: object) -> dict[str, object]:
     return {"error": {"code": code, "message": message, **extra}}
 
 
-def field_of(error: dict[str, Any]) -> str:
+def field_of(error: dict[str, object]) -> str:
     """Which part of the request is wrong; a JSON syntax error is the body's, not an offset."""
     if error.get("type") == "json_invalid":
         return "body"
-    return ".".join(str(p) for p in error["loc"][1:]) or "body"
+    loc = error.get("loc")
+    return ".".join(str(p) for p in (loc[1:] if isinstance(loc, list | tuple) else ())) or "body"

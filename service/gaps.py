@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from service.topics import nearest_page
 from storage.retrieval.filters import SlotError, admits
@@ -31,6 +31,8 @@ from tasks.gap_report import (
 from tasks.message_kind import load_message_kinds
 
 if TYPE_CHECKING:
+    from config.settings import SlotRule
+    from service.domain.records import StoredArticle
     from service.pilot_store import PilotStore
     from storage.memory import MemoryStore
     from storage.retrieval.protocol import Retriever
@@ -41,7 +43,7 @@ TOP = 100  # clusters kept per report, served a page at a time
 FAILED_SHOWN = 20  # the most recent failed turns listed with the error count
 
 
-def published_articles(records: Sequence[Mapping[str, Any]]) -> dict[str, Addressed]:
+def published_articles(records: Sequence[StoredArticle]) -> dict[str, Addressed]:
     """The published ones of a tenant's article records (``service.articles.Articles.all``),
     by source id, each with when it last went live.
 
@@ -83,7 +85,7 @@ def tenant_gap_report(
     return mark_addressed(above_the_askers(report, memory.rules), published or {})
 
 
-def above_the_askers(report: GapReport, rules: Mapping[str, Any]) -> GapReport:
+def above_the_askers(report: GapReport, rules: Mapping[str, SlotRule]) -> GapReport:
     """Each cluster whose nearest article no asker could read: the fields that hide it
     (``above_askers``), so the lead sees the answer exists above these customers' access.
     The article was found under the reader's own slots, so naming it leaks nothing."""

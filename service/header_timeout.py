@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import h11
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from service.errors import error_body
@@ -88,7 +89,7 @@ def server_config(
     port: int,
     header_timeout_s: float,
     log_level: str = "info",
-    log_config: dict[str, Any] | None = None,
+    log_config: dict[str, object] | None = None,
     trusted_proxies: Sequence[str] = ("127.0.0.1", "::1"),
 ) -> uvicorn.Config:
     """How the pilot is served (``main.py serve`` and the tests' live servers alike);
@@ -97,7 +98,6 @@ def server_config(
     from one of ``trusted_proxies`` (``pilot.trusted_proxies``), the one its
     ``X-Forwarded-For`` names (uvicorn's proxy headers: the nearest address not itself a
     trusted proxy); from any other peer that header is ignored."""
-    extra: dict[str, Any] = {"log_config": log_config} if log_config else {}
     return uvicorn.Config(
         app,
         host=host,
@@ -106,5 +106,5 @@ def server_config(
         http=header_timeout_protocol(header_timeout_s),
         proxy_headers=True,
         forwarded_allow_ips=list(trusted_proxies),
-        **extra,
+        log_config=log_config or LOGGING_CONFIG,  # None: uvicorn's own
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
@@ -43,8 +43,8 @@ class RequestLimits:
         self,
         app: ASGIApp,
         max_bytes: int,
-        check_key: Callable[[Mapping[str, str], str, str | None], Any],
-        error_body: Callable[..., dict[str, Any]],
+        check_key: Callable[[Mapping[str, str], str, str | None], object],
+        error_body: Callable[..., dict[str, object]],
         body_timeout_s: float = 10.0,
     ) -> None:
         self.app = app

@@ -17,7 +17,7 @@ import json
 import logging
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from config.settings import Observability
 
@@ -30,7 +30,7 @@ _SESSION_PATH = re.compile(r"^/v1/(?:sessions|handoffs)/([0-9a-f]{32})(?:/|$)")
 
 class JsonLines(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
+        line: dict[str, object] = {
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
@@ -45,7 +45,7 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, default=str)
 
 
-def uvicorn_log_config(observability: Observability) -> dict[str, Any] | None:
+def uvicorn_log_config(observability: Observability) -> dict[str, object] | None:
     """A ``logging.config.dictConfig`` for uvicorn and the service's own loggers."""
     if not observability.json_logs:
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import (
@@ -26,7 +26,7 @@ from prometheus_client import (
     multiprocess,
     start_http_server,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from service.metrics import MULTIPROCESS_ENV
@@ -72,7 +72,7 @@ def registry_for(pilot: PilotContext, tenant: str | None = None) -> CollectorReg
 class _Process(Collector):
     """This process's own metrics (one worker, no multiprocess folder)."""
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         yield from REGISTRY.collect()
 
 

@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from agents.deadline import expired, turn_deadline
 from storage.retrieval.request import RetrievalRequest
@@ -35,6 +35,7 @@ from tasks.replay import NEAR_FLOOR
 
 if TYPE_CHECKING:
     from agents.runtime import TurnRuntime
+    from service.topics import Encode
     from storage.retrieval.protocol import Retriever
     from tasks.evidence import EvidenceScorer
 
@@ -69,7 +70,14 @@ class Near:
     source_id: str
 
 
-def drafting_llm(runtime: TurnRuntime) -> Any:
+class Drafter(Protocol):
+    """What the draft needs of a model: CrewAI's ``BaseLLM.call`` (this module stays
+    framework-free: the adapter lives in agents/crewai/)."""
+
+    def call(self, messages: str) -> object: ...  # a string: the user's message
+
+
+def drafting_llm(runtime: TurnRuntime) -> Drafter | None:
     """The model the responder calls, as a CrewAI ``BaseLLM`` (``call(messages)``): the CrewAI
     engine's own, else the runtime's model adapted (the AutoGen engine); None without one."""
     llm = getattr(runtime.engine, "llm", None)
@@ -85,7 +93,7 @@ def drafting_llm(runtime: TurnRuntime) -> Any:
 
 def near_passages(
     retriever: Retriever,
-    encode: Callable[[list[str]], list[Any]],
+    encode: Encode,
     questions: Sequence[str],
     slots: Mapping[str, str],
     floor: float = NEAR_FLOOR,
@@ -161,7 +169,7 @@ def model_writer(
             if expired():
                 return None
             try:
-                reply = llm.call([{"role": "user", "content": prompt}])
+                reply = llm.call(prompt)
             except Exception as exc:  # a slow or failing model: the skeleton stands
                 log.warning("article draft: the model failed (%s: %s)", type(exc).__name__, exc)
                 return None

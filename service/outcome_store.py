@@ -22,9 +22,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from config.settings import PilotSettings
+from service.breakdowns import OutcomeRow
 from service.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
 from service.topics import TopicNamer
 from storage.memory import Scope
@@ -194,11 +195,11 @@ class OutcomeStore:
 
     def window_rows(
         self, tenant: str, now: float, days: int, fields: tuple[str, ...]
-    ) -> list[dict[str, Any]]:
+    ) -> list[OutcomeRow]:
         """``fields`` of every stored outcome of ``tenant`` started in the last ``days`` days
         (the per-topic and per-article breakdowns: one read, only the fields they need)."""
         where = conditions(tenant, window(now, days), ConversationFilter())
-        return [r.payload for r in self.store.scroll(OUTCOMES, where, fields=fields)]
+        return [cast(OutcomeRow, r.payload) for r in self.store.scroll(OUTCOMES, where, fields=fields)]
 
     def _count(self, tenant: str, day: str, *more: Condition) -> int:
         """The tenant's conversations started on ``day`` that match ``more``."""

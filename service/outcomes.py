@@ -16,7 +16,7 @@ import io
 import json
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -96,7 +96,7 @@ class ConversationOutcome(BaseModel):
     questions: int
     started: float
     last_activity: float
-    evidence: dict[str, Any]
+    evidence: dict[str, object]
     topic: list[str]  # the pages its answers cited that the reader's key may read
     first_question: str
     anonymous_mark: bool = False  # confirmed by an anonymous visitor: unverifiable
@@ -137,7 +137,7 @@ class OutcomeReport(BaseModel):
     matching: int = 0  # conversations of the window the filter lists (all: no filter)
 
 
-def tiles(counts: Mapping[str, Any]) -> list[Tile]:
+def tiles(counts: Mapping[str, int | float | None]) -> list[Tile]:
     """Every label's count and share of all of them, the shares rounded so they add up to
     100 (largest remainder); no conversation: every share 0.
 
@@ -199,9 +199,9 @@ def matches(outcome: Outcome, wanted: ConversationFilter) -> bool:
     )
 
 
-def totals(days: list[dict[str, Any]]) -> dict[str, int | float | None]:
+def totals(days: list[dict[str, object]]) -> dict[str, int | float | None]:
     """The window's counts and rates, the same definitions as a day's."""
-    summed: dict[str, Any] = defaultdict(int)
+    summed: dict[str, int] = defaultdict(int)
     for row in days:
         for key, value in row.items():
             if isinstance(value, int) and not isinstance(value, bool):
@@ -276,14 +276,14 @@ def outcome_report(
     tenant: str,
     pilot: PilotSettings,
     since_day: str,
-    rows: list[dict[str, Any]],
+    rows: list[dict[str, object]],
     page: list[Outcome],
     matching: int | None = None,
 ) -> OutcomeReport:
     """The report of the day ``rows`` (``tasks.outcomes.day_row``) and a ``page`` of outcomes
     (of ``matching`` the filter lists; None: all of the window's)."""
     summed = totals(rows)
-    involved = sum(row["involved"] for row in rows)
+    involved = int(summed["involved"] or 0)
     return OutcomeReport(
         tenant=tenant,
         outcome_after_s=pilot.outcome_after_s,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from service.domain.records import SessionFields, SessionHeader, StoredMark
 from service.session_state import Role, SessionConflict, Status, Verb, legacy_status, move
@@ -64,7 +64,7 @@ class PilotStore:
         for key in ("day", "rating"):  # the outcome report counts marks by day and rating
             store.add_keyword_index(FEEDBACK, key)
 
-    def _point(self, key: str, text: str, payload: Mapping[str, Any]) -> PointData:
+    def _point(self, key: str, text: str, payload: Mapping[str, object]) -> PointData:
         vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=vector, payload=dict(payload))
 

@@ -32,7 +32,8 @@ import threading
 import time
 import uuid
 import zlib
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from typing import NoReturn, TypedDict, cast
 
 from limits import RateLimitItem, parse
 from limits.storage import Storage
@@ -47,6 +48,16 @@ from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import Match, PointData, Store, ensure_records
 
 COUNTERS = "pilot_rate_counters"
+
+
+class StoredCount(TypedDict):
+    """One rate counter's point payload (with its revision fields when read back)."""
+
+    key: str
+    count: int
+    expires_at: float
+
+
 _NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
 MAX_TRIES = 16  # compare-and-set attempts against other workers before a counter gives up
 LOCK_STRIPES = 64  # this process's increments of one key wait in line instead of racing
@@ -78,12 +89,12 @@ class QdrantCounters(Storage):
     def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
         return RuntimeError
 
-    def _point(self, key: str, payload: dict[str, Any]) -> PointData:
-        return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=self.vector, payload=payload)
+    def _point(self, key: str, payload: Mapping[str, object]) -> PointData:
+        return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=self.vector, payload=dict(payload))
 
-    def _read(self, key: str) -> dict[str, Any] | None:
+    def _read(self, key: str) -> StoredCount | None:
         found = list(self.store.scroll(COUNTERS, Match("key", (key,))))
-        return found[0].payload if found else None
+        return cast(StoredCount, found[0].payload) if found else None
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         """Add ``amount``; the count now. Only other workers race this process (its own
@@ -99,14 +110,12 @@ class QdrantCounters(Storage):
             current = self._read(key)
             live = current if current is not None and current["expires_at"] > now else None
             count = amount + (live["count"] if live else 0)
-            written = revised(
-                current,
-                {
-                    "key": key,
-                    "count": count,
-                    "expires_at": live["expires_at"] if live else now + expiry,
-                },
-            )
+            fields: StoredCount = {
+                "key": key,
+                "count": count,
+                "expires_at": live["expires_at"] if live else now + expiry,
+            }
+            written = revised(current, fields)
             if current is None:
                 self.store.insert_new(COUNTERS, [self._point(key, written)])
             else:

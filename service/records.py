@@ -7,12 +7,10 @@ answer them with ``response_model_exclude_unset`` so a field a record lacks stay
 Usage::
 
     @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
-    async def get_session(session_id: str) -> dict[str, Any]: ...
+    async def get_session(session_id: str) -> dict[str, object]: ...
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -80,7 +78,7 @@ class TurnRecord(_Record):
     answer: str | None = None
     verdict: str | None = None
     status: str | None = None
-    citations: list[Any] = []
+    citations: list[object] = []
     ts: float | None = None
 
 
@@ -157,8 +155,8 @@ class Conversation(BaseModel):
     customer: str
     turns: list[TurnRecord]
     citations: list[str]
-    entities: list[dict[str, Any]]
-    memories: list[dict[str, Any]]
+    entities: list[dict[str, object]]
+    memories: list[dict[str, object]]
     feedback: list[FeedbackMark]
     suggestion: SuggestedReply | None
 

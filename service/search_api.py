@@ -13,7 +13,6 @@ Usage::
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,7 +25,7 @@ class SearchRequest(BaseModel):
 
     query: PlainText = Field(min_length=1, max_length=2000)
     filter: dict[PlainText, PlainText] | PlainText | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
 
     @field_validator("query")
     @classmethod
@@ -51,14 +50,14 @@ class SearchHit(BaseModel):
     body: str
     url: str | None = None
     highlight: dict[str, list[str]]
-    result_metadata: dict[str, Any]
+    result_metadata: dict[str, object]
 
 
 class SearchResponse(BaseModel):
     search_results: list[SearchHit]
 
 
-def _result(found: SearchResultList, index: int) -> dict[str, Any]:
+def _result(found: SearchResultList, index: int) -> dict[str, object]:
     result = found.results[index]
     meta = result.metadata
     return {
@@ -74,9 +73,9 @@ def _result(found: SearchResultList, index: int) -> dict[str, Any]:
     }
 
 
-def to_response(found: SearchResultList, max_bytes: int) -> dict[str, Any]:
+def to_response(found: SearchResultList, max_bytes: int) -> dict[str, object]:
     """Whole results in rank order while the JSON response stays within ``max_bytes``."""
-    kept: list[dict[str, Any]] = []
+    kept: list[dict[str, object]] = []
     size = len(json.dumps({"search_results": []}).encode())
     for index in range(len(found.results)):
         item = _result(found, index)

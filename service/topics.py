@@ -17,7 +17,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,9 +25,11 @@ from storage.retrieval.request import RetrievalRequest
 from tasks.gap_report import Nearest
 
 if TYPE_CHECKING:
+    from storage.kb.embeddings import DenseEncoding
     from storage.retrieval.protocol import Retriever
 
-TopicNamer = Callable[[str, Mapping[str, Any]], str]
+TopicNamer = Callable[[str, Mapping[str, object]], str]
+Encode = Callable[[Sequence[str]], Sequence["DenseEncoding"]]  # ``encoders.dense.encode``
 # the MiniLM cosine of a question and the passage of the page it would be named after, under
 # which it is about no page: the highest floor (0.02 steps) that keeps every question a page
 # answers named (59 of 59 in examples/answer-sets; the lowest is 0.327) while 36 of the 48
@@ -36,7 +38,7 @@ TopicNamer = Callable[[str, Mapping[str, Any]], str]
 TOPIC_FLOOR = 0.32
 
 
-def nearest_page(retriever: Retriever, slots: Mapping[str, Any]) -> Callable[[str], Nearest | None]:
+def nearest_page(retriever: Retriever, slots: Mapping[str, object]) -> Callable[[str], Nearest | None]:
     """``text`` -> the best passage's page under ``slots`` (source id, title, score and its
     stored fields), or None."""
 
@@ -54,14 +56,12 @@ def nearest_page(retriever: Retriever, slots: Mapping[str, Any]) -> Callable[[st
     return nearest
 
 
-def similarity(encode: Callable[[list[str]], list[Any]], question: str, passage: str) -> float:
+def similarity(encode: Encode, question: str, passage: str) -> float:
     """The cosine of the two texts' dense vectors (``encode``: ``encoders.dense.encode``)."""
     return similarities(encode, question, [passage])[0]
 
 
-def similarities(
-    encode: Callable[[list[str]], list[Any]], question: str, passages: Sequence[str]
-) -> list[float]:
+def similarities(encode: Encode, question: str, passages: Sequence[str]) -> list[float]:
     """The cosine of ``question`` to each of ``passages``, all encoded in one batch."""
     vectors = np.stack([np.asarray(e.dense, dtype=np.float32) for e in encode([question, *passages])])
     norms = np.linalg.norm(vectors, axis=1)
@@ -70,7 +70,7 @@ def similarities(
 
 def topic_namer(
     retriever: Retriever,
-    encode: Callable[[list[str]], list[Any]],
+    encode: Encode,
     tenant: str,
     floor: float = TOPIC_FLOOR,
 ) -> TopicNamer:
@@ -78,7 +78,7 @@ def topic_namer(
     none, or when the question's similarity to its passage is under ``floor`` (a search
     whose results carry no passage text, ``hit_text``, is not floored)."""
 
-    def name(question: str, slots: Mapping[str, Any]) -> str:
+    def name(question: str, slots: Mapping[str, object]) -> str:
         scoped = {**slots, "tenant": tenant} if tenant else dict(slots)
         found = nearest_page(retriever, scoped)(question)
         if found is None:

@@ -9,7 +9,7 @@ Usage (where a turn ends)::
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from service.metrics import record_turn
 from tasks.schemas import TurnRequest, TurnResult
@@ -28,7 +28,7 @@ def observe_turn(
     record_turn(result, engine, ended_s - started_s)
     if pilot.tracer is not None:
         pilot.tracer.record(result, engine, tenant, started_s, ended_s)
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "session_id": request.session_id,
         "tenant": tenant,
         "turn_index": result.turn_index,

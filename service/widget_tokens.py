@@ -24,7 +24,6 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 import jwt
 
@@ -99,9 +98,10 @@ class SessionTokens:
 
     def read(self, token: str) -> SessionClaims:
         claims = _decode(token, self.secret, audience=SESSION_AUDIENCE, required=("sid", "exp"))
-        if not all(isinstance(claims.get(k), str) for k in ("sid", "tenant", "key")):
+        sid, tenant, key = (claims.get(k) for k in ("sid", "tenant", "key"))
+        if not (isinstance(sid, str) and isinstance(tenant, str) and isinstance(key, str)):
             raise TokenError("the session token is malformed")
-        return SessionClaims(claims["sid"], claims["tenant"], claims["key"], float(claims["exp"]))
+        return SessionClaims(sid, tenant, key, _seconds(claims, "exp"))
 
 
 @dataclass(frozen=True)
@@ -117,14 +117,25 @@ def read_customer_token(token: str, secret: str, max_age_s: float, now: float) -
     customer, token_id = claims["sub"], claims["jti"]
     if not isinstance(customer, str) or not isinstance(token_id, str) or not token_id:
         raise TokenError("the customer token's sub and jti must be strings")
-    if float(claims["exp"]) > now + max_age_s + LEEWAY_S:
+    expires = _seconds(claims, "exp")
+    if expires > now + max_age_s + LEEWAY_S:
         raise TokenError(
             f"the customer token expires more than {max_age_s:g} s from now: sign short-lived ones"
         )
-    return CustomerToken(customer, token_id[:200], float(claims["exp"]))
+    return CustomerToken(customer, token_id[:200], expires)
 
 
-def _decode(token: str, secret: str, audience: str | None, required: tuple[str, ...]) -> dict[str, Any]:
+def _seconds(claims: dict[str, object], name: str) -> float:
+    """A time claim (PyJWT checked it is a number when it verified the token)."""
+    value = claims[name]
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TokenError(f"the token's {name} is not a number")
+    return float(value)
+
+
+def _decode(
+    token: str, secret: str, audience: str | None, required: tuple[str, ...]
+) -> dict[str, object]:
     try:
         return jwt.decode(
             token,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -45,7 +45,7 @@ class DraftProposal(BaseModel):
     title: str
     slug: str
     text: str
-    sources: list[dict[str, Any]]
+    sources: list[dict[str, object]]
     questions: list[str]
     drafted_by: Literal["replies", "model", "skeleton"] = Field(
         description="who wrote the draft: people's replies, the model (where nobody replied "

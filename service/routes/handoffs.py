@@ -24,7 +24,6 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -85,7 +84,7 @@ class Assignment(BaseModel):
 
 
 def tenant_session(pilot: PilotContext, tenant: str, session_id: str) -> SessionHeader:
-    """Any session of the tenant, or 404."""
+    """A session of the tenant (whichever key started it), or 404."""
     return found(pilot.store.session(tenant, session_id), session_id)
 
 
@@ -105,7 +104,7 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> Sessi
     return header
 
 
-def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dict[str, Any]:
+def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dict[str, object]:
     """What a person needs to take a conversation over, as far as their key may read it: the
     transcript, what we know of the customer (entities, the earlier cases its slots may read)
     and a suggested reply to the last unanswered message, under the key's own slots
@@ -204,7 +203,7 @@ def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> s
     return ""
 
 
-def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, Any]:
+def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, object]:
     """One line of the queue: enough to choose a conversation (who, their problem, why, since
     when, who has it, whether it is urgent), none of its answers."""
     turns = pilot.memory.session_turns(
@@ -225,7 +224,7 @@ def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, Any]:
     }
 
 
-def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dict[str, Any]:
+def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dict[str, object]:
     waiting = pilot.store.handoffs(tenant)
     rows = [queue_row(pilot, h) for h in waiting[offset : offset + limit]]
     return {"handoffs": rows, "total": len(waiting), "limit": limit, "offset": offset}
@@ -268,7 +267,7 @@ async def handoffs(
 
 
 @router.get("/handoffs/{session_id}", response_model=Conversation, response_model_exclude_unset=True)
-async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, Any]:
+async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, object]:
     header = await run_in_threadpool(readable_session, pilot, who, session_id)
     return await run_in_threadpool(conversation, pilot, who, header)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
@@ -13,7 +13,15 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel
 
 from service.auth import Caller
-from service.breakdowns import ROW_FIELDS, ArticleReport, TopicReport, by_article, by_topic, pages
+from service.breakdowns import (
+    ROW_FIELDS,
+    ArticleReport,
+    OutcomeRow,
+    TopicReport,
+    by_article,
+    by_topic,
+    pages,
+)
 from service.context import Admin, Pilot, PilotContext
 from service.errors import JSON_ERRORS, ApiError
 from service.gaps import published_articles, tenant_gap_report
@@ -50,7 +58,7 @@ async def gaps(
     since: str = DEFAULT_SINCE,
     limit: int = Query(10, ge=1, le=100),
     offset: int = Query(0, ge=0),
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What customers asked that the knowledge base could not answer, grouped by meaning,
     largest group first, a page of groups at a time; ``since``: ``30d`` (the default),
     ``24h`` or an ISO date. A report is computed at most once a minute per window."""
@@ -208,7 +216,7 @@ async def outcome_of(session_id: str, who: Admin, pilot: Pilot) -> ConversationR
 
 def breakdown_titles(
     pilot: PilotContext, who: Caller, days: int
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
+) -> tuple[list[OutcomeRow], dict[str, str]]:
     flush(pilot, time.time())
     rows = pilot.outcomes.window_rows(who.tenant, time.time(), days, ROW_FIELDS)
     return rows, readable_titles(pilot.runtime, staff_slots(who), pages(rows))

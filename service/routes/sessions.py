@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Literal, NoReturn
+from typing import Literal, NoReturn
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -124,12 +124,12 @@ def keep_typed_email(pilot: PilotContext, tenant: str, session_id: str, message:
         )
 
 
-def sse_event(name: str, data: dict[str, Any]) -> str:
+def sse_event(name: str, data: dict[str, object]) -> str:
     """One server-sent event."""
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
-def customer_trace(result: TurnResult) -> dict[str, Any]:
+def customer_trace(result: TurnResult) -> dict[str, object]:
     """What a key that is not a trusted backend sees of a turn's trace: the steps' names and
     times and the model's cost; no filters, entities, queries, passage ids or notes."""
     trace = result.trace
@@ -142,7 +142,7 @@ def customer_trace(result: TurnResult) -> dict[str, Any]:
     }
 
 
-def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, dict[str, Any]]:
+def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, dict[str, object]]:
     """The status and body a caller gets for a finished turn."""
     payload = result.model_dump(mode="json")
     if not who.trust_customer_id:  # a customer-facing key sees costs, not internals
@@ -365,14 +365,14 @@ CUSTOMER_FIELDS = (
 STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
 
 
-def customer_view(header: SessionHeader) -> dict[str, Any]:
+def customer_view(header: SessionHeader) -> dict[str, object]:
     """A session header as its customer sees it: no owner hash, resolution note, resolving
     agent or memory bookkeeping (staff read those in /v1/handoffs)."""
-    fields: Mapping[str, Any] = header
+    fields: Mapping[str, object] = header
     return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
 
 
-def customer_turn(turn: StoredTurn) -> dict[str, Any]:
+def customer_turn(turn: StoredTurn) -> dict[str, object]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
 
 
@@ -427,7 +427,7 @@ def too_many_waiting(waiting: int) -> NoReturn:
 
 
 @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
-async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, Any]:
+async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str, object]:
     await run_in_threadpool(pilot.limits.spend, "reads", who)  # a widget visitor's only
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     scope = Scope(header["customer_id"], who.tenant)
