@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from service.agent_assist import suggested_reply
 from service.auth import Caller
 from service.context import Admin, Pilot, PilotContext, Staff, found, staff_role
+from service.domain.conversation import customer_label
 from service.domain.records import SessionHeader
 from service.errors import ApiError
 from service.outcome_upkeep import touched
@@ -45,7 +46,7 @@ from service.records import (
 )
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, withhold_unreadable
-from storage.memory import ANONYMOUS, Scope, StoredTurn
+from storage.memory import Scope, StoredTurn
 from tasks.memory_context import close_session, messages_waiting
 from tasks.message_kind import asked_something, kind_of
 from tasks.schemas import PlainText, StaffText
@@ -130,17 +131,6 @@ def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dic
         "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),
         "suggestion": suggested_reply(pilot.runtime, turns, slots, header["session_id"]),
     }
-
-
-def customer_label(customer_id: str) -> str:
-    """How the desk names a customer: the id a trusted backend gave, or an anonymous visitor.
-
-    >>> customer_label("c-001"), customer_label("anon-2876e7ddd0b1484ca3c26b3ea4cfc0e2")
-    ('c-001', 'anonymous visitor 2876e7')
-    """
-    if customer_id.startswith(ANONYMOUS):
-        return f"anonymous visitor {customer_id.removeprefix(ANONYMOUS)[:6]}"
-    return customer_id
 
 
 def handoff_why(header: SessionHeader, turns: Sequence[StoredTurn]) -> str:

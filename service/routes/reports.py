@@ -23,6 +23,7 @@ from service.breakdowns import (
     pages,
 )
 from service.context import Admin, Pilot, PilotContext
+from service.domain.conversation import customer_label
 from service.errors import JSON_ERRORS, ApiError
 from service.gaps import published_articles, tenant_gap_report
 from service.outcome_upkeep import flush
@@ -34,7 +35,6 @@ from service.outcomes import (
     window,
 )
 from service.records import FeedbackMark, GapReportPage, SessionView, TurnRecord
-from service.routes.handoffs import customer_label
 from service.staff_reads import (
     only_readable_topics,
     readable,

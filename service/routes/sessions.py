@@ -8,19 +8,18 @@ import asyncio
 import json
 import logging
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Literal, NoReturn
+from collections.abc import AsyncIterator, Mapping
+from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from agents.progress import progress_label
-from agents.turn import run_turn
 from service.auth import Caller
-from service.context import Customer, Pilot, PilotContext, found, owned_session, owner_of
+from service.context import Customer, Pilot, PilotContext, found, owned_session
+from service.domain.conversation import Contact, open_session, start_turn, wait_for_agent
 from service.domain.records import SessionFields, SessionHeader, StoredMark
 from service.errors import ApiError, error_body
 from service.outcome_upkeep import touched
@@ -33,11 +32,8 @@ from service.records import (
     SessionDetail,
     SessionView,
 )
-from service.session_state import SessionConflict, move, waiting_for_a_person
-from service.turn_observer import observe_turn
-from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope, ScopeError, StoredTurn, check_id
-from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
-from tasks.message_kind import kind_for, load_message_kinds
+from service.session_state import move, waiting_for_a_person
+from storage.memory import ANONYMOUS, Scope, ScopeError, StoredTurn, check_id
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -91,39 +87,6 @@ class Handoff(BaseModel):
     reason: PlainText = Field(default="requested by the customer", max_length=500)
 
 
-class Contact(BaseModel):
-    """Where a person can answer a visitor who left: given by the customer at the hand-off."""
-
-    model_config = ConfigDict(extra="forbid")
-    email: str = Field(max_length=254, pattern=r"^[^@\s<>\"']+@[^@\s<>\"']+\.[^@\s<>\"']+$")
-
-
-def typed_email(message: str) -> str | None:
-    """The first word of a message that is an email address as :class:`Contact` takes it.
-
-    >>> typed_email("you can reach me at jo@example.com, thanks")
-    'jo@example.com'
-    >>> typed_email("call me on 020 7946 0958") is None
-    True
-    """
-    for word in message.split():
-        try:
-            return Contact(email=word.strip(".,;:!?()<>\"'")).email
-        except ValidationError:
-            continue
-    return None
-
-
-def keep_typed_email(pilot: PilotContext, tenant: str, session_id: str, message: str) -> None:
-    """Contact details typed in the chat ("you can reach me at jo@example.com"): the email is
-    kept on the session as the hand-off's form keeps it, so a person can answer later."""
-    email = typed_email(message)
-    if email is not None:
-        pilot.store.apply(
-            tenant, session_id, "message", "customer", "", lambda _h, _c: {"contact_email": email}
-        )
-
-
 def sse_event(name: str, data: dict[str, object]) -> str:
     """One server-sent event."""
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
@@ -155,85 +118,6 @@ def shown(pilot: PilotContext, result: TurnResult, who: Caller) -> tuple[int, di
             "result": payload,
         }
     return 200, payload
-
-
-def start_turn(
-    pilot: PilotContext,
-    request: TurnRequest,
-    who: Caller,
-    lock: str,
-    on_step: Callable[[str], None] | None = None,
-) -> asyncio.Task[TurnResult]:
-    """The turn as a task of its own, holding the session's lock for as long as it runs: a
-    client that disconnects (or a request that is cancelled) never lets the session's next
-    message start beside it."""
-
-    async def locked() -> TurnResult:
-        async with pilot.locks[lock]:
-            started = time.time()
-            result = await run_in_threadpool(run_turn, request, pilot.runtime, on_step)
-            if result.kind == "contact":
-                await run_in_threadpool(
-                    keep_typed_email, pilot, who.tenant, request.session_id, request.message
-                )
-            if result.handoff:  # the gate handed the conversation to people
-                result = await run_in_threadpool(hand_off_after_turn, pilot, request, result, who)
-            touched(pilot, who.tenant, request.session_id)
-            observe_turn(pilot, request, result, started, time.time())
-            return result
-
-    task = asyncio.ensure_future(locked())
-    pilot.running.add(task)  # a reference, so the task lives on without its caller
-    task.add_done_callback(pilot.running.discard)
-    return task
-
-
-def hand_off_after_turn(
-    pilot: PilotContext, request: TurnRequest, result: TurnResult, who: Caller
-) -> TurnResult:
-    """Queue the session for people unless someone resolved it while the turn ran. It counts
-    against the key's hand-offs like the customer's own request: over that limit the session
-    stays with the assistant, and the customer (and the stored turn) are told so."""
-    try:
-        pilot.limits.spend("handoffs", who)
-    except ApiError as refused:
-        busy = result.model_copy(
-            update={
-                "verdict": "idk",
-                "handoff": False,
-                "answer": pilot.settings.messages.handoff_busy,
-            }
-        )
-        busy.trace.notes.append(f"hand-off refused: {refused.message}")
-        save_turn_result(pilot.memory, request, result.turn_index or 0, busy)
-        return busy
-    try:
-        pilot.store.mark_handoff(
-            request.slots.get("tenant", ""),
-            request.session_id,
-            handoff_reason(request.message, result.kind),
-            role="assistant",
-        )
-    except SessionConflict:
-        log.info("session %s was resolved during its hand-off turn", request.session_id)
-    return result
-
-
-def handoff_reason(message: str, kind: str = "person", width: int = 200) -> str:
-    """Why the assistant handed off, as the queue shows it: the customer's own words, or, for
-    a bare "yes" to the offer of a person (``kind`` accept), that they accepted it.
-
-    >>> handoff_reason("I want to   talk to a person")
-    'the assistant handed off after: I want to talk to a person'
-    >>> handoff_reason("yes", "accept")
-    'the customer accepted the offer of a person'
-    """
-    if kind == "accept":
-        return "the customer accepted the offer of a person"
-    words = " ".join(message.split())
-    return "the assistant handed off after: " + (
-        words if len(words) <= width else words[: width - 1] + "…"
-    )
 
 
 async def turn_events(
@@ -281,17 +165,6 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessi
     return NewSessionView(
         session_id=header["session_id"], customer_id=header["customer_id"], slots=header["slots"]
     )
-
-
-def open_session(
-    pilot: PilotContext, who: Caller, customer_id: str | None, slots: dict[str, str]
-) -> SessionHeader:
-    """A new session of the caller's (counted against its ``sessions`` limit): its header.
-    Without a customer id the visitor is anonymous, named after the session."""
-    pilot.limits.spend("sessions", who)
-    session_id = uuid.uuid4().hex
-    customer = customer_id or f"{ANONYMOUS}{session_id}"
-    return pilot.store.create_session(who.tenant, session_id, customer, owner_of(who), slots)
 
 
 @router.post(
@@ -374,56 +247,6 @@ def customer_view(header: SessionHeader) -> dict[str, object]:
 
 def customer_turn(turn: StoredTurn) -> dict[str, object]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
-
-
-def wait_for_agent(pilot: PilotContext, who: Caller, header: SessionHeader, message: str) -> TurnResult:
-    """A message after the hand-off: stored for the person who takes the conversation, at
-    most ``waiting_messages`` of them until a person replies. The first gets one short note
-    (``messages.handoff_waiting``), later ones no reply: the canned hand-off line is said
-    once. The cap holds for messages sent at once too: a message is kept only if it is within
-    the cap among the waiting messages claimed before it (turn indices are claimed in order),
-    else its claim is taken back."""
-    scope = Scope(header["customer_id"], who.tenant)
-    memory = pilot.memory
-    session_id = header["session_id"]
-    cap = pilot.settings.pilot.limits.waiting_messages
-    before = memory.session_turns(scope, session_id)
-    waiting = messages_waiting(before)
-    if waiting >= cap:
-        too_many_waiting(waiting)
-    kind = kind_for(load_message_kinds(memory.encoders).read(message), offer_pending=False)
-    index = memory.claim_turn(
-        scope, session_id, {"user": message, "kind": kind}, status=WAITING_FOR_AGENT
-    )
-    turns = memory.session_turns(scope, session_id)
-    ahead = messages_waiting([t for t in turns if t["turn_index"] <= index])
-    if ahead > cap:
-        memory.release_turn(scope, session_id, index)
-        too_many_waiting(ahead - 1)
-    remember_entities(memory, scope, session_id, index, message)
-    if kind == "contact":
-        keep_typed_email(pilot, who.tenant, session_id, message)
-    noted = any(t.get("status") == WAITING_FOR_AGENT for t in before)
-    return TurnResult(
-        session_id=header["session_id"],
-        # one short note that a person will reply, then nothing: the messages are for them
-        answer="" if noted else pilot.settings.messages.handoff_waiting,
-        verdict="handoff",
-        handoff=True,
-        turn_index=index,
-        kind=kind,
-    )
-
-
-def too_many_waiting(waiting: int) -> NoReturn:
-    raise ApiError(
-        429,
-        "too_many_waiting",
-        f"{waiting} messages already wait for a person "
-        "in this conversation; please wait for their reply",
-        {"limit": "waiting_messages"},
-        headers={"Retry-After": "60"},
-    )
 
 
 @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)

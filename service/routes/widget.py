@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, Widget, owned_session
+from service.domain.conversation import open_session
 from service.errors import ApiError
-from service.routes.sessions import open_session
 from service.widget_tokens import TokenError, read_customer_token, secret_from_environment, widget_key
 from storage.memory import ANONYMOUS, ScopeError, check_id
 

@@ -427,7 +427,7 @@ def test_concurrent_resolves_apply_once(pilot):
 def test_a_hand_off_turn_finishing_after_a_resolve_leaves_it_resolved(pilot):
     """The gate's hand-off lands after an agent resolved the session mid-turn."""
     from service.auth import Caller
-    from service.routes.sessions import hand_off_after_turn
+    from service.domain.conversation import hand_off_after_turn
     from tasks.schemas import TurnRequest, TurnResult
 
     client, app_pilot = pilot

@@ -101,8 +101,8 @@ def test_messages_waiting_for_a_person_are_capped_per_session(pilot):
 
 def test_messages_sent_at_once_to_a_waiting_session_hold_the_cap(pilot):
     from service.auth import Caller
+    from service.domain.conversation import wait_for_agent
     from service.errors import ApiError
-    from service.routes.sessions import wait_for_agent
 
     client, app_pilot = pilot
     session = post(client, "/v1/sessions", "calm", customer_id="c-race").json()["session_id"]

@@ -34,7 +34,7 @@ DOCTESTED = (
     "terminal.chat",
     "terminal.safe_text",
     "service.routes.handoffs",
-    "service.routes.sessions",
+    "service.domain.conversation",
     "service.rate_limits",
     "tasks.page_choice",
     "storage.kb.sources.urls",
