@@ -340,22 +340,19 @@ async def skip_satisfaction(session_id: str, who: Customer, pilot: Pilot) -> Sat
     stays (the response says it, ``solved``); an answer given after replaces the skip."""
     await _closing_question_header(session_id, who, pilot)
     now = time.time()
-    kept: dict[str, bool | None] = {}
 
     def skip(current: SessionHeader, _changes: SessionFields) -> SessionFields:
-        kept["solved"] = current.get("csat_solved")
-        return {} if kept["solved"] is not None else {"csat_skipped_at": now}
+        return {} if current.get("csat_solved") is not None else {"csat_skipped_at": now}
 
-    found(
+    header = found(
         await run_in_threadpool(
             pilot.store.apply, who.tenant, session_id, "satisfaction", "customer", "", skip
         ),
         session_id,
     )
     touched(pilot, who.tenant, session_id)
-    return SatisfactionAnswer(
-        solved=kept.get("solved"), ts=now, replaced=False, skipped=kept.get("solved") is None
-    )
+    solved = header.get("csat_solved")  # an answer given before stays
+    return SatisfactionAnswer(solved=solved, ts=now, replaced=False, skipped=solved is None)
 
 
 @router.post("/{session_id}/handoff", response_model=HandedOff, response_model_exclude_unset=True)

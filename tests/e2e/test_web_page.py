@@ -177,6 +177,21 @@ def test_a_javascript_link_in_a_citation_is_never_clickable(server):
         browser.close()
 
 
+def signed_in_chat(playwright, url):
+    """Chromium on the web chat, signed in with the web key: the browser, the page and the
+    question box, ready."""
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+    )
+    page = browser.new_page()
+    page.goto(url)
+    page.get_by_label("Access key").fill("web-key")
+    page.get_by_role("button", name="Start").click()
+    question = page.get_by_label("Your question")
+    question.wait_for(timeout=20_000)
+    return browser, page, question
+
+
 def test_every_reply_is_rated_and_goodbye_asks_the_closing_question(server):
     from playwright.sync_api import sync_playwright
 
@@ -184,13 +199,7 @@ def test_every_reply_is_rated_and_goodbye_asks_the_closing_question(server):
 
     url, _running, runtime = server
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page()
-        page.goto(url)
-        page.get_by_label("Access key").fill("web-key")
-        page.get_by_role("button", name="Start").click()
-        question = page.get_by_label("Your question")
-        question.wait_for(timeout=20_000)
+        browser, page, question = signed_in_chat(p, url)
         prompt = page.get_by_role("group", name="Did we solve your problem today?")
         for n, text in enumerate(("Do you ship printed manuals to Mars?", "Thanks, bye!")):
             assert prompt.is_hidden()  # not before the customer says goodbye
@@ -221,13 +230,7 @@ def test_a_closing_question_closed_unanswered_is_kept_for_the_report(server):
 
     url, _running, runtime = server
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page()
-        page.goto(url)
-        page.get_by_label("Access key").fill("web-key")
-        page.get_by_role("button", name="Start").click()
-        question = page.get_by_label("Your question")
-        question.wait_for(timeout=20_000)
+        browser, page, question = signed_in_chat(p, url)
         prompt = page.get_by_role("group", name="Did we solve your problem today?")
         for n, text in enumerate(("How long does a refund take?", "Thanks, bye!")):
             question.fill(text)
