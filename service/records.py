@@ -107,6 +107,8 @@ class SessionDetail(BaseModel):
 class HandedOff(BaseModel):
     session: SessionView
     message: str
+    # the stored turn that says it, rateable like any reply (None: the session already waited)
+    turn_index: int | None = None
 
 
 class QueueSession(BaseModel):

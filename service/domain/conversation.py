@@ -27,7 +27,7 @@ from service.context import PilotContext, owner_of
 from service.domain.records import SessionHeader
 from service.errors import ApiError
 from service.outcome_upkeep import touched
-from service.session_state import SessionConflict
+from service.session_state import SessionConflict, waiting_for_a_person
 from service.turn_observer import observe_turn
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
@@ -130,6 +130,26 @@ def hand_off_after_turn(
     except SessionConflict:
         log.info("session %s was resolved during its hand-off turn", request.session_id)
     return result
+
+
+def hand_off_on_request(
+    pilot: PilotContext, who: Caller, header: SessionHeader, reason: str
+) -> tuple[SessionHeader | None, int | None]:
+    """The customer asked for a person with the widget's button: the session joins the
+    queue, and the first time the assistant's hand-off line is stored as a turn of its own
+    (no customer words, ``kind`` person), so it can be rated like any other reply. Returns
+    the header (None: no such session) and that turn's index (None: the session already
+    waited, nothing new said)."""
+    already = waiting_for_a_person(header)
+    if not already:
+        pilot.limits.spend("handoffs", who)
+    changed = pilot.store.mark_handoff(who.tenant, header["session_id"], reason)
+    if changed is None or already:
+        return changed, None
+    line = pilot.settings.messages.handoff
+    record = {"user": "", "answer": line, "verdict": "handoff", "kind": "person"}
+    scope = Scope(header["customer_id"], who.tenant)
+    return changed, pilot.memory.claim_turn(scope, header["session_id"], record, status="done")
 
 
 def handoff_reason(message: str, kind: str = "person", width: int = 200) -> str:

@@ -19,7 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from agents.progress import progress_label
 from service.auth import Caller
 from service.context import Customer, Pilot, PilotContext, found, owned_session
-from service.domain.conversation import Contact, open_session, start_turn, wait_for_agent
+from service.domain.conversation import (
+    Contact,
+    hand_off_on_request,
+    open_session,
+    start_turn,
+    wait_for_agent,
+)
 from service.domain.records import SessionFields, SessionHeader, StoredMark
 from service.errors import ApiError, error_body
 from service.outcome_upkeep import touched
@@ -360,15 +366,11 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     """The customer asks for a person: the session joins the tenant's hand-off queue."""
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     move(header, "hand_off", "customer", "")  # 409 for a resolved session, before any count
-    if not waiting_for_a_person(header):
-        await run_in_threadpool(pilot.limits.spend, "handoffs", who)
-    header = found(
-        await run_in_threadpool(pilot.store.mark_handoff, who.tenant, session_id, body.reason),
-        session_id,
-    )
+    changed, turn_index = await run_in_threadpool(hand_off_on_request, pilot, who, header, body.reason)
+    header = found(changed, session_id)
     touched(pilot, who.tenant, session_id)
     view = SessionView.model_validate(customer_view(header))
-    return HandedOff(session=view, message=pilot.settings.messages.handoff)
+    return HandedOff(session=view, message=pilot.settings.messages.handoff, turn_index=turn_index)
 
 
 @router.post("/{session_id}/contact", response_model=SessionChange, response_model_exclude_unset=True)

@@ -418,7 +418,10 @@
         if (chat.ended && options.restart) await startOver(false);
         const data = await call(base, `/v1/sessions/${chat.session}/handoff`, chat.credential, {});
         showError("");
-        addMessage("assistant", data.message).dataset.verdict = "handoff";
+        const item = addMessage("assistant", data.message);
+        item.dataset.verdict = "handoff";
+        // the hand-off line is a stored reply: rated like any other
+        if (typeof data.turn_index === "number") addFeedback(item, data.turn_index);
         handedOff(data.session);
         email.focus();
       } catch (err) {

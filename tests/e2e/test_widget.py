@@ -440,6 +440,10 @@ def test_a_visitor_rates_a_refusal_and_answers_the_closing_question(deployment):
 
         chat.get_by_role("button", name="Talk to a person").click()
         chat.locator("#handoff").wait_for(state="visible", timeout=20_000)
+        # the button's hand-off line is a reply like any other: it is rated too
+        line = chat.locator('li.assistant[data-verdict="handoff"]')
+        line.get_by_role("button", name="Helpful", exact=True).click()
+        line.get_by_text("Thanks for your feedback.").wait_for(timeout=10_000)
         session = kept(page)["session_id"]
         with httpx.Client(base_url=service, headers=bearer("ana"), timeout=30) as staff:
             assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
@@ -488,5 +492,5 @@ def test_a_visitor_rates_a_refusal_and_answers_the_closing_question(deployment):
     assert (report["totals"]["csat_answers"], report["totals"]["csat_yes"]) == (2, 1)
     rows = {c["session_id"]: c for c in report["conversations"]}
     assert rows[session]["label"] == "resolved_by_person" and rows[session]["csat"] == "yes"
-    assert report["totals"]["feedback"] == 1 and report["totals"]["helpful"] == 0
+    assert report["totals"]["feedback"] == 2 and report["totals"]["helpful"] == 1
     assert not problems, problems

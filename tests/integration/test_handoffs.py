@@ -97,7 +97,7 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
         "backend",
         message="Order ORD-55812 has had no refund for three weeks.",
     ).json()
-    assert later["verdict"] == "handoff" and later["turn_index"] == 1
+    assert later["verdict"] == "handoff" and later["turn_index"] == 2  # 1: the hand-off line
 
     page = client.get("/v1/handoffs", headers=auth("ana")).json()
     [queued] = page["handoffs"]
@@ -106,7 +106,8 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
     assert queued["session"]["handoff_reason"] == "refund still missing"
     assert (queued["first_message"], queued["waiting"]) == ("How long does a refund take?", 1)
     whole = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
-    assert [t["status"] for t in whole["turns"]] == ["done", "waiting_for_agent"]
+    assert [t["status"] for t in whole["turns"]] == ["done", "done", "waiting_for_agent"]
+    assert (whole["turns"][1]["user"], whole["turns"][1]["verdict"]) == ("", "handoff")
     assert whole["citations"] == ["billing/refunds.md"]
     assert {"type": "order", "value": "ORD-55812"}.items() <= whole["entities"][0].items()
 
@@ -117,7 +118,7 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
         "ana",
         message="I have re-sent the refund; it arrives in 2 days.",
     )
-    assert reply.status_code == 201 and reply.json()["turn_index"] == 2
+    assert reply.status_code == 201 and reply.json()["turn_index"] == 3
     [answered] = client.get("/v1/handoffs", headers=auth("ana")).json()["handoffs"]
     assert answered["waiting"] == 0  # the person replied: nothing waits for them any more
     seen = client.get(f"/v1/sessions/{session}", headers=auth("backend")).json()["turns"]
@@ -285,7 +286,8 @@ def test_the_customers_view_of_a_session_holds_no_staff_internal_fields(pilot):
     assert seen["session"]["status"] == "resolved"
     assert not {"owner", "resolution", "resolved_by", "memory_written_at"} & set(seen["session"])
     assert "internal: VIP" not in str(seen)
-    [reply] = seen["turns"]
+    [line, reply] = seen["turns"]  # the button's hand-off line, the person's reply
+    assert line["verdict"] == "handoff" and "from" not in line
     assert reply["from"] == "agent" and "agent" not in reply  # which staff key: staff only
     staff = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
     assert staff["session"]["resolution"] == "internal: VIP, refunded"
@@ -502,8 +504,8 @@ def suggestions_follow_the_keys_slots(client) -> None:
     ana = client.get(f"/v1/handoffs/{session}", headers=auth("ana")).json()
     cited = [c["source_id"] for c in (ana["suggestion"] or {}).get("citations", [])]
     assert not any(c.startswith("internal/") for c in cited)  # public slots: never the runbook
-    # nothing was stored or sent: the conversation holds the customer's turns only
-    assert [t.get("from") for t in senior["turns"]] == [None]
+    # nothing was stored or sent: the customer's question and the hand-off line only
+    assert [t.get("from") for t in senior["turns"]] == [None, None]
     assert ana["customer"] == "c-90" and ana["memories"] == []
 
 

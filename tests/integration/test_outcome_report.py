@@ -323,7 +323,17 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
         assert other.status_code == 404
 
         person, _ = conversation(client, "c-3", "How long does a refund take?")
-        client.post(f"/v1/sessions/{person}/handoff", json={}, headers=auth("backend"))
+        # the button's hand-off line is a stored reply: rated like any other, said once
+        line = client.post(f"/v1/sessions/{person}/handoff", json={}, headers=auth("backend")).json()
+        again = client.post(f"/v1/sessions/{person}/handoff", json={}, headers=auth("backend")).json()
+        assert isinstance(line["turn_index"], int) and again.get("turn_index") is None, (line, again)
+        said_line = next(
+            t
+            for t in client.get(f"/v1/sessions/{person}", headers=auth("backend")).json()["turns"]
+            if t["turn_index"] == line["turn_index"]
+        )
+        assert said_line["answer"] == line["message"] and said_line["verdict"] == "handoff"
+        rate(client, person, line["turn_index"], "down")
         waiting = client.post(
             f"/v1/sessions/{person}/messages",
             json={"message": "It is order 42"},
@@ -396,7 +406,8 @@ def test_every_reply_is_rated_and_the_closing_answer_is_counted_once(settings, e
     assert rows[skipper]["evidence"]["csat"]["skipped"] is True
     assert (day["csat_answers"], day["csat_yes"], day["csat_rate"]) == (3, 2, 0.667)
     assert (day["csat_skipped"], day["csat_response_rate"]) == (1, 0.75)
-    assert day["satisfaction"] == 1.0 and day["feedback"] == 1  # the mark on the refusal
+    # the marks on the refusal (up) and on the button's hand-off line (down)
+    assert day["satisfaction"] == 0.5 and day["feedback"] == 2
     totals = body["totals"]
     assert (totals["csat_answers"], totals["csat_rate"], totals["csat_response_rate"]) == (
         3,
