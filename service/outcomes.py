@@ -23,13 +23,14 @@ from pydantic import BaseModel, Field
 from config.settings import PilotSettings
 from tasks.outcomes import (
     LABELS,
+    RESOLVED,
     Label,
     Outcome,
     daily_rates,
     day_of,
+    day_row,
     label,
     reopened,
-    response_rate,
     shared_pages,
 )
 
@@ -200,31 +201,28 @@ def matches(outcome: Outcome, wanted: ConversationFilter) -> bool:
 
 
 def totals(days: list[dict[str, object]]) -> dict[str, int | float | None]:
-    """The window's counts and rates, the same definitions as a day's."""
+    """The window's counts summed and its rates by the same definitions as a day's
+    (``day_row`` over the sums), with the share of resolutions a customer verified."""
     summed: dict[str, int] = defaultdict(int)
     for row in days:
         for key, value in row.items():
             if isinstance(value, int) and not isinstance(value, bool):
                 summed[key] += value
-    decided = summed["involved"] - summed["pending"]
-    resolved = summed["confirmed"] + summed["assumed"]
-
-    def rate(*labels: str) -> float | None:
-        return round(sum(summed[x] for x in labels) / decided, 3) if decided else None
-
-    return {
-        **summed,
-        "resolution_rate": rate("confirmed", "assumed"),
-        "verified_rate": round(summed["verified"] / resolved, 3) if resolved else None,
-        "handoff_rate": rate("handed_off", "resolved_by_person"),
-        "unanswered_rate": rate("unanswered"),
-        "suggested_rate": rate("suggested"),
-        "satisfaction": round(summed["helpful"] / summed["feedback"], 3) if summed["feedback"] else None,
-        "csat_rate": (
-            round(summed["csat_yes"] / summed["csat_answers"], 3) if summed["csat_answers"] else None
-        ),
-        "csat_response_rate": response_rate(summed["csat_answers"], summed["csat_skipped"]),
-    }
+    whole = day_row(
+        "",
+        summed,
+        helpful=summed["helpful"],
+        given=summed["feedback"],
+        confirmed_anonymous=summed["confirmed_anonymous"],
+        verified=summed["verified"],
+        csat_yes=summed["csat_yes"],
+        csat_answers=summed["csat_answers"],
+        csat_skipped=summed["csat_skipped"],
+    )
+    del whole["day"]
+    resolved = sum(summed[label] for label in RESOLVED)
+    verified_rate = round(summed["verified"] / resolved, 3) if resolved else None
+    return {**summed, **whole, "verified_rate": verified_rate}
 
 
 def tenant_outcomes(
