@@ -33,6 +33,8 @@ from agents.runtime import TurnRuntime
 from agents.steps import record_retrieval
 from agents.tools.search import KnowledgeBaseSearch
 from agents.usage import UsageLedger
+from config.settings import ROLE_NAMES
+from tasks.gates import model_role
 from tasks.memory_context import claim_turn, save_turn_result
 from tasks.message_kind import says_goodbye
 from tasks.results import deadline_result
@@ -95,10 +97,21 @@ class TurnWatch:
 
 
 def _run_engine(
-    runtime: TurnRuntime, state: TurnState, watch: TurnWatch, cancel: threading.Event
+    runtime: TurnRuntime,
+    state: TurnState,
+    watch: TurnWatch,
+    cancel: threading.Event,
+    deadline: float,
+    reserve: float | None = None,
 ) -> TurnState:
     """The engine's turn in a worker; past the deadline (or once cancelled, after the grace for
-    a cut-short call), the best evidence-based outcome."""
+    a cut-short call), the best evidence-based outcome.
+
+    ``reserve``: how long before ``deadline`` the turn's model calls end (None: no role
+    calls a model). A framework still inside a model step a grace later (a manager retrying calls
+    that fail at once, an executor reading an empty reply) is not waited for: the evidence
+    path finishes the turn here, in the reserve, so how long the framework lingers never
+    decides the turn's length or outcome."""
 
     def work() -> TurnState:
         STEP_LISTENER.set(watch)  # in the worker's own context: late steps stop there
@@ -119,7 +132,7 @@ def _run_engine(
     thread = threading.Thread(target=run, name="turn", daemon=True)
     _LIVE_TURNS.add(thread)
     thread.start()
-    give_up = time.monotonic() + runtime.settings.turn_timeout_s + HARD_STOP_S
+    give_up = deadline - (reserve or 0.0) + HARD_STOP_S
     while True:
         if cancel.is_set() and not watch.cancelled:
             give_up = min(give_up, time.monotonic() + HARD_STOP_S)
@@ -132,6 +145,9 @@ def _run_engine(
     watch.abandoned = True
     late = watch.snapshot()
     why = "cancelled by the customer" if watch.cancelled else ""
+    if not why and reserve is not None:
+        timeout = runtime.settings.turn_timeout_s
+        why = f"deadline: the model calls' time ({timeout - reserve:g} of {timeout:g} s) ran out"
     if not watch.cancelled:
         search_late(late, runtime)
     late.result = deadline_result(late, runtime.scorer, runtime.settings, watch.running, why)
@@ -187,7 +203,9 @@ def run_turn(
             watch.running = "claim"
             state.turn_index = claim_turn(runtime.memory, request)
             claimed = True
-            state = _run_engine(runtime, state, watch, cancel)
+            state = _run_engine(
+                runtime, state, watch, cancel, deadline, reserve if _uses_models(runtime) else None
+            )
             if state.result is None:
                 raise RuntimeError("the engine ended the turn without a result")
             result = state.result
@@ -218,6 +236,12 @@ def run_turn(
     if claimed:  # a turn whose slot was never claimed has nothing of its own to overwrite
         _store(runtime, request, state, result)
     return result
+
+
+def _uses_models(runtime: TurnRuntime) -> bool:
+    """Whether any role of this configuration calls the model (its time ends before the
+    deadline); an evidence-only turn has the whole deadline."""
+    return any(model_role(runtime.settings, role) for role in ROLE_NAMES)
 
 
 def _failure(

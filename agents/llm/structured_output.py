@@ -14,12 +14,14 @@ Usage::
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.request
 from typing import Any
 
 from pydantic import BaseModel
 
+log = logging.getLogger(__name__)
 MODES = ("json_schema", "json_object", "none")
 PROBE_TIMEOUT_S = 30.0
 
@@ -42,7 +44,12 @@ def response_format(model: type[BaseModel], mode: str) -> dict[str, Any] | None:
 
 
 def probe_structured_output(base_url: str, api_key: str | None, model: str) -> str:
-    """The first mode the server answers with a completion (one tiny request each)."""
+    """The first mode the server answers with a completion (one tiny request each).
+
+    A server that does not answer within ``PROBE_TIMEOUT_S`` (busy with another client's
+    long request) says nothing about the modes it takes: the probe stops there and the
+    prompt's own JSON instructions do (``none``, which every server takes), so a busy server
+    never holds the start for longer than one timeout."""
     for mode in MODES[:-1]:
         body = {
             "model": model,
@@ -63,6 +70,19 @@ def probe_structured_output(base_url: str, api_key: str | None, model: str) -> s
             with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as response:
                 if "choices" in json.loads(response.read() or b"{}"):
                     return mode
-        except (urllib.error.URLError, OSError, ValueError):
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            if _timed_out(exc):
+                log.warning(
+                    "%s did not answer the structured-output probe in %g s: using none",
+                    base_url,
+                    PROBE_TIMEOUT_S,
+                )
+                return "none"
             continue
     return "none"
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a probe request failed by waiting too long (not by the server's refusal)."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    return isinstance(reason, TimeoutError)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
 
 from agents.build import build_engine
+from agents.llm import structured_output
 from agents.llm.factory import build_llm
 from agents.runtime import TurnRuntime
 from agents.turn import run_turn
@@ -54,6 +56,7 @@ def reply_for(body: dict[str, Any]) -> dict[str, Any]:
 class OpenAICompatible(BaseHTTPRequestHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
     refuse_json_schema: ClassVar[bool] = False  # as llama.cpp's server does: HTTP 500
+    busy_s: ClassVar[float] = 0.0  # as a server still busy with another client's long request
 
     def do_GET(self) -> None:  # /v1/models: the reachability check at start
         send_json(self, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
@@ -61,6 +64,7 @@ class OpenAICompatible(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         OpenAICompatible.seen.append(body)
+        time.sleep(OpenAICompatible.busy_s)
         kind = (body.get("response_format") or {}).get("type")
         if OpenAICompatible.refuse_json_schema and kind == "json_schema":
             send_json(self, {"error": {"message": "json_schema not supported"}}, status=500)
@@ -83,6 +87,7 @@ def endpoint(monkeypatch):
     thread.start()
     OpenAICompatible.seen = []
     OpenAICompatible.refuse_json_schema = False
+    OpenAICompatible.busy_s = 0.0
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
@@ -147,3 +152,15 @@ def test_a_server_refusing_json_schema_is_asked_for_json_objects(endpoint, setti
     assert "json_schema" not in kinds and "json_object" in kinds
     assert all("schema" in b["response_format"] for b in asked if b.get("response_format"))
     assert not [n for n in result.trace.notes if "failed" in n]
+
+
+def test_a_busy_server_holds_the_start_for_one_probe_timeout_only(endpoint, monkeypatch):
+    """A probe that times out says nothing about the modes: no second probe waits too, and the
+    prompt's own JSON instructions (``none``, which every server takes) are used."""
+    monkeypatch.setattr(structured_output, "PROBE_TIMEOUT_S", 0.3)
+    OpenAICompatible.busy_s = 1.0
+    started = time.monotonic()
+    llm = build_llm(LlmSettings(provider="openai/test-model", base_url=endpoint))
+    assert llm.structured_output == "none"
+    assert len(OpenAICompatible.seen) == 1  # json_object was never tried after the timeout
+    assert time.monotonic() - started < 1.0
