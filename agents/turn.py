@@ -228,7 +228,9 @@ def run_turn(
         )
         for c in ledger.calls
     ]
-    trace.llm_calls = len(ledger.calls)
+    trace.llm_calls = len(ledger.calls) + ledger.in_flight
+    if ledger.in_flight:
+        trace.notes.append(f"{ledger.in_flight} model request(s) still in flight at the turn's end")
     trace.prompt_tokens = ledger.prompt_tokens
     trace.completion_tokens = ledger.completion_tokens
     trace.duration_ms = round((time.perf_counter() - started) * 1000, 1)

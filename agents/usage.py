@@ -31,6 +31,7 @@ class LlmCall:
 @dataclass
 class UsageLedger:
     calls: list[LlmCall] = field(default_factory=list)
+    in_flight: int = 0  # model requests started and not yet ended (see ``model_request``)
 
     @property
     def prompt_tokens(self) -> int:
@@ -45,16 +46,42 @@ class UsageLedger:
     def activate(cls) -> Iterator[UsageLedger]:
         ledger = cls()
         token = _CURRENT.set(ledger)
+        outermost = _TURN.set(ledger) if _TURN.get() is None else None
         try:
             yield ledger
         finally:
             _CURRENT.reset(token)
+            if outermost is not None:
+                _TURN.reset(outermost)
 
 
 _CURRENT: contextvars.ContextVar[UsageLedger | None] = contextvars.ContextVar(
     "supportcrew_usage", default=None
 )
 _ROLE: contextvars.ContextVar[str] = contextvars.ContextVar("supportcrew_role", default="")
+# the turn's own (outermost) ledger: an adapter's nested ledger is merged only when its call ends
+_TURN: contextvars.ContextVar[UsageLedger | None] = contextvars.ContextVar(
+    "supportcrew_turn_usage", default=None
+)
+
+
+@contextmanager
+def model_request() -> Iterator[None]:
+    """Count one model request as in flight in the turn's ledger while it runs: a turn the
+    evidence path takes over mid-request still counts the request it made (it is recorded
+    with its time only when it returns, after the turn's trace was written).
+
+        with model_request():
+            reply = client.chat.completions.create(...)
+    """
+    ledger = _TURN.get()
+    if ledger is not None:
+        ledger.in_flight += 1
+    try:
+        yield
+    finally:
+        if ledger is not None:
+            ledger.in_flight -= 1
 
 
 def record_call(

@@ -15,7 +15,7 @@ from crewai.llms.base_llm import BaseLLM
 from pydantic import Field, PrivateAttr
 
 from agents.llm.local import run_or_return_tool_call
-from agents.usage import record_call
+from agents.usage import model_request, record_call
 
 Reply = dict[str, Any] | str | Callable[[str], Any]
 
@@ -67,7 +67,8 @@ class ScriptedLLM(BaseLLM):
         queue = self._replies.get(name, [])
         reply: Reply = queue.pop(0) if len(queue) > 1 else (queue[0] if queue else "{}")
         if callable(reply):
-            reply = reply(prompt)
+            with model_request():  # a reply that takes its time is in flight meanwhile
+                reply = reply(prompt)
         text = reply if isinstance(reply, str) else json.dumps(reply)
         record_call(len(prompt) // 4, len(text) // 4, 1.0, name)
         if tools:  # a tool call, exactly as the local backend hands it to CrewAI

@@ -33,7 +33,14 @@ from pydantic import BaseModel
 from agents.deadline import call_timeout, check_stream, failed_call
 from agents.llm.remote import RemoteModel
 from agents.llm.structured_output import response_format
-from agents.usage import UsageLedger, acting_as, current_role, merge_into_current, record_call
+from agents.usage import (
+    UsageLedger,
+    acting_as,
+    current_role,
+    merge_into_current,
+    model_request,
+    record_call,
+)
 
 
 def _role(message: LLMMessage) -> str:
@@ -176,10 +183,11 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
                 bounded["response_format"] = response_format(asked, "json_object")
         started = time.perf_counter()
         try:
-            if self.stream:
-                result = await self._streamed(messages, *args, extra_create_args=bounded, **kwargs)
-            else:
-                result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
+            with model_request():
+                if self.stream:
+                    result = await self._streamed(messages, *args, extra_create_args=bounded, **kwargs)
+                else:
+                    result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
         except Exception as exc:
             raise failed_call(self.server, exc, started) from exc
         record_call(

@@ -32,7 +32,7 @@ from pydantic import BaseModel
 
 from agents.deadline import DeadlineExceeded, ReplyCut, call_timeout, check_stream, failed_call
 from agents.llm.structured_output import response_format
-from agents.usage import record_call
+from agents.usage import model_request, record_call
 from tasks.role_output import RoleFailed, parse_output
 
 _LAST_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -74,7 +74,8 @@ class TurnBoundOpenAI(OpenAICompletion):
         _RESPONSE_FORMAT.set(response_format(asked, self.structured_output) if asked else None)
         try:
             kwargs["response_model"] = response_model
-            result = super().call(*args, **kwargs)
+            with model_request():
+                result = super().call(*args, **kwargs)
         except DeadlineExceeded:
             raise
         except Exception as exc:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from agents.deadline import DeadlineExceeded, expired, time_left
 from agents.llm.model_file import local_gguf
-from agents.usage import record_call
+from agents.usage import model_request, record_call
 
 MAX_STRING = 400
 MIN_START_S = 1.5  # seconds a local call needs at least (prompt evaluation)
@@ -188,7 +188,10 @@ class LocalLlamaLLM(BaseModel):
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         asked = time.perf_counter()
-        with self._lock:  # one llama.cpp context: calls of concurrent turns wait their turn
+        with (
+            model_request(),
+            self._lock,
+        ):  # one llama.cpp context: calls of concurrent turns wait their turn
             if time_left() < MIN_START_S:  # its prompt evaluation alone would overrun
                 raise DeadlineExceeded(f"{purpose or 'model'} call not started: turn deadline")
             started = time.perf_counter()

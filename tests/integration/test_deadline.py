@@ -152,6 +152,9 @@ def test_a_framework_that_lingers_after_the_model_time_does_not_hold_the_turn(
         n.startswith("deadline: the model calls' time (3 of 4 s) ran out during retrieve")
         for n in result.trace.notes
     ), result.trace.notes
+    # the retriever's request, still running when the turn was taken over, is counted
+    assert result.trace.llm_calls >= 1
+    assert "1 model request(s) still in flight at the turn's end" in result.trace.notes
     late = [s for s in result.trace.steps if s.name == "retrieve" and s.detail.get("late")]
     # model calls end 1 s before the deadline; the evidence path starts half a second later
     assert late and late[0].at < started + 4.0, (late, started)
