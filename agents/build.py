@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.roles import ROLES, TASKS
-from agents.runtime import ENGINES, PROCESSES, Engine, TurnRuntime
-from config.settings import ROLE_NAMES, ConfigError, Settings
+from agents.runtime import ENGINES, PROCESSES, Engine, TurnRuntime, calls_a_model
+from config.settings import ConfigError, Settings
 from integrations.retriever_loader import load_retriever
 from storage.memory import MemoryStore
 from storage.retrieval.retriever import QdrantRetriever
@@ -123,10 +123,7 @@ def build_runtime(
             kb.term_statistics()
         else:  # the custom-service client or a user's class; memory stays in our store
             retriever = load_retriever(settings, data_dir)
-        needed = process_name == "hierarchical" or any(
-            settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES
-        )
-        llm = llm or build_llm(settings.llm, needed=needed)
+        llm = llm or build_llm(settings.llm, needed=calls_a_model(settings, process_name))
         chosen = build_engine(engine_name, llm, process_name)
     except Exception:
         local.close()

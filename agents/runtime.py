@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from config.settings import Settings
+from config.settings import ROLE_NAMES, Settings
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
 from storage.retrieval.protocol import Retriever
@@ -25,6 +25,19 @@ from tasks.state import TurnState
 
 ENGINES = ("crewai", "autogen")
 PROCESSES = ("sequential", "hierarchical")
+
+
+def calls_a_model(settings: Settings, process: str) -> bool:
+    """Whether turns of this configuration may call the model: a role on its model path, or
+    a hierarchical manager (which delegates with the model whatever the roles say).
+
+    >>> from config.settings import Settings
+    >>> calls_a_model(Settings(), "hierarchical")
+    True
+    """
+    return process == "hierarchical" or any(
+        settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES
+    )
 
 
 class Engine(Protocol):

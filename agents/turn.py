@@ -29,12 +29,10 @@ from collections.abc import Callable
 
 from agents.deadline import turn_deadline
 from agents.failures import RetrievalUnavailable, TurnFailed, is_outage, outage_errors
-from agents.runtime import TurnRuntime
+from agents.runtime import TurnRuntime, calls_a_model
 from agents.steps import record_retrieval
 from agents.tools.search import KnowledgeBaseSearch
 from agents.usage import UsageLedger
-from config.settings import ROLE_NAMES
-from tasks.gates import model_role
 from tasks.memory_context import claim_turn, save_turn_result
 from tasks.message_kind import says_goodbye
 from tasks.results import deadline_result
@@ -203,9 +201,8 @@ def run_turn(
             watch.running = "claim"
             state.turn_index = claim_turn(runtime.memory, request)
             claimed = True
-            state = _run_engine(
-                runtime, state, watch, cancel, deadline, reserve if _uses_models(runtime) else None
-            )
+            models = calls_a_model(runtime.settings, runtime.engine.process)
+            state = _run_engine(runtime, state, watch, cancel, deadline, reserve if models else None)
             if state.result is None:
                 raise RuntimeError("the engine ended the turn without a result")
             result = state.result
@@ -238,12 +235,6 @@ def run_turn(
     if claimed:  # a turn whose slot was never claimed has nothing of its own to overwrite
         _store(runtime, request, state, result)
     return result
-
-
-def _uses_models(runtime: TurnRuntime) -> bool:
-    """Whether any role of this configuration calls the model (its time ends before the
-    deadline); an evidence-only turn has the whole deadline."""
-    return any(model_role(runtime.settings, role) for role in ROLE_NAMES)
 
 
 def _failure(

@@ -188,29 +188,29 @@ class LocalLlamaLLM(BaseModel):
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
         asked = time.perf_counter()
-        with (
-            model_request(),
-            self._lock,
-        ):  # one llama.cpp context: calls of concurrent turns wait their turn
+        with self._lock:  # one llama.cpp context: calls of concurrent turns wait their turn
             if time_left() < MIN_START_S:  # its prompt evaluation alone would overrun
                 raise DeadlineExceeded(f"{purpose or 'model'} call not started: turn deadline")
             started = time.perf_counter()
-            fitted = _fit(messages, llama, self.n_ctx, kwargs["max_tokens"])
-            if math.isinf(time_left()):
-                response = llama.create_chat_completion(messages=fitted, **kwargs)
-                usage = response.get("usage") or {}
-                text = str(response["choices"][0]["message"].get("content") or "")
-                prompt, completion = (
-                    int(usage.get("prompt_tokens", 0)),
-                    int(usage.get("completion_tokens", 0)),
-                )
-            else:
-                text, prompt, completion = _generate_until_deadline(llama, fitted, kwargs)
+            with model_request():
+                text, prompt, completion = self._complete(llama, messages, kwargs)
             done = time.perf_counter()
         record_call(
             prompt, completion, (done - started) * 1000, purpose, wait_ms=(started - asked) * 1000
         )
         return text.strip()
+
+    def _complete(
+        self, llama: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any]
+    ) -> tuple[str, int, int]:
+        """The completion's text and its prompt and completion tokens (cut at the deadline)."""
+        fitted = _fit(messages, llama, self.n_ctx, kwargs["max_tokens"])
+        if not math.isinf(time_left()):
+            return _generate_until_deadline(llama, fitted, kwargs)
+        response = llama.create_chat_completion(messages=fitted, **kwargs)
+        usage = response.get("usage") or {}
+        text = str(response["choices"][0]["message"].get("content") or "")
+        return text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
 
     def call(
         self,
