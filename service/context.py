@@ -29,6 +29,7 @@ from service.pilot_store import PilotStore
 from service.rate_limits import RateLimits
 from service.session_state import Role
 from service.tracing import TurnTracer
+from service.upkeep_marks import UpkeepMarks
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.memory import MemoryStore
 from tasks.gap_report import GapReport
@@ -46,6 +47,8 @@ class PilotContext:
     limits: RateLimits = field(init=False)
     articles: Articles = field(init=False)
     outcomes: OutcomeStore = field(init=False)
+    upkeep: UpkeepMarks = field(init=False)
+    caught_up: bool = False  # the start's catch-up finished (nothing left unlabelled)
     gap_reports: ReportCache[GapReport] = field(default_factory=ReportCache)
     session_tokens: SessionTokens | None = None  # widget sessions' tokens (widget keys only)
     spent_tokens: SpentTokens | None = None  # customer tokens used (widget keys only)

@@ -9,6 +9,7 @@ Usage::
     flush(pilot, time.time())              # -> how many conversations were refreshed
     keep_current(pilot, time.time())       # the minute sweep
     catch_up(pilot, time.time())           # at start
+    stop_cleanly(pilot, time.time())       # at a graceful stop
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from service.context import PilotContext
+
+HANDOFF_FLAGS, FEEDBACK_DAYS, CLEAN_STOP = "handoff_flags_dropped", "feedback_dated", "clean_stop"
 
 
 def touched(pilot: PilotContext, tenant: str, session_id: str) -> None:
@@ -46,7 +49,22 @@ def keep_current(pilot: PilotContext, now: float) -> None:
 
 def catch_up(pilot: PilotContext, now: float) -> None:
     """At start: headers that still carry the old hand-off flag lose it, marks stored before
-    they had a day get one; conversations without a stored outcome are labelled."""
-    pilot.store.drop_handoff_flags()
-    pilot.store.date_feedback()
-    pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)
+    they had a day get one; conversations without a stored outcome are labelled. A migration
+    that finds nothing left is marked done and not run again; the look for conversations
+    without an outcome is skipped after a clean stop (``stop_cleanly``), which left none."""
+    marks = pilot.upkeep
+    if not marks.done(HANDOFF_FLAGS) and pilot.store.drop_handoff_flags() == 0:
+        marks.mark(HANDOFF_FLAGS)
+    if not marks.done(FEEDBACK_DAYS) and pilot.store.date_feedback() == 0:
+        marks.mark(FEEDBACK_DAYS)
+    if not marks.take(CLEAN_STOP):
+        pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)
+    pilot.caught_up = True
+
+
+def stop_cleanly(pilot: PilotContext, now: float) -> None:
+    """At a graceful stop: every touched conversation's outcome refreshed; marked clean when
+    the start's ``catch_up`` had finished too (so nothing is left unlabelled)."""
+    flush(pilot, now)
+    if pilot.caught_up:
+        pilot.upkeep.mark(CLEAN_STOP)

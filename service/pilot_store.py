@@ -34,7 +34,7 @@ from service.domain.records import SessionFields, SessionHeader, StoredMark
 from service.session_state import Role, SessionConflict, Status, Verb, legacy_status, move
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
-from storage.qdrant.store import AllOf, CollectionSpec, Match, Missing, PointData, Store
+from storage.qdrant.store import AllOf, Match, Missing, PointData, Store, ensure_records
 from tasks.outcomes import day_of
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
@@ -49,20 +49,12 @@ class PilotStore:
     def __init__(self, store: Store, encoders: Encoders) -> None:
         self.store = store
         self.encoders = encoders
-        spec = CollectionSpec(
-            dense_dim=encoders.dense.dim,
-            sparse=False,
-            tokens=False,
-            keyword_indexes=("tenant", "session_id", "status"),
-            dense_in_ram=False,  # headers and marks are filtered, never searched by meaning
+        # headers and marks are filtered and counted, never searched by meaning; the queue and
+        # the idle sweep filter on ``status``, the outcome report counts marks by day and rating
+        ensure_records(store, SESSIONS, encoders.dense.dim, ("tenant", "session_id", "status"))
+        ensure_records(
+            store, FEEDBACK, encoders.dense.dim, ("tenant", "session_id", "status", "day", "rating")
         )
-        for name in (SESSIONS, FEEDBACK):
-            if not store.has_collection(name):
-                store.create_collection(name, spec)
-        # the queue and the idle sweep filter on it (a store made before it had no index)
-        store.add_keyword_index(SESSIONS, "status")
-        for key in ("day", "rating"):  # the outcome report counts marks by day and rating
-            store.add_keyword_index(FEEDBACK, key)
 
     def _point(self, key: str, text: str, payload: Mapping[str, object]) -> PointData:
         vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"

@@ -29,7 +29,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,7 +39,6 @@ from storage.kb.embeddings import Encoders
 from storage.qdrant.store import (
     AllOf,
     AnyOf,
-    CollectionSpec,
     Condition,
     Match,
     Missing,
@@ -47,6 +46,7 @@ from storage.qdrant.store import (
     PointData,
     Stage,
     Store,
+    ensure_records,
 )
 from storage.retrieval.filters import build_filters, document_fields, widest_reach
 
@@ -210,17 +210,11 @@ class MemoryStore:
     def ensure(self) -> None:
         if self._ready:
             return
-        spec = CollectionSpec(
-            dense_dim=self.encoders.dense.dim,
-            sparse=False,
-            tokens=False,
-            keyword_indexes=("customer_id", "tenant", "session_id", "type", "verdict", "status"),
-        )
+        keys = ("customer_id", "tenant", "session_id", "type", "verdict", "status")
         with self._merge_lock:
             for name in COLLECTIONS:
-                if not self.store.has_collection(name):
-                    # only the long-term memories are searched by meaning (``recall``)
-                    self.store.create_collection(name, replace(spec, dense_in_ram=name == MEMORIES))
+                # only the long-term memories are searched by meaning (``recall``)
+                ensure_records(self.store, name, self.encoders.dense.dim, keys, name == MEMORIES)
             self._ready = True
 
     def _vector(self, text: str) -> Any:

@@ -462,3 +462,40 @@ def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
         assert pilot.outcomes.get("acme", kept) is not None
         catch_up(pilot, time.time())  # the next start: nothing left to label
         assert read == [lost]
+
+
+def test_a_clean_stop_spares_the_next_start_the_look_for_unlabelled(
+    settings, example_kb, tmp_path, monkeypatch
+):
+    import time
+
+    from service.outcome_upkeep import CLEAN_STOP, FEEDBACK_DAYS, HANDOFF_FLAGS, catch_up
+
+    configured = settings.model_copy(
+        update={"pilot": settings.pilot.model_copy(update={"outcome_after_s": 3600.0})}
+    )
+    data = tmp_path / "data" / "qdrant"
+    with pilot_over_own_store(configured, example_kb, data, *KEYS) as (app, _):
+        with TestClient(app) as client:
+            session, _ = conversation(client, "c-1", "How do I reset my password?")
+            pilot = app.state.pilot
+            deadline = time.monotonic() + 30
+            while not pilot.caught_up and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert pilot.caught_up
+            assert ("acme", session) in pilot.dirty  # refreshed at the sweep, not yet run
+        # the stop refreshed what was touched and marked itself clean
+        assert not pilot.dirty
+        assert pilot.outcomes.get("acme", session) is not None
+        assert pilot.upkeep.done(CLEAN_STOP)
+        # nothing was left to migrate: marked, and not looked for again
+        assert pilot.upkeep.done(HANDOFF_FLAGS) and pilot.upkeep.done(FEEDBACK_DAYS)
+
+        looked: list[str] = []
+        monkeypatch.setattr(pilot.outcomes, "backfill", lambda *args: looked.append("backfill") or 0)
+        monkeypatch.setattr(pilot.store, "drop_handoff_flags", lambda: looked.append("flags") or 0)
+        catch_up(pilot, time.time())  # the next start
+        assert looked == []
+        assert not pilot.upkeep.done(CLEAN_STOP)  # the mark is read once
+        catch_up(pilot, time.time())  # a start after a crash: no clean mark
+        assert looked == ["backfill"]
