@@ -101,6 +101,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
             lambda tenant: topic_namer(pilot.runtime.retriever, kb.encoders.dense.encode, tenant),
         )
         pilot.upkeep = UpkeepMarks(turns_store, kb.encoders)
+        pilot.run, pilot.others_left = pilot.upkeep.begin_run()
         if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         # records written since the last start move into read-only segments, their indexes on

@@ -48,6 +48,8 @@ class PilotContext:
     articles: Articles = field(init=False)
     outcomes: OutcomeStore = field(init=False)
     upkeep: UpkeepMarks = field(init=False)
+    run: str = ""  # this run's upkeep mark (``UpkeepMarks.begin_run``)
+    others_left: bool = False  # a run that did not stop cleanly had left its mark
     caught_up: bool = False  # the start's catch-up finished (nothing left unlabelled)
     gap_reports: ReportCache[GapReport] = field(default_factory=ReportCache)
     session_tokens: SessionTokens | None = None  # widget sessions' tokens (widget keys only)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from service.context import PilotContext
 
-HANDOFF_FLAGS, FEEDBACK_DAYS, CLEAN_STOP = "handoff_flags_dropped", "feedback_dated", "clean_stop"
+HANDOFF_FLAGS, FEEDBACK_DAYS = "handoff_flags_dropped", "feedback_dated"
+OUTCOMES_LABELLED = "outcomes_labelled"  # every conversation stored had its outcome
 
 
 def touched(pilot: PilotContext, tenant: str, session_id: str) -> None:
@@ -51,20 +52,22 @@ def catch_up(pilot: PilotContext, now: float) -> None:
     """At start: headers that still carry the old hand-off flag lose it, marks stored before
     they had a day get one; conversations without a stored outcome are labelled. A migration
     that finds nothing left is marked done and not run again; the look for conversations
-    without an outcome is skipped after a clean stop (``stop_cleanly``), which left none."""
+    without an outcome runs once, then only where a run did not stop cleanly (``stop_cleanly``
+    leaves none behind)."""
     marks = pilot.upkeep
     if not marks.done(HANDOFF_FLAGS) and pilot.store.drop_handoff_flags() == 0:
         marks.mark(HANDOFF_FLAGS)
     if not marks.done(FEEDBACK_DAYS) and pilot.store.date_feedback() == 0:
         marks.mark(FEEDBACK_DAYS)
-    if not marks.take(CLEAN_STOP):
+    if pilot.others_left or not marks.done(OUTCOMES_LABELLED):
         pilot.outcomes.backfill(pilot.store, pilot.memory, now, pilot.settings.pilot)
+        marks.mark(OUTCOMES_LABELLED)
     pilot.caught_up = True
 
 
 def stop_cleanly(pilot: PilotContext, now: float) -> None:
-    """At a graceful stop: every touched conversation's outcome refreshed; marked clean when
-    the start's ``catch_up`` had finished too (so nothing is left unlabelled)."""
+    """At a graceful stop: every touched conversation's outcome refreshed; the run's mark
+    taken away when the start's ``catch_up`` had finished too (nothing left unlabelled)."""
     flush(pilot, now)
     if pilot.caught_up:
-        pilot.upkeep.mark(CLEAN_STOP)
+        pilot.upkeep.end_run(pilot.run)

@@ -145,7 +145,8 @@ def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_k
     import time
 
     from service.outcome_store import OUTCOMES
-    from service.outcome_upkeep import catch_up, keep_current
+    from service.outcome_upkeep import OUTCOMES_LABELLED, catch_up, keep_current
+    from service.upkeep_marks import UPKEEP
     from storage.qdrant.store import Match
 
     with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
@@ -158,8 +159,9 @@ def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_k
         assert [c["label"] for c in later["conversations"]] == ["assumed"]
         assert later["days"][0]["resolution_rate"] == 1.0
 
-        # a store from before outcomes were stored: labelled once at start
+        # a store from before outcomes were stored (nor marks): labelled once at start
         pilot.store.store.delete(OUTCOMES, Match("tenant", ("acme",)))
+        pilot.upkeep.store.delete(UPKEEP, Match("name", (OUTCOMES_LABELLED,)))
         assert client.get("/v1/reports/outcomes", headers=auth("lead")).json()["conversations"] == []
         catch_up(pilot, time.time() + 7200)
         again = client.get("/v1/reports/outcomes", headers=auth("lead")).json()
@@ -434,7 +436,8 @@ def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
     import time
 
     from service.outcome_store import OUTCOMES
-    from service.outcome_upkeep import catch_up, flush
+    from service.outcome_upkeep import OUTCOMES_LABELLED, catch_up, flush
+    from service.upkeep_marks import UPKEEP
     from storage.qdrant.store import AllOf, Match
 
     with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
@@ -442,10 +445,11 @@ def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
         lost, _ = conversation(client, "c-2", "How long does a refund take?")
         pilot = app.state.pilot
         flush(pilot, time.time())
-        # one conversation of a store from before outcomes: no stored outcome
+        # one conversation of a store from before outcomes: no stored outcome (nor marks)
         pilot.outcomes.store.delete(
             OUTCOMES, AllOf((Match("tenant", ("acme",)), Match("session_id", (lost,))))
         )
+        pilot.upkeep.store.delete(UPKEEP, Match("name", (OUTCOMES_LABELLED,)))
         read: list[str] = []
         turns_of = pilot.memory.session_turns
         monkeypatch.setattr(
@@ -469,7 +473,11 @@ def test_a_clean_stop_spares_the_next_start_the_look_for_unlabelled(
 ):
     import time
 
-    from service.outcome_upkeep import CLEAN_STOP, FEEDBACK_DAYS, HANDOFF_FLAGS, catch_up
+    from service.outcome_store import OutcomeStore
+    from service.outcome_upkeep import FEEDBACK_DAYS, HANDOFF_FLAGS, catch_up
+    from service.pilot_store import PilotStore
+    from service.upkeep_marks import RUN, UPKEEP
+    from storage.qdrant.store import Match
 
     configured = settings.model_copy(
         update={"pilot": settings.pilot.model_copy(update={"outcome_after_s": 3600.0})}
@@ -483,19 +491,28 @@ def test_a_clean_stop_spares_the_next_start_the_look_for_unlabelled(
             while not pilot.caught_up and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert pilot.caught_up
+            assert pilot.upkeep.store.count(UPKEEP, Match("kind", (RUN,))) == 1  # this run
             assert ("acme", session) in pilot.dirty  # refreshed at the sweep, not yet run
-        # the stop refreshed what was touched and marked itself clean
+        # the stop refreshed what was touched and took its run's mark away
         assert not pilot.dirty
         assert pilot.outcomes.get("acme", session) is not None
-        assert pilot.upkeep.done(CLEAN_STOP)
+        assert pilot.upkeep.store.count(UPKEEP, Match("kind", (RUN,))) == 0
         # nothing was left to migrate: marked, and not looked for again
         assert pilot.upkeep.done(HANDOFF_FLAGS) and pilot.upkeep.done(FEEDBACK_DAYS)
 
         looked: list[str] = []
-        monkeypatch.setattr(pilot.outcomes, "backfill", lambda *args: looked.append("backfill") or 0)
-        monkeypatch.setattr(pilot.store, "drop_handoff_flags", lambda: looked.append("flags") or 0)
-        catch_up(pilot, time.time())  # the next start
-        assert looked == []
-        assert not pilot.upkeep.done(CLEAN_STOP)  # the mark is read once
-        catch_up(pilot, time.time())  # a start after a crash: no clean mark
+        # the next start builds its stores anew: their classes are watched
+        monkeypatch.setattr(OutcomeStore, "backfill", lambda *args: looked.append("backfill"))
+        monkeypatch.setattr(PilotStore, "drop_handoff_flags", lambda _: looked.append("flags") or 0)
+        with TestClient(app):  # the next start, after a clean stop
+            while not pilot.caught_up and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert pilot.caught_up and not pilot.others_left
+            assert looked == []
+            crashed = pilot.run  # this run ends without a clean stop
+            pilot.caught_up = False
+        assert pilot.upkeep.store.count(UPKEEP, Match("name", (crashed,))) == 1
+        pilot.run, pilot.others_left = pilot.upkeep.begin_run()  # a start after the crash
+        assert pilot.others_left
+        catch_up(pilot, time.time())
         assert looked == ["backfill"]
