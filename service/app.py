@@ -104,11 +104,6 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         pilot.run, pilot.others_left = pilot.upkeep.begin_run()
         if pilot.session_tokens is not None:  # no widget key: no customer tokens to spend
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
-        # records written since the last start move into read-only segments, their indexes on
-        # disk: memory at start does not grow with the conversations stored. Before ready: the
-        # embedded engine holds the interpreter while it compacts (seconds per 100,000 records)
-        for store in {id(s): s for s in (kb.store, turns_store)}.values():
-            await run_in_threadpool(store.compact)
         pilot.caught_up = False
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
         # memories written before they kept their answers' reach get it (hidden until then)

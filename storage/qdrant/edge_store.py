@@ -91,7 +91,6 @@ class EdgeStore:
             ) from None
         self._lock_inode = os.fstat(self._lock_file.fileno()).st_ino
         self._shards: dict[str, qe.EdgeShard] = {}
-        self._records: set[str] = set()  # record collections opened: compacted by ``compact``
         self._guard = threading.RLock()
 
     def check(self) -> None:
@@ -135,7 +134,7 @@ class EdgeStore:
             "dense": qe.EdgeVectorParams(
                 size=spec.dense_dim,
                 distance=qe.Distance.Cosine,
-                memory=None if spec.in_ram else qe.Memory.Cold,
+                memory=None if spec.dense_in_ram else qe.Memory.Cold,
             )
         }
         if spec.tokens:
@@ -156,12 +155,10 @@ class EdgeStore:
                 str(self._dir(name)), qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
             )
             for key in spec.keyword_indexes:
-                shard.update(qe.UpdateOperation.create_field_index(key, _keyword(not spec.in_ram)))
+                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
             for key in spec.integer_indexes:
                 shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
             self._shards[name] = shard
-            if not spec.in_ram:
-                self._records.add(name)
 
     def delete_collection(self, name: str) -> None:
         with self._guard:
@@ -170,22 +167,11 @@ class EdgeStore:
                 shard.close()
             shutil.rmtree(self._dir(name), ignore_errors=True)
 
-    def add_keyword_index(self, name: str, key: str, on_disk: bool = False) -> None:
+    def add_keyword_index(self, name: str, key: str) -> None:
         with self._guard:
             shard = self._shard(name)
-            found = shard.info().payload_schema.get(key)
-            if on_disk:
-                self._records.add(name)
-                if found is not None and not _on_disk(found):  # a store from before: rebuilt
-                    shard.update(qe.UpdateOperation.delete_field_index(key))
-                    found = None
-            if found is None:
-                shard.update(qe.UpdateOperation.create_field_index(key, _keyword(on_disk)))
-
-    def compact(self) -> int:
-        with self._guard:
-            shards = [self._shard(name) for name in sorted(self._records)]
-        return sum(shard.optimize() for shard in shards)
+            if key not in shard.info().payload_schema:
+                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
 
     # -- points ---------------------------------------------------------------------------
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
@@ -280,16 +266,6 @@ class EdgeStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _keyword(on_disk: bool) -> Any:
-    """A keyword index's schema: in RAM, or read from disk on demand (a record collection)."""
-    return qe.KeywordIndexParams(memory=qe.Memory.Cold) if on_disk else qe.PayloadSchemaType.Keyword
-
-
-def _on_disk(index: Any) -> bool:
-    params = index.params
-    return isinstance(params, qe.KeywordIndexParams) and params.memory == qe.Memory.Cold
 
 
 def _dense_of(record: Any) -> np.ndarray | None:

@@ -108,7 +108,7 @@ class ServerStore:
             "dense": models.VectorParams(
                 size=spec.dense_dim,
                 distance=models.Distance.COSINE,
-                on_disk=None if spec.in_ram else True,
+                on_disk=None if spec.dense_in_ram else True,
             )
         }
         if spec.tokens:
@@ -126,24 +126,16 @@ class ServerStore:
         )
         self._client.create_collection(name, vectors_config=vectors, sparse_vectors_config=sparse)
         for key in spec.keyword_indexes:
-            self._client.create_payload_index(name, key, _keyword(not spec.in_ram))
+            self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
         for key in spec.integer_indexes:
             self._client.create_payload_index(name, key, models.PayloadSchemaType.INTEGER)
 
     def delete_collection(self, name: str) -> None:
         self._client.delete_collection(name)
 
-    def add_keyword_index(self, name: str, key: str, on_disk: bool = False) -> None:
-        found = (self._client.get_collection(name).payload_schema or {}).get(key)
-        if on_disk and found is not None and not getattr(found.params, "on_disk", False):
-            self._client.delete_payload_index(name, key)  # a store from before: rebuilt
-            found = None
-        if found is None:
-            self._client.create_payload_index(name, key, _keyword(on_disk))
-
-    def compact(self) -> int:
-        """Nothing to do: the server's own optimizers move records into indexed segments."""
-        return 0
+    def add_keyword_index(self, name: str, key: str) -> None:
+        if key not in (self._client.get_collection(name).payload_schema or {}):
+            self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
 
     def upsert(self, name: str, points: Sequence[PointData]) -> None:
         self._write(name, points, None)
@@ -215,13 +207,6 @@ class ServerStore:
 
     def close(self) -> None:
         self._client.close()
-
-
-def _keyword(on_disk: bool) -> Any:
-    """A keyword index's schema: in RAM, or read from disk on demand (a record collection)."""
-    if on_disk:
-        return models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, on_disk=True)
-    return models.PayloadSchemaType.KEYWORD
 
 
 def _dense_of(record: Any) -> np.ndarray | None:

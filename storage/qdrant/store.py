@@ -82,13 +82,11 @@ class CollectionSpec:
     token_datatype: Literal["float32", "float16"] = "float16"
     keyword_indexes: tuple[str, ...] = ()
     integer_indexes: tuple[str, ...] = ()
-    # True: searched by meaning, its dense vectors and payload indexes held in RAM. False: a
-    # collection of records, only filtered and counted: vectors and payload indexes stay on
-    # disk, read on demand, so what it holds in RAM does not grow with its records once
-    # ``Store.compact`` has moved them into read-only segments. (The embedded store holds
-    # in-RAM vectors in 32 MB chunks, read whole when it opens the collection: a record
-    # collection in RAM cost 32 MB at start however few it held.)
-    in_ram: bool = True
+    # False: the dense vectors stay on disk, read on demand (a collection that is only
+    # filtered and counted, never searched by meaning); True: held in RAM for search. The
+    # embedded store holds a collection's in-RAM vectors in 32 MB chunks, read whole when it
+    # opens the collection: a record collection opened at start cost 32 MB however few it held.
+    dense_in_ram: bool = True
 
 
 def ensure_records(
@@ -100,8 +98,7 @@ def ensure_records(
 ) -> None:
     """A collection of records (a dense vector and a payload filtered on ``keyword_indexes``,
     no BM25 or token vectors), created if it is missing, its indexes added where a store made
-    before lacks them. Its vectors and indexes stay on disk unless it is ``searched`` by
-    meaning."""
+    before lacks them. Its vectors stay on disk unless it is ``searched`` by meaning."""
     if not store.has_collection(name):
         store.create_collection(
             name,
@@ -110,11 +107,11 @@ def ensure_records(
                 sparse=False,
                 tokens=False,
                 keyword_indexes=keyword_indexes,
-                in_ram=searched,
+                dense_in_ram=searched,
             ),
         )
     for key in keyword_indexes:
-        store.add_keyword_index(name, key, on_disk=not searched)
+        store.add_keyword_index(name, key)
 
 
 @dataclass
@@ -176,18 +173,9 @@ class Store(Protocol):
     def has_collection(self, name: str) -> bool: ...
     def create_collection(self, name: str, spec: CollectionSpec) -> None: ...
     def delete_collection(self, name: str) -> None: ...
-    def add_keyword_index(self, name: str, key: str, on_disk: bool = False) -> None:
+    def add_keyword_index(self, name: str, key: str) -> None:
         """Index the payload field ``key`` of an existing collection for exact matches (a
-        no-op when it is indexed already, where ``on_disk`` asks for it). ``on_disk``: the
-        index of a record collection, read from disk on demand; one a store made before
-        holds in RAM is built again on disk."""
-        ...
-
-    def compact(self) -> int:
-        """Move the records written to this store's record collections (``in_ram=False``)
-        into read-only segments whose indexes stay on disk; how many collections changed.
-        What such a collection holds in RAM then stops growing with its records. Slow over
-        a large store (seconds per 100,000 records): run it in the background."""
+        no-op when it is indexed already)."""
         ...
 
     def upsert(self, name: str, points: Sequence[PointData]) -> None: ...

@@ -5,7 +5,6 @@ searched by meaning, cost no resident memory for vectors nobody reads."""
 from __future__ import annotations
 
 import re
-import uuid
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,6 @@ pytestmark = [
     pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's smaps"),
 ]
 RECORDS = (HEADERS, FEEDBACK, OUTCOMES, SESSIONS, ENTITIES)
-# records enough for the embedded engine to move them out of the segment that takes writes
-# (its indexing threshold: 10 MB of vectors)
-BATCH = 7200
 
 
 def resident_vectors_kb(under: Path) -> int:
@@ -56,55 +52,5 @@ def test_a_reopened_store_holds_no_record_vectors_in_memory(tmp_path, example_kb
         resident = {name: resident_vectors_kb(path / name) for name in RECORDS}
         # in RAM, each would hold a whole 32 MB chunk of vectors however few it stores
         assert all(kb < 1024 for kb in resident.values()), resident
-    finally:
-        reopened.close()
-
-
-def test_record_indexes_move_to_disk_and_compaction_keeps_every_record(tmp_path, example_kb):
-    from storage.qdrant.edge_store import _on_disk
-    from storage.qdrant.store import CollectionSpec, Match, PointData
-
-    path = tmp_path / "qdrant"
-    store = EdgeStore(path)
-    # a store from before: the headers' indexes held in RAM
-    old = CollectionSpec(
-        dense_dim=example_kb.encoders.dense.dim,
-        sparse=False,
-        tokens=False,
-        keyword_indexes=("tenant", "session_id"),
-        in_ram=True,
-    )
-    store.create_collection(HEADERS, old)
-    store.close()
-
-    store = EdgeStore(path)
-    try:
-        pilot = PilotStore(store, example_kb.encoders)
-        schema = store._shard(HEADERS).info().payload_schema
-        assert sorted(schema) == ["session_id", "status", "tenant"]
-        assert all(_on_disk(index) for index in schema.values())
-        vector = example_kb.encoders.dense.encode(["session"])[0].dense
-        headers = [
-            PointData(
-                id=str(uuid.uuid4()),
-                dense=vector,
-                payload={"tenant": "acme" if n % 3 else "globex", "session_id": f"s{n}"},
-            )
-            for n in range(BATCH)
-        ]
-        store.upsert(HEADERS, headers)
-        assert store.compact() == 1  # the headers moved into a read-only segment
-        assert store.compact() == 0  # nothing new since
-        pilot.create_session("acme", "after", "c-after", "owner", {})  # written after
-        assert pilot.session("acme", "s7") is not None
-        assert pilot.session("globex", "s7") is None  # still in its tenant
-        assert pilot.session("acme", "after") is not None
-        assert store.count(HEADERS, Match("tenant", ("globex",))) == BATCH // 3
-    finally:
-        store.close()
-    reopened = EdgeStore(path)
-    try:
-        assert reopened.count(HEADERS) == BATCH + 1
-        assert reopened.compact() == 0  # nothing opened as records yet: nothing to do
     finally:
         reopened.close()
