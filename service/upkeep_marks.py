@@ -39,7 +39,8 @@ class UpkeepMarks:
     def __init__(self, store: Store, encoders: Encoders) -> None:
         self.store = store
         self.vector = encoders.dense.encode(["upkeep"])[0].dense
-        ensure_records(store, UPKEEP, encoders.dense.dim, ("name", "kind"))
+        # a few records: filtered without an index (each index costs megabytes at every start)
+        ensure_records(store, UPKEEP, encoders.dense.dim)
 
     def _put(self, name: str, kind: str) -> None:
         point = PointData(
