@@ -121,7 +121,13 @@ def measure(repo: Path, data_dir: Path, count: int) -> dict[str, object]:
     second = start(repo, data_dir)
     third = start(repo, data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
-    return {"conversations": count, "write_s": round(written, 1), "first": first, "second": second, "third": third}
+    return {
+        "conversations": count,
+        "write_s": round(written, 1),
+        "first": first,
+        "second": second,
+        "third": third,
+    }
 
 
 def main() -> None:
