@@ -80,6 +80,8 @@ class OutcomeStore:
         self.name_topic = name_topic  # tenant -> its namer
         self.vector = encoders.dense.encode(["outcome"])[0].dense
         ensure_records(store, OUTCOMES, encoders.dense.dim, INDEXED)
+        for key in INDEXED:  # a store from before a field was indexed
+            store.add_keyword_index(OUTCOMES, key)
 
     def _write(self, tenant: str, outcomes: list[Outcome]) -> None:
         points = [

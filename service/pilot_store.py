@@ -55,6 +55,10 @@ class PilotStore:
         ensure_records(
             store, FEEDBACK, encoders.dense.dim, ("tenant", "session_id", "status", "day", "rating")
         )
+        # stores made before these were indexed
+        store.add_keyword_index(SESSIONS, "status")
+        for key in ("day", "rating"):
+            store.add_keyword_index(FEEDBACK, key)
 
     def _point(self, key: str, text: str, payload: Mapping[str, object]) -> PointData:
         vector = self.encoders.dense.encode([text or "session"])[0].dense  # cached: "session"

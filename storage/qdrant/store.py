@@ -97,8 +97,9 @@ def ensure_records(
     searched: bool = False,
 ) -> None:
     """A collection of records (a dense vector and a payload filtered on ``keyword_indexes``,
-    no BM25 or token vectors), created if it is missing, its indexes added where a store made
-    before lacks them. Its vectors stay on disk unless it is ``searched`` by meaning."""
+    no BM25 or token vectors), created if it is missing. Its vectors stay on disk unless it is
+    ``searched`` by meaning. An existing collection is left unopened (opening one costs memory
+    at start): an owner that added an index since adds it with ``add_keyword_index``."""
     if not store.has_collection(name):
         store.create_collection(
             name,
@@ -110,8 +111,6 @@ def ensure_records(
                 dense_in_ram=searched,
             ),
         )
-    for key in keyword_indexes:
-        store.add_keyword_index(name, key)
 
 
 @dataclass
