@@ -125,8 +125,8 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         reaching.cancel()
         try:
             await run_in_threadpool(stop_cleanly, pilot, time.time())
-        except StoreError as exc:  # the next start looks for what this stop left unlabelled
-            log.warning("outcomes not flushed at stop: %s", exc)
+        except Exception:  # a stop goes on; the next start looks for what this one left
+            log.exception("outcomes not flushed at stop")
         if runtime is None:
             pilot.runtime.close()
 
