@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -86,7 +87,10 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
             "slots": {"access_level": "public"},
         },
     ]
-    with serving(repo, args.data_dir / repo.name, keys) as (base, pid):
+    data_dir = args.data_dir / repo.name
+    # a fresh store each run: conversations left by an earlier run would be measured too
+    shutil.rmtree(data_dir, ignore_errors=True)
+    with serving(repo, data_dir, keys) as (base, pid):
         client_run(base, "acme-key", 99, len(QUESTIONS))  # warm-up: every question once
         rss_warm = rss_mb(pid)
 

@@ -172,6 +172,9 @@ class AnswerabilityModel:
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
+        # every call has its own shape (1-16 windows, up to 128 tokens): an arena keeps the
+        # largest of each and grew 118 MB over 150 varied calls, 40 MB without (time +8%)
+        options.enable_cpu_mem_arena = False
         self._session = ort.InferenceSession(
             str(model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )

@@ -56,6 +56,9 @@ class DenseEncoder:
             specific_model_path=str(model_dir) if model_dir else None,
             threads=settings.threads,
             local_files_only=model_dir is None,
+            # batches of every length: an arena would keep the largest of each (see
+            # tasks/answerability_model.py)
+            enable_cpu_mem_arena=False,
         )
 
     @cached_property
