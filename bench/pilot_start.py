@@ -2,15 +2,15 @@
 
 For each N, a fresh data dir gets the example KB (``main.py ingest``) and N conversations of
 one tenant written straight into its store the way the pilot stores them (a session header,
-its turns, every fifth handed off, every seventh a helpful mark: ``bench.outcome_report``,
-run by the measured checkout's own code),
-none with a stored outcome yet (a store older than outcomes). Then ``main.py serve`` starts
-over it three times: the first start labels what it finds unlabelled, the next ones find
-everything labelled (after a clean stop they do not look). Each start
-is timed to ``/readyz`` and to settled (the server's CPU quiet for a second: the catch-up
-done; at most 240 s), and its resident memory read then (VmRSS,
-its own part RssAnon and the files mapped in RssFile, and VmHWM: the peak). Memory at start
-should not grow with N.
+its turns, every fifth handed off, every seventh a helpful mark: ``bench.outcome_report``, run
+by the measured checkout's own code), each header then as a store that lived holds it (no
+legacy hand-off flag, its memory written when it went quiet), none with a stored outcome yet
+(a store older than outcomes). Then ``main.py serve`` starts over it three times: the first
+start labels what it finds unlabelled, the next ones find everything labelled (after a clean
+stop they do not look). Each start is timed to ``/readyz`` and to settled (the server's CPU
+quiet for a second, at most 240 s), and its resident memory read then (VmRSS, its own part
+RssAnon and the files mapped in RssFile, and VmHWM: the peak). Memory at start should not
+grow with N.
 
     python -m bench.pilot_start [--conversations 0,10000,100000] [--baseline-repo DIR]
 
@@ -61,7 +61,21 @@ from storage.memory import MemoryStore
 kb = KnowledgeBase.open(load_settings(), Path(sys.argv[2]))
 PilotStore(kb.store, kb.encoders)
 MemoryStore(kb.store, kb.encoders).ensure()
-record(kb.store, kb.encoders.dense.encode(["session"])[0].dense, int(sys.argv[1]), time.time())
+vector = kb.encoders.dense.encode(["session"])[0].dense
+now = time.time()
+record(kb.store, vector, int(sys.argv[1]), now)
+# as a store that lived holds them: no legacy hand-off flag, each memory written when it went
+# quiet (else the first start migrates every header and the idle sweep writes every memory)
+from storage.qdrant.store import PointData
+lived = []
+for found in kb.store.scroll("pilot_sessions"):
+    payload = {k: v for k, v in found.payload.items() if k != "handoff"}
+    payload["memory_written_at"] = payload["created"] + 600
+    lived.append(PointData(id=found.id, dense=vector, payload=payload))
+    if len(lived) == 2000:
+        kb.store.upsert("pilot_sessions", lived)
+        lived = []
+kb.store.upsert("pilot_sessions", lived)
 kb.close()
 """
 
