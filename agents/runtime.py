@@ -21,6 +21,7 @@ from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
 from storage.retrieval.protocol import Retriever
 from tasks.evidence import EvidenceScorer
+from tasks.gates import model_role
 from tasks.state import TurnState
 
 ENGINES = ("crewai", "autogen")
@@ -35,9 +36,7 @@ def calls_a_model(settings: Settings, process: str) -> bool:
     >>> calls_a_model(Settings(), "hierarchical")
     True
     """
-    return process == "hierarchical" or any(
-        settings.roles.uses_model(role, settings.llm.provider) for role in ROLE_NAMES
-    )
+    return process == "hierarchical" or any(model_role(settings, role) for role in ROLE_NAMES)
 
 
 class Engine(Protocol):

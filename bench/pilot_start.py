@@ -54,7 +54,7 @@ import sys, time
 from pathlib import Path
 from bench.outcome_report import record
 from config.settings import load_settings
-from service.pilot_store import PilotStore
+from service.pilot_store import SESSIONS, PilotStore
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
 
@@ -68,14 +68,14 @@ record(kb.store, vector, int(sys.argv[1]), now)
 # quiet (else the first start migrates every header and the idle sweep writes every memory)
 from storage.qdrant.store import PointData
 lived = []
-for found in kb.store.scroll("pilot_sessions"):
+for found in kb.store.scroll(SESSIONS):
     payload = {k: v for k, v in found.payload.items() if k != "handoff"}
     payload["memory_written_at"] = payload["created"] + 600
     lived.append(PointData(id=found.id, dense=vector, payload=payload))
     if len(lived) == 2000:
-        kb.store.upsert("pilot_sessions", lived)
+        kb.store.upsert(SESSIONS, lived)
         lived = []
-kb.store.upsert("pilot_sessions", lived)
+kb.store.upsert(SESSIONS, lived)
 kb.close()
 """
 
