@@ -2,6 +2,9 @@
 
 The turns of one process share their encoders and scorer: the same passages, sentences and
 messages come back turn after turn, so their encodings are kept, the oldest dropped first.
+Turns that need the same missing value at once compute it once: the first claims it, the
+others wait for it (several customers asking the same question at the same moment read its
+windows once, not once each).
 
 Usage::
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -29,13 +33,15 @@ V = TypeVar("V")
 
 
 class LruCache(Generic[K, V]):
-    """At most ``size`` values; ``compute`` runs outside the lock, on the missing keys only."""
+    """At most ``size`` values; ``compute`` runs outside the lock, on the missing keys only,
+    and a key another thread is computing is waited for, not computed again."""
 
     def __init__(self, size: int) -> None:
         if size < 1:
             raise ValueError(f"an LruCache holds at least one value, not {size}")
         self.size = size
         self._items: OrderedDict[K, V] = OrderedDict()
+        self._computing: dict[K, Future[V]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -45,18 +51,62 @@ class LruCache(Generic[K, V]):
         return key in self._items
 
     def get_many(self, keys: Sequence[K], compute: Callable[[list[K]], Sequence[V]]) -> list[V]:
-        """The values of ``keys`` in order; ``compute(missing)`` returns one value per key."""
+        """The values of ``keys`` in order; ``compute(missing)`` returns one value per key.
+
+        Keys this call claims are computed first, then the keys other threads were already
+        computing are waited for; if their computation fails, this call claims them again.
+        """
+        known: dict[K, V] = {}
+        others: dict[K, Future[V]] = {}
+        claimed: dict[K, Future[V]] = {}
         with self._lock:
-            known: dict[K, V] = {}
-            for key in keys:
+            for key in dict.fromkeys(keys):
                 if key in self._items:
                     self._items.move_to_end(key)
                     known[key] = self._items[key]
-        missing = list(dict.fromkeys(k for k in keys if k not in known))
-        if missing:
-            known.update(zip(missing, compute(missing), strict=True))
-            with self._lock:
-                self._items.update((k, known[k]) for k in missing)
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
+                elif key in self._computing:
+                    others[key] = self._computing[key]
+                else:
+                    claimed[key] = self._computing[key] = Future()
+        if claimed:
+            known.update(self._fill(claimed, compute))
+        failed = []
+        for key, future in others.items():
+            try:
+                known[key] = future.result()
+            except Exception:
+                failed.append(key)
+        if failed:
+            known.update(zip(failed, self.get_many(failed, compute), strict=True))
         return [known[k] for k in keys]
+
+    def _fill(
+        self, claimed: dict[K, Future[V]], compute: Callable[[list[K]], Sequence[V]]
+    ) -> dict[K, V]:
+        """Compute the claimed keys, keep them, and hand them to whoever waits for them."""
+        missing = list(claimed)
+        try:
+            values = dict(zip(missing, self._computed(missing, compute), strict=True))
+        except BaseException as error:
+            with self._lock:
+                for key in missing:
+                    del self._computing[key]
+            for future in claimed.values():
+                future.set_exception(error)
+            raise
+        with self._lock:
+            self._items.update(values)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+            for key in missing:
+                del self._computing[key]
+        for key, future in claimed.items():
+            future.set_result(values[key])
+        return values
+
+    @staticmethod
+    def _computed(keys: list[K], compute: Callable[[list[K]], Sequence[V]]) -> Sequence[V]:
+        values = compute(keys)
+        if len(values) != len(keys):
+            raise ValueError(f"compute returned {len(values)} values for {len(keys)} keys")
+        return values

@@ -28,11 +28,12 @@ from storage.text import split_sentences
 from tasks.passage_text import WINDOW, Unit
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
+    from tokenizers import Encoding, Tokenizer
 
 MAX_TOKENS = 128  # what the model was trained on: the message and one window
 QUESTION_TOKENS = 48
-BATCH = 32
+BATCH = 4  # windows per ONNX call, of similar length: padding a window to the longest of 16
+# cost 30% more time than four calls of four (16 windows: 0.38 s against 0.25 s, one thread)
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,13 @@ def clip_question(tokenizer: Tokenizer, question: str) -> str:
 def encode_pairs(tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
     """The model's inputs for (message, window) pairs, padded to the longest; training and
     the product encode with this one function."""
-    encodings = tokenizer.encode_batch([(clip_question(tokenizer, q), t) for q, t in pairs])
+    return padded(tokenizer.encode_batch([(clip_question(tokenizer, q), t) for q, t in pairs]))
+
+
+def padded(encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
+    """Tokenized pairs as the model's input arrays, padded to the longest."""
     width = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(pairs), width), dtype=np.int64)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
     mask = np.zeros_like(ids)
     types = np.zeros_like(ids)
     for row, encoding in enumerate(encodings):
@@ -183,13 +188,21 @@ class AnswerabilityModel:
         self._lock = threading.Lock()
 
     def probabilities(self, question: str, texts: Sequence[str]) -> list[float]:
-        """P(answers) for each text read against the question, in one call per ``BATCH``."""
-        scores: list[float] = []
-        for start in range(0, len(texts), BATCH):
-            feed = encode_pairs(self._tokenizer, [(question, t) for t in texts[start : start + BATCH]])
+        """P(answers) for each text read against the question: the texts in order of length,
+        ``BATCH`` at a time, so that little of a call is padding."""
+        if not texts:
+            return []
+        clipped = clip_question(self._tokenizer, question)
+        encodings = self._tokenizer.encode_batch([(clipped, t) for t in texts])
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        scores = [0.0] * len(texts)
+        for start in range(0, len(order), BATCH):
+            part = order[start : start + BATCH]
+            feed = padded([encodings[i] for i in part])
             with self._lock:
                 logits = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
-            scores += [float(p) for p in 1.0 / (1.0 + np.exp(-np.asarray(logits).reshape(-1)))]
+            for index, logit in zip(part, np.asarray(logits).reshape(-1), strict=True):
+                scores[index] = float(1.0 / (1.0 + np.exp(-logit)))
         return scores
 
 

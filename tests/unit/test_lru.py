@@ -62,3 +62,66 @@ def test_threads_sharing_a_small_cache_always_get_their_own_values():
         thread.join()
     assert not errors and not wrong
     assert len(cache) <= 8
+
+
+def test_turns_missing_the_same_values_at_once_compute_them_once():
+    cache: LruCache[str, str] = LruCache(8)
+    started, release = threading.Event(), threading.Event()
+    asked: list[list[str]] = []
+
+    def slow(keys: list[str]) -> list[str]:
+        asked.append(keys)
+        started.set()
+        release.wait(5)
+        return [k.upper() for k in keys]
+
+    results: list[list[str]] = []
+    first = threading.Thread(target=lambda: results.append(cache.get_many(["a", "b"], slow)))
+    first.start()
+    assert started.wait(5)
+    second = threading.Thread(
+        target=lambda: results.append(cache.get_many(["b", "c"], lambda ks: [k * 2 for k in ks]))
+    )
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # "c" is computed, "b" is waited for
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert sorted(results) == [["A", "B"], ["B", "cc"]]
+    assert asked == [["a", "b"]]
+
+
+def test_a_failed_computation_is_redone_by_the_turn_that_waited():
+    cache: LruCache[str, str] = LruCache(8)
+    started, release = threading.Event(), threading.Event()
+
+    def failing(keys: list[str]) -> list[str]:
+        started.set()
+        release.wait(5)
+        raise RuntimeError("the encoder failed")
+
+    errors: list[BaseException] = []
+
+    def first_turn() -> None:
+        try:
+            cache.get_many(["a"], failing)
+        except RuntimeError as error:
+            errors.append(error)
+
+    first = threading.Thread(target=first_turn)
+    first.start()
+    assert started.wait(5)
+    results: list[list[str]] = []
+    second = threading.Thread(
+        target=lambda: results.append(cache.get_many(["a"], lambda ks: [k.upper() for k in ks]))
+    )
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert [str(e) for e in errors] == ["the encoder failed"]
+    assert results == [["A"]]
+    assert cache.get_many(["a"], lambda ks: ["recomputed"]) == ["A"]
