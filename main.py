@@ -778,7 +778,9 @@ def serve(
     from service.app import create_app
     from service.header_timeout import server_config
     from service.logs import uvicorn_log_config
+    from service.malloc_arenas import limit_malloc_arenas
 
+    limit_malloc_arenas()  # before the runtime's and the server's threads
     settings = state.settings.for_serving()
     if not settings.pilot.api_keys:
         raise ValueError(
