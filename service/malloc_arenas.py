@@ -5,12 +5,12 @@ the pilot answers turns on a pool of worker threads, and what the encoders and t
 cross-encoder allocate in each of them stays resident. Over five rounds of
 ``bench/service.py``'s load (20 clients x 5 messages each) the service grew 164 MB with the
 default and 34 MB with two arenas (2026-12-06). Applied when ``serve`` starts, before its
-threads; an operator's own ``MALLOC_ARENA_MAX`` wins, and elsewhere than glibc nothing
-changes.
+threads; an operator's own ``MALLOC_ARENA_MAX`` (or ``glibc.malloc.arena_max`` in
+``GLIBC_TUNABLES``) wins, and elsewhere than glibc nothing changes.
 
 Usage::
 
-    limit_malloc_arenas()        # True where glibc took the limit
+    limit_malloc_arenas()        # True where mallopt accepted the limit
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ ARENAS = 2
 
 
 def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
-    """Cap the process's malloc arenas at ``arenas``; False where the environment already
-    sets ``MALLOC_ARENA_MAX`` or the C library has no ``mallopt``."""
-    if "MALLOC_ARENA_MAX" in os.environ:
+    """Cap the process's malloc arenas at ``arenas`` (call it before starting threads);
+    False where the environment already sets the limit or the C library has no ``mallopt``."""
+    if "MALLOC_ARENA_MAX" in os.environ or "malloc.arena_max" in os.environ.get("GLIBC_TUNABLES", ""):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

@@ -34,7 +34,9 @@ V = TypeVar("V")
 
 class LruCache(Generic[K, V]):
     """At most ``size`` values; ``compute`` runs outside the lock, on the missing keys only,
-    and a key another thread is computing is waited for, not computed again."""
+    and a key another thread is computing is waited for, not computed again. ``compute``
+    must not read this same cache (it would wait for its own claim); reading another cache
+    is fine where no cycle of caches forms."""
 
     def __init__(self, size: int) -> None:
         if size < 1:
@@ -74,7 +76,7 @@ class LruCache(Generic[K, V]):
         for key, future in others.items():
             try:
                 known[key] = future.result()
-            except Exception:
+            except BaseException:  # the other thread's failure, even an interrupt: ours to redo
                 failed.append(key)
         if failed:
             known.update(zip(failed, self.get_many(failed, compute), strict=True))
@@ -83,26 +85,27 @@ class LruCache(Generic[K, V]):
     def _fill(
         self, claimed: dict[K, Future[V]], compute: Callable[[list[K]], Sequence[V]]
     ) -> dict[K, V]:
-        """Compute the claimed keys, keep them, and hand them to whoever waits for them."""
+        """Compute the claimed keys, keep them, and hand them to whoever waits for them;
+        whatever happens, no claim outlives this call (a waiter never waits for good)."""
         missing = list(claimed)
         try:
             values = dict(zip(missing, self._computed(missing, compute), strict=True))
+            with self._lock:
+                self._items.update(values)
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+            for key, future in claimed.items():
+                future.set_result(values[key])
+            return values
         except BaseException as error:
+            for future in claimed.values():
+                if not future.done():
+                    future.set_exception(error)
+            raise
+        finally:
             with self._lock:
                 for key in missing:
-                    del self._computing[key]
-            for future in claimed.values():
-                future.set_exception(error)
-            raise
-        with self._lock:
-            self._items.update(values)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-            for key in missing:
-                del self._computing[key]
-        for key, future in claimed.items():
-            future.set_result(values[key])
-        return values
+                    self._computing.pop(key, None)
 
     @staticmethod
     def _computed(keys: list[K], compute: Callable[[list[K]], Sequence[V]]) -> Sequence[V]:

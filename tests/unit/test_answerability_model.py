@@ -8,7 +8,7 @@ import json
 import pytest
 
 from storage.kb.model_files import ANSWERABILITY_ASSETS, ModelFilesError, answerability_dir
-from tasks.answerability_model import MAX_TOKENS, load_answerability_model, windows
+from tasks.answerability_model import BATCH, MAX_TOKENS, load_answerability_model, windows
 from tasks.passage_text import split_units
 
 PAGE = """# Failed payments
@@ -77,6 +77,25 @@ def test_the_model_tells_an_answer_from_a_page_on_the_same_topic():
     )
     assert wrapped[0] > 0.5
     assert model.probabilities("anything", []) == []
+
+
+def test_windows_read_in_length_sorted_batches_score_as_each_read_alone():
+    model = load_answerability_model()
+    question = "How long does a refund take?"
+    texts = [
+        "Refunds. Refunds arrive within 5 to 7 business days.",
+        "Export your data. " + "Exports of up to 50 GB are ready within an hour. " * 6,
+        "Annual plans.",
+        "Refunds > PayPal. Refunds to PayPal usually arrive within 2 business days.",
+        "Failed payments > Error codes. PAY-101: the card was declined by the bank. " * 3,
+        "SSO. Set up SAML single sign-on from the admin console.",
+        "Refunds. Card issuers sometimes need up to 10 business days to show the credit.",
+    ]
+    together = model.probabilities(question, texts)
+    alone = [model.probabilities(question, [text])[0] for text in texts]
+    assert len(texts) > BATCH  # several calls, windows of different lengths in each
+    assert together == pytest.approx(alone, abs=1e-4)
+    assert together[0] > together[5]  # each score lands on its own window
 
 
 def test_a_missing_learned_model_is_named_at_start_not_in_a_turn(tmp_path):

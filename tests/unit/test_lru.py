@@ -4,6 +4,7 @@ and holds under turns that use it at once."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 
 import pytest
 
@@ -64,35 +65,55 @@ def test_threads_sharing_a_small_cache_always_get_their_own_values():
     assert len(cache) <= 8
 
 
-def test_turns_missing_the_same_values_at_once_compute_them_once():
+class _WatchedFuture(Future):
+    """A Future that says when a thread starts waiting for it."""
+
+    waiting = threading.Event()
+
+    def result(self, timeout=None):
+        _WatchedFuture.waiting.set()
+        return super().result(timeout)
+
+
+@pytest.fixture
+def watched(monkeypatch):
+    _WatchedFuture.waiting = threading.Event()
+    monkeypatch.setattr("storage.lru.Future", _WatchedFuture)
+    return _WatchedFuture
+
+
+def test_turns_missing_the_same_values_at_once_compute_them_once(watched):
     cache: LruCache[str, str] = LruCache(8)
     started, release = threading.Event(), threading.Event()
-    asked: list[list[str]] = []
+    first_asked: list[list[str]] = []
+    second_asked: list[list[str]] = []
 
     def slow(keys: list[str]) -> list[str]:
-        asked.append(keys)
+        first_asked.append(keys)
         started.set()
         release.wait(5)
         return [k.upper() for k in keys]
 
-    results: list[list[str]] = []
-    first = threading.Thread(target=lambda: results.append(cache.get_many(["a", "b"], slow)))
+    def double(keys: list[str]) -> list[str]:
+        second_asked.append(keys)
+        return [k * 2 for k in keys]
+
+    results: dict[str, list[str]] = {}
+    first = threading.Thread(target=lambda: results.update(first=cache.get_many(["a", "b"], slow)))
     first.start()
     assert started.wait(5)
-    second = threading.Thread(
-        target=lambda: results.append(cache.get_many(["b", "c"], lambda ks: [k * 2 for k in ks]))
-    )
+    second = threading.Thread(target=lambda: results.update(second=cache.get_many(["b", "c"], double)))
     second.start()
-    second.join(0.2)
-    assert second.is_alive()  # "c" is computed, "b" is waited for
+    assert watched.waiting.wait(5)  # "c" computed, and now waiting for the first turn's "b"
+    assert second.is_alive()
     release.set()
     first.join(5)
     second.join(5)
-    assert sorted(results) == [["A", "B"], ["B", "cc"]]
-    assert asked == [["a", "b"]]
+    assert results == {"first": ["A", "B"], "second": ["B", "cc"]}
+    assert first_asked == [["a", "b"]] and second_asked == [["c"]]
 
 
-def test_a_failed_computation_is_redone_by_the_turn_that_waited():
+def test_a_failed_computation_is_redone_by_the_turn_that_waited(watched):
     cache: LruCache[str, str] = LruCache(8)
     started, release = threading.Event(), threading.Event()
 
@@ -117,11 +138,21 @@ def test_a_failed_computation_is_redone_by_the_turn_that_waited():
         target=lambda: results.append(cache.get_many(["a"], lambda ks: [k.upper() for k in ks]))
     )
     second.start()
-    second.join(0.2)
-    assert second.is_alive()
+    assert watched.waiting.wait(5)  # the second turn waits for the first one's "a"
     release.set()
     first.join(5)
     second.join(5)
     assert [str(e) for e in errors] == ["the encoder failed"]
     assert results == [["A"]]
     assert cache.get_many(["a"], lambda ks: ["recomputed"]) == ["A"]
+
+
+def test_a_computation_that_fails_leaves_no_claim_behind():
+    cache: LruCache[str, str] = LruCache(8)
+
+    def interrupted(keys: list[str]) -> list[str]:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_many(["a"], interrupted)
+    assert cache.get_many(["a"], lambda ks: ["A"]) == ["A"]  # not waiting for a dead claim
