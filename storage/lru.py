@@ -89,7 +89,7 @@ class LruCache(Generic[K, V]):
         whatever happens, no claim outlives this call (a waiter never waits for good)."""
         missing = list(claimed)
         try:
-            values = dict(zip(missing, self._computed(missing, compute), strict=True))
+            values = dict(zip(missing, compute(missing), strict=True))
             with self._lock:
                 self._items.update(values)
                 while len(self._items) > self.size:
@@ -106,10 +106,3 @@ class LruCache(Generic[K, V]):
             with self._lock:
                 for key in missing:
                     self._computing.pop(key, None)
-
-    @staticmethod
-    def _computed(keys: list[K], compute: Callable[[list[K]], Sequence[V]]) -> Sequence[V]:
-        values = compute(keys)
-        if len(values) != len(keys):
-            raise ValueError(f"compute returned {len(values)} values for {len(keys)} keys")
-        return values

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from storage.text import split_sentences
+from tasks.operating_points import sigmoid
 from tasks.passage_text import WINDOW, Unit
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ class AnswerabilityModel:
             with self._lock:
                 logits = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
             for index, logit in zip(part, np.asarray(logits).reshape(-1), strict=True):
-                scores[index] = float(1.0 / (1.0 + np.exp(-logit)))
+                scores[index] = sigmoid(float(logit))
         return scores
 
 
