@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,14 +96,9 @@ def _observe(text: str, held: set[str], side: str, fold: int) -> Iterator[Observ
         yield Observation(word, _STEM.stem_word(word) in held, side, fold)
 
 
-def _normal(text: str) -> str:
-    return " ".join(text.split())
-
-
 @dataclass(frozen=True)
 class Page:
-    """A page's text (whitespace normalised, as the packs' evidence is) and its chunks, cut
-    the way ingestion cuts them."""
+    """A page's text and its chunks, cut the way ingestion cuts them."""
 
     text: str
     chunks: tuple[Chunk, ...]
@@ -113,25 +109,22 @@ def pages(kb: Path) -> dict[str, Page]:
     chunking = load_settings().chunking
     found = {}
     for path in sorted(kb.glob("*.md")):
-        text = _normal(frontmatter.loads(path.read_text(encoding="utf-8")).content)
+        text = frontmatter.loads(path.read_text(encoding="utf-8")).content
         chunks = chunk_text(text, chunking.max_tokens, chunking.overlap_sentences)
         found[path.stem] = Page(text, tuple(chunks))
     return found
 
 
 def held_stems(kb: dict[str, Page], doc_ids: Iterable[str], evidence: Iterable[str]) -> set[str]:
-    """The stems of every passage (chunk) that holds some of the evidence, on every page
-    that holds it: the passages that answer the turn."""
+    """The stems of every passage (chunk) that holds some of the evidence (its words in order,
+    whitespace aside, as the packs normalise it), on every page that holds it: the passages
+    that answer the turn."""
     held: set[str] = set()
-    for doc_id in doc_ids:
-        page = kb.get(doc_id)
-        for span in map(_normal, evidence if page else ()):
-            start = page.text.find(span) if page else -1
-            if start < 0 or page is None:
-                continue
-            end = start + len(span)
+    spans = [re.compile(r"\s+".join(map(re.escape, e.split()))) for e in evidence if e.split()]
+    for page in (kb[d] for d in doc_ids if d in kb):
+        for found in filter(None, (span.search(page.text) for span in spans)):
             for chunk in page.chunks:
-                if chunk.start < end and chunk.start + len(chunk.text) > start:
+                if chunk.start < found.end() and chunk.start + len(chunk.text) > found.start():
                     held |= stems(chunk.text)
     return held
 
