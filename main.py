@@ -556,6 +556,7 @@ def report_gaps(
     from service.pilot_store import PilotStore
     from storage.memory import MemoryStore
     from storage.retrieval.retriever import QdrantRetriever
+    from tasks.evidence import EvidenceScorer
     from tasks.gap_report import parse_since
 
     start = parse_since(since, time.time())
@@ -569,6 +570,7 @@ def report_gaps(
             tenant,
             start,
             slots,
+            answerable=EvidenceScorer(kb.encoders, state.settings.evidence).answerable,
         )
         # a pilot whose keys all have a tenant stores nothing under "": never a silent 0
         others = [t for t in sessions.tenants() if t] if not tenant and not report.questions else []

@@ -27,6 +27,7 @@ from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import SESSIONS, MemoryStore, Scope
 from storage.qdrant.store import PointData
 from storage.retrieval.retriever import QdrantRetriever
+from tasks.evidence import EvidenceScorer
 
 TOPICS = [
     "ship to {p}",
@@ -109,12 +110,19 @@ def main() -> None:
         recorded_s = time.perf_counter() - started
         pilot = PilotStore(kb.store, kb.encoders)
         retriever = QdrantRetriever(kb=kb)
+        scorer = EvidenceScorer(kb.encoders, settings.evidence)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         times, rss_first = [], 0.0
         for _ in range(args.calls):
             began = time.perf_counter()
             report = tenant_gap_report(
-                memory, pilot, retriever, "acme", 0.0, {"access_level": "internal"}
+                memory,
+                pilot,
+                retriever,
+                "acme",
+                0.0,
+                {"access_level": "internal"},
+                answerable=scorer.answerable,
             )
             times.append(time.perf_counter() - began)
             rss_first = rss_first or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -41,6 +41,12 @@ Report = TypeVar("Report")
 CACHE_S = 60.0  # an admin polling the report reads one computation a minute
 TOP = 100  # clusters kept per report, served a page at a time
 FAILED_SHOWN = 20  # the most recent failed turns listed with the error count
+# the cross-encoder's probability that the nearest passage answers, from which the report says
+# the answer exists above the askers' access: more likely than not (a hidden API-key page
+# reads 0.90 for "How do I rotate an API key without downtime?", a refund runbook 0.01 for
+# "Do you offer a student discount?")
+ANSWERS_AT = 0.5
+Answerable = Callable[[str, Sequence[str]], list[float]]  # ``EvidenceScorer.answerable``
 
 
 def published_articles(records: Sequence[StoredArticle]) -> dict[str, Addressed]:
@@ -69,10 +75,14 @@ def tenant_gap_report(
     since: float,
     slots: dict[str, str],
     published: Mapping[str, Addressed] | None = None,
+    *,
+    answerable: Answerable | None = None,
 ) -> GapReport:
     """``slots``: the enforced slots the nearest article is searched under (the caller's);
     ``published``: the tenant's live articles (``published_articles``), which mark the gaps
-    they answer addressed."""
+    they answer addressed; ``answerable``: the turn's reading of whether passages answer a
+    question (``EvidenceScorer.answerable``), without which no gap is said to be answered
+    above its askers' access."""
     feedback = [f for f in pilot_store.all_feedback(tenant) if f.get("ts", 0.0) >= since]
     rated = sorted({f["session_id"] for f in feedback if f.get("rating") == "down"})
     turns = memory.gap_turns(tenant, since, rated)
@@ -82,16 +92,26 @@ def tenant_gap_report(
     report = cluster_gaps(questions, memory.encoders.dense.encode, nearest, top=TOP)
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
-    return mark_addressed(above_the_askers(report, memory.rules), published or {})
+    if answerable is not None:
+        above_the_askers(report, memory.rules, answerable)
+    return mark_addressed(report, published or {})
 
 
-def above_the_askers(report: GapReport, rules: Mapping[str, SlotRule]) -> GapReport:
-    """Each cluster whose nearest article no asker could read: the fields that hide it
+def above_the_askers(
+    report: GapReport, rules: Mapping[str, SlotRule], answerable: Answerable
+) -> GapReport:
+    """Each cluster whose nearest article answers its central question (``answerable`` reads
+    at least :data:`ANSWERS_AT`) and no asker could read: the fields that hide it
     (``above_askers``), so the lead sees the answer exists above these customers' access.
-    The article was found under the reader's own slots, so naming it leaks nothing."""
+    The article was found under the reader's own slots, so naming it leaks nothing; an
+    article that is only the nearest ("Do you offer a student discount?" beside a refund
+    runbook) is no answer, and the gap stays a gap."""
     for cluster in report.clusters:
         article = cluster.nearest_article
         if article is None or not cluster.asker_slots:
+            continue
+        passage = str(article.fields.get("hit_text") or "")
+        if not passage or answerable(cluster.examples[0], [passage])[0] < ANSWERS_AT:
             continue
         try:
             hidden = [admits(rules, slots, article.fields) for slots in cluster.asker_slots]

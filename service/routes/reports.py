@@ -80,6 +80,7 @@ async def gaps(
             minute,
             who.slots,
             published_articles(pilot.articles.all(who.tenant, staff_slots(who))),
+            answerable=pilot.runtime.scorer.answerable,
         ),
     )
     body = report.model_dump()

@@ -20,6 +20,7 @@ from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore, Scope
 from storage.qdrant.edge_store import EdgeStore
 from storage.retrieval.retriever import QdrantRetriever
+from tasks.evidence import EvidenceScorer
 from tasks.gap_report import Addressed
 from tests.helpers import answering_llm, scripted_runtime, with_api_keys
 
@@ -231,7 +232,7 @@ def test_a_gap_whose_nearest_article_went_live_is_addressed_until_it_keeps_faili
     assert "asked_at" not in report.model_dump()["clusters"][0]
 
 
-def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded):
+def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, settings):
     kb, memory, pilot = seeded
     for number, customer in enumerate(("c-20", "c-21")):
         memory.add_turn(
@@ -245,8 +246,15 @@ def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded):
                 "slots": {"access_level": "public", "tenant": "acme"},
             },
         )
+    scorer = EvidenceScorer(kb.encoders, settings.evidence)
     report = tenant_gap_report(
-        memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}
+        memory,
+        pilot,
+        QdrantRetriever(kb=kb),
+        "acme",
+        0.0,
+        {"access_level": "internal"},
+        answerable=scorer.answerable,
     )
     [keys] = [c for c in report.clusters if "API key" in c.examples[0]]
     assert keys.nearest_article.source_id == "api/api-keys.md"
@@ -254,3 +262,37 @@ def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded):
     # the yen customers could have read the nearest page: the knowledge base lacks the answer
     assert report.clusters[0].above_askers == []
     assert "fields" not in report.model_dump()["clusters"][0]["nearest_article"]
+
+
+def test_a_hidden_page_that_does_not_answer_is_no_answer_above_the_askers(seeded, settings):
+    kb, memory, pilot = seeded
+    memory.add_turn(
+        Scope("c-30", "acme"),
+        "s-student",
+        0,
+        {
+            "user": "Do you offer a student discount?",
+            "status": "done",
+            "verdict": "handoff",
+            "slots": {"access_level": "public", "tenant": "acme"},
+        },
+    )
+    scorer = EvidenceScorer(kb.encoders, settings.evidence)
+    report = tenant_gap_report(
+        memory,
+        pilot,
+        QdrantRetriever(kb=kb),
+        "acme",
+        0.0,
+        {"access_level": "internal"},
+        answerable=scorer.answerable,
+    )
+    [student] = [c for c in report.clusters if "student" in c.examples[0]]
+    # the nearest page is an internal runbook no public visitor may read; it does not answer
+    assert student.nearest_article.source_id.startswith("internal/")
+    assert student.above_askers == []
+    # without a reading of the passages, no gap is said to be answered above its askers
+    unread = tenant_gap_report(
+        memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}
+    )
+    assert all(c.above_askers == [] for c in unread.clusters)
