@@ -11,6 +11,7 @@ Usage::
 
     turns = withhold_unreadable(runtime, staff_slots(who), memory.session_turns(scope, sid))
     report = only_readable_topics(runtime, staff_slots(who), report)   # the outcome report
+    turns = with_cited_pages(runtime, slots, turns)   # a customer's own: citations as links
 """
 
 from __future__ import annotations
@@ -45,12 +46,38 @@ def readable_titles(
     runtime: TurnRuntime, slots: dict[str, str], source_ids: Sequence[str]
 ) -> dict[str, str]:
     """The titles of the ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
+    return {source: title for source, (title, _) in readable_pages(runtime, slots, source_ids).items()}
+
+
+def readable_pages(
+    runtime: TurnRuntime, slots: dict[str, str], source_ids: Sequence[str]
+) -> dict[str, tuple[str, str | None]]:
+    """(title, url) of the ``source_ids`` a caller with ``slots`` may read (decided in the store)."""
     if not source_ids:
         return {}
     kb = runtime.knowledge_base()
-    return kb.readable_titles(
+    return kb.readable_pages(
         sorted(set(source_ids)), build_filters(kb.settings.slots, slots, strict=False).enforced
     )
+
+
+def with_cited_pages(
+    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn]
+) -> list[dict[str, object]]:
+    """``turns`` with each stored citation (a source id) as the page the reply showed: its
+    ``source_id``, ``title`` and ``url``, for the pages ``slots`` may read now (one store read)."""
+    pages = readable_pages(runtime, slots, sorted({c for t in turns for c in t.get("citations") or []}))
+    return [
+        {
+            **turn,
+            "citations": [
+                {"source_id": c, "title": pages[c][0], "url": pages[c][1]}
+                for c in turn.get("citations") or []
+                if c in pages
+            ],
+        }
+        for turn in turns
+    ]
 
 
 def withhold_unreadable(

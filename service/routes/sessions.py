@@ -39,7 +39,8 @@ from service.records import (
     SessionView,
 )
 from service.session_state import move, waiting_for_a_person
-from storage.memory import ANONYMOUS, Scope, ScopeError, StoredTurn, check_id
+from service.staff_reads import with_cited_pages
+from storage.memory import ANONYMOUS, Scope, ScopeError, check_id
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -208,11 +209,11 @@ async def message(
             )
         return JSONResponse(result.model_dump(mode="json"))
     await run_in_threadpool(pilot.limits.spend, "turns", who)
-    slots = {**header["slots"], **who.slots}
-    if who.tenant:
-        slots["tenant"] = who.tenant
     request = TurnRequest(
-        session_id=session_id, customer_id=header["customer_id"], message=body.message, slots=slots
+        session_id=session_id,
+        customer_id=header["customer_id"],
+        message=body.message,
+        slots=turn_slots(header, who),
     )
     lock = f"{who.tenant}/{session_id}"
     if streaming:
@@ -251,7 +252,16 @@ def customer_view(header: SessionHeader) -> dict[str, object]:
     return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
 
 
-def customer_turn(turn: StoredTurn) -> dict[str, object]:
+def turn_slots(header: SessionHeader, who: Caller) -> dict[str, str]:
+    """The slots a session's turns run under: the session's, the caller's key's over them, and
+    the caller's tenant."""
+    slots = {**header["slots"], **who.slots}
+    if who.tenant:
+        slots["tenant"] = who.tenant
+    return slots
+
+
+def customer_turn(turn: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in turn.items() if k not in STAFF_ONLY_TURN_FIELDS}
 
 
@@ -262,9 +272,11 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     scope = Scope(header["customer_id"], who.tenant)
     turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
     feedback = await run_in_threadpool(pilot.store.feedback, who.tenant, session_id)
+    # the sources each reply showed, as links again (a reload, another page of the site)
+    shown = await run_in_threadpool(with_cited_pages, pilot.runtime, turn_slots(header, who), turns)
     return {
         "session": customer_view(header),
-        "turns": [customer_turn(t) for t in turns],
+        "turns": [customer_turn(t) for t in shown],
         "feedback": feedback,
     }
 

@@ -283,6 +283,7 @@
       } else if (turn.answer) {
         const item = addMessage("assistant", turn.answer);
         item.dataset.verdict = turn.verdict;
+        addCitations(item, turn.citations || []);
         chat.replied = true;
         // every reply of the assistant's is rated: refusals, suggestions, hand-off lines too
         if (!rated.has(turn.turn_index)) addFeedback(item, turn.turn_index);
@@ -393,6 +394,7 @@
           if (!chat.handedOff && typeof result.turn_index === "number") {
             addFeedback(item, result.turn_index);
           }
+          item.scrollIntoView({ block: "nearest" }); // its sources and rating buttons too
           if (!chat.handedOff) chat.replied = true;
         }
         if (result.handoff && !chat.handedOff) handedOff(null);

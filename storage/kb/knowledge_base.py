@@ -240,12 +240,21 @@ class KnowledgeBase:
 
     def readable_titles(self, source_ids: Sequence[str], where: Condition | None) -> dict[str, str]:
         """source_id -> title of the ``source_ids`` that have a chunk matching ``where``."""
+        return {source: title for source, (title, _) in self.readable_pages(source_ids, where).items()}
+
+    def readable_pages(
+        self, source_ids: Sequence[str], where: Condition | None
+    ) -> dict[str, tuple[str, str | None]]:
+        """source_id -> (title, url) of the ``source_ids`` that have a chunk matching ``where``."""
         if not source_ids or not self.exists():
             return {}
         wanted = all_of(Match("source_id", tuple(source_ids)), where)
         return {
-            r.payload["source_id"]: str(r.payload.get("title") or r.payload["source_id"])
-            for r in self.store.scroll(self.collection, wanted, fields=("source_id", "title"))
+            r.payload["source_id"]: (
+                str(r.payload.get("title") or r.payload["source_id"]),
+                r.payload.get("url") or None,
+            )
+            for r in self.store.scroll(self.collection, wanted, fields=("source_id", "title", "url"))
         }
 
     def vocabulary(self) -> frozenset[str]:

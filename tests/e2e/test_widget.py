@@ -342,7 +342,20 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
         question = chat.get_by_label("Your question")
         question.fill("How long does a refund take?")
         question.press("Enter")
-        chat.locator("li.assistant").first.wait_for(timeout=60_000)
+        answer = chat.locator("li.assistant").first
+        answer.wait_for(timeout=60_000)
+        source = answer.locator("ol.citations a").first
+        cited = (source.inner_text(), source.get_attribute("href"))
+        assert "refunds" in (cited[1] or "")
+        # the newest reply's sources and rating buttons are scrolled into view with it
+        question.fill("and how do I ask for it?")
+        question.press("Enter")
+        latest = chat.locator("li.assistant").nth(1)
+        latest.locator(".feedback").wait_for(timeout=60_000)
+        assert latest.locator(".feedback").evaluate(
+            """(box) => box.getBoundingClientRect().bottom
+                <= box.closest("ol").getBoundingClientRect().bottom + 1"""
+        )
         first = kept(page)
 
         # the token is near its end when the page loads again: the widget renews it
@@ -354,6 +367,9 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
         chat = page.get_by_role("dialog", name="CloudDesk support")
         chat.locator("li.user").get_by_text("How long does a refund take?").wait_for(timeout=20_000)
         assert "5 to 7 business days" in chat.locator("li.assistant").first.inner_text()
+        # the resumed answer links its source as it did before the reload
+        resumed = chat.locator("li.assistant").first.locator("ol.citations a").first
+        assert (resumed.inner_text(), resumed.get_attribute("href")) == cited
         page.wait_for_function(
             f"!Object.values(sessionStorage)[0].includes({first['token']!r})", timeout=20_000
         )

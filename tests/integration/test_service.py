@@ -82,6 +82,10 @@ def test_a_conversation_is_answered_stored_and_rated(client):
     stored = client.get(f"/v1/sessions/{session}", headers=auth("widget")).json()
     assert [t["status"] for t in stored["turns"]] == ["done"]
     assert stored["feedback"][0]["rating"] == "up"
+    # read back, a reply's sources are the pages it showed: a reload keeps their links
+    [page] = stored["turns"][0]["citations"]
+    shown = result["citations"][0]
+    assert page == {"source_id": shown["source_id"], "title": shown["title"], "url": shown["url"]}
 
 
 @pytest.mark.parametrize(
