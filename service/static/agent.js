@@ -3,14 +3,15 @@
 "use strict";
 const desk = { me: null, session: null, offset: 0, etag: null };
 const PAGE = 20;
+const POLL_MS = 10000;
 const { $, call, item, element, ago, guarded, showError } = Staff;
 
 // The queue a page at a time, oldest first; polls send the last ETag and get 304 when the
-// queue has not changed.
+// queue has not changed. True when it was read again.
 async function loadQueue(force) {
   const page = await call(`/v1/handoffs?limit=${PAGE}&offset=${desk.offset}`, undefined,
                           force || !desk.etag ? {} : { "If-None-Match": desk.etag });
-  if (page === null) return;
+  if (page === null) return false;
   desk.etag = Staff.lastEtag;
   const list = $("queue");
   list.replaceChildren();
@@ -22,6 +23,14 @@ async function loadQueue(force) {
   $("queue-older").hidden = page.offset === 0;
   $("queue-empty").hidden = page.total > 0;
   $("queue-section").hidden = false;
+  return true;
+}
+
+// A poll: the queue, and the open conversation when the queue changed (the customer wrote
+// again, another agent took it): the agent never answers an old state. The reply being
+// typed stays as it is.
+async function poll() {
+  if (await loadQueue(false) && desk.session) await openConversation(desk.session);
 }
 
 // One queue row: the customer's problem (their unanswered question) first, an urgency flag
@@ -83,6 +92,7 @@ function showSuggestion(suggestion) {
 
 async function openConversation(sessionId) {
   const data = await call(`/v1/handoffs/${sessionId}`);
+  if (sessionId !== desk.session) $("desk-done").hidden = true;
   desk.session = sessionId;
   for (const button of $("queue").querySelectorAll("button.row")) markOpened(button);
   const holder = data.session.taken_by;
@@ -136,7 +146,7 @@ $("key-form").addEventListener("submit", guarded(async () => {
   await loadQueue(true);
   $("key-form").hidden = true;
   $("lead-link").hidden = desk.me.role !== "admin"; // the reports are the lead's page
-  setInterval(() => loadQueue(false).catch((err) => showError(err.message)), 10000);
+  setInterval(() => poll().catch((err) => showError(err.message)), POLL_MS);
 }));
 
 $("queue-newer").addEventListener("click", guarded(async () => {
@@ -170,6 +180,10 @@ $("reply").addEventListener("submit", guarded(async () => {
 
 $("resolve").addEventListener("submit", guarded(async () => {
   await call(`/v1/sessions/${desk.session}/resolve`, { note: $("resolve-note").value.trim() });
+  // the conversation leaves the queue: say what happened to it
+  $("desk-done").textContent = `Resolved: ${$("conversation-meta").textContent.split(" · ")[0]}. ` +
+    "The customer is asked whether the problem was solved.";
+  $("desk-done").hidden = false;
   $("resolve-note").value = "";
   $("conversation-section").hidden = true;
   desk.session = null;

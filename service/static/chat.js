@@ -148,10 +148,25 @@
       if (text) error.scrollIntoView({ block: "nearest" });
     }
 
+    // A person's reply with its web addresses as links ("Sources: [1] Refunds: https://..."),
+    // the rest as text.
+    function withLinks(text) {
+      const span = element("span", { className: "text" });
+      for (const part of text.split(/(https?:\/\/[^\s<>"]+)/)) {
+        const address = part.replace(/[.,;:!?)\]]+$/, "");
+        const url = /^https?:\/\//.test(part) ? safeUrl(address) : null;
+        if (!url) { span.append(part); continue; }
+        const link = element("a", {}, address);
+        Object.assign(link, { href: url, target: "_blank", rel: "noopener noreferrer" });
+        span.append(link, part.slice(address.length));
+      }
+      return span;
+    }
+
     function addMessage(role, text) {
       const who = { user: "You: ", agent: "Support team (a person): " }[role] || "Support: ";
-      const item = element("li", { className: role }, element("strong", {}, who),
-                           element("span", { className: "text" }, text));
+      const body = role === "agent" ? withLinks(text) : element("span", { className: "text" }, text);
+      const item = element("li", { className: role }, element("strong", {}, who), body);
       messages.append(item);
       item.scrollIntoView({ block: "nearest" });
       return item;

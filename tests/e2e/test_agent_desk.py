@@ -128,6 +128,7 @@ def test_a_person_answers_a_handed_off_customer_from_the_agent_desk(server):
         agent.get_by_label("Resolution note").fill("invoice re-sent")
         agent.get_by_role("button", name="Resolve").click()
         agent.get_by_text("No conversation is waiting.").wait_for()
+        assert agent.locator("#desk-done").inner_text().startswith("Resolved: Customer ")
 
         lead = open_desk(browser.new_page(), server, "lead-key")
         lead.get_by_role("link", name="The lead's page").click()
@@ -179,6 +180,12 @@ def test_an_agent_gets_a_suggested_reply(server, tmp_path):
         assert "business days" in pasted
         assert "\n\nSources:\n[1] Refunds" in pasted  # the [1] in the answer has its source
         assert customer.locator("li.agent").count() == 0  # nothing is sent without the person
+        # the customer writes again: the open conversation shows it at the next poll, and the
+        # reply being written stays
+        question.fill("Also, I paid by card.")
+        question.press("Enter")
+        agent.locator("#transcript").get_by_text("Also, I paid by card.").wait_for(timeout=30_000)
+        assert agent.get_by_label("Your reply").input_value() == pasted
         agent.screenshot(path=str(shots / "conversation-desktop.png"), full_page=True)
 
         assert not problems, problems

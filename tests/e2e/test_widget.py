@@ -394,7 +394,10 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
             assert staff.post(f"/v1/handoffs/{session}/take").status_code == 200
             replied = staff.post(
                 f"/v1/sessions/{session}/agent-messages",
-                json={"message": "Hi, Ana here.\n\nWhich order is it?"},
+                json={
+                    "message": "Hi, Ana here.\n\nWhich order is it? "
+                    "See https://help.clouddesk.example/billing/refunds."
+                },
             )
             assert replied.status_code in (200, 201), replied.text
             page.reload()  # the person's reply reaches a visitor who reloaded
@@ -402,6 +405,10 @@ def test_the_conversation_survives_a_reload_and_a_resolve_starts_a_new_one(deplo
             reply = chat.locator("li.agent")
             reply.wait_for(timeout=20_000)
             assert "Ana here.\n\nWhich order is it?" in reply.inner_text()  # line breaks kept
+            # a web address a person writes is a link (the sentence's full stop left out)
+            link = reply.get_by_role("link", name="https://help.clouddesk.example/billing/refunds")
+            assert link.get_attribute("href") == "https://help.clouddesk.example/billing/refunds"
+            assert link.get_attribute("rel") == "noopener noreferrer"
             assert chat.locator("#handoff").is_visible()
             resolved = staff.post(f"/v1/sessions/{session}/resolve", json={"note": "order found"})
             assert resolved.status_code == 200, resolved.text
