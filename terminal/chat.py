@@ -65,6 +65,10 @@ def let_ctrl_c_through() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+# messages answered with a polite reply and no search (``tasks.gates.intake``)
+POLITE_KINDS = ("greeting", "courtesy", "decline", "contact")
+
+
 def answer_panel(result: TurnResult) -> Panel:
     """A turn's answer and its sources as a panel whose text wraps at any width (a long URL
     folds); the text is shown as it is, never read as markup, control characters visible.
@@ -78,7 +82,21 @@ def answer_panel(result: TurnResult) -> Panel:
         lines.append(f"[{number}] {citation.title} {citation.url or citation.source_id}")
     text = visible("\n".join(lines))
     text.overflow = "fold"
-    return Panel(text, title=result.verdict, border_style=VERDICT_STYLES.get(result.verdict, "white"))
+    style = VERDICT_STYLES.get(result.verdict, "white")
+    return Panel(text, title=panel_title(result), border_style=style)
+
+
+def panel_title(result: TurnResult) -> str:
+    """The verdict of a searched message; what the message was for the polite reply to a
+    greeting, thanks, no to the offer or contact details (nothing was searched: not an "idk").
+
+    >>> from tasks.schemas import TurnResult
+    >>> panel_title(TurnResult(session_id="s", answer="Happy to help.", verdict="idk", kind="courtesy"))
+    'courtesy'
+    >>> panel_title(TurnResult(session_id="s", answer="...", verdict="handoff", kind="accept"))
+    'handoff'
+    """
+    return result.kind if result.kind in POLITE_KINDS else result.verdict
 
 
 class ChatLoop:
