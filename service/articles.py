@@ -60,24 +60,27 @@ from service.domain.records import (
     ReplayedChange,
     StoredArticle,
 )
+from service.topics import TOPIC_FLOOR, similarities
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
 from tasks.courtesy import asks_something
+from tasks.message_kind import load_message_kinds
 from tasks.replay import Asked, compare, reply_of, summary
 
 if TYPE_CHECKING:
     from service.model_draft import ModelDraft
     from storage.kb.embeddings import Encoders
     from storage.kb.knowledge_base import KnowledgeBase
-    from storage.memory import MemoryStore
+    from storage.memory import MemoryStore, StoredTurn
     from tasks.schemas import TurnResult
 
 ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
 TITLE_CHARS = 70  # a drafted title: one line a lead reads at a glance ...
 SLUG_CHARS = 50  # ... and the file name made from it
+SOURCES_LINE = "Sources:"  # heads the block the desk's "Use this reply" appends (agent.js)
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
 
@@ -152,16 +155,10 @@ def draft(
         (t for t in turns if t["session_id"] in sessions and t.get("from") == "agent"),
         key=lambda t: (t["session_id"], t["turn_index"]),
     )
-    sentences: list[str] = []
-    sources: list[dict[str, object]] = []
-    for reply in replies:
-        for sentence in split_sentences(" ".join(str(reply.get("answer") or "").split())):
-            if sentence not in sentences:
-                sentences.append(sentence)
-                sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
     title = clearest_question(questions)
+    paragraphs, sources = on_the_question(memory.encoders, title, replies)
     drafted_by, unsupported, pages = "replies", [], []
-    body = "\n\n".join(sentences)
+    body = "\n\n".join(" ".join(p) for p in paragraphs)
     if not body:
         written = write(questions) if write is not None else None
         if written is not None:
@@ -179,6 +176,55 @@ def draft(
         "unsupported": unsupported,
         "pages": pages,
     }
+
+
+def without_pasted_sources(reply: str) -> list[str]:
+    """The lines of a person's reply without the sources block the desk's "Use this reply"
+    pastes ("Sources:" and its "[1] Refunds: https://..." lines), wherever it stands.
+
+    >>> without_pasted_sources("Refunds take 5 days. [1]\\n\\nSources:\\n[1] Refunds: https://x\\n\\nBest")
+    ['Refunds take 5 days. [1]', '', '', 'Best']
+    """
+    kept: list[str] = []
+    in_block = False
+    for line in reply.splitlines():
+        in_block = line.strip() == SOURCES_LINE or (in_block and line.startswith("["))
+        if not in_block:
+            kept.append(line)
+    return kept
+
+
+def on_the_question(
+    encoders: Encoders, question: str, replies: Sequence[StoredTurn]
+) -> tuple[list[list[str]], list[dict[str, object]]]:
+    """The paragraphs of people's ``replies`` that answer ``question``, and each kept
+    sentence's conversation: a reply's own paragraphs, without the sources block the desk's
+    "Use this reply" pastes (an article cites its own pages), its greetings and sign-offs
+    ("Hi Maria,", "Best, Ana": the message-kind classifier's greeting or thanks) and the
+    sentences about something else (a refund beside the student discount: under the topic
+    floor of ``service.topics``)."""
+    sentences: list[str] = []
+    paragraph_of: list[int] = []
+    sources: list[dict[str, object]] = []
+    for reply in replies:
+        for line in without_pasted_sources(str(reply.get("answer") or "")):
+            said = dict.fromkeys(
+                s for s in split_sentences(" ".join(line.split())) if s not in sentences
+            )
+            paragraph = len(set(paragraph_of)) + 1
+            for sentence in said:
+                sentences.append(sentence)
+                paragraph_of.append(paragraph)
+                sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
+    if not sentences:
+        return [], []
+    courtesy = load_message_kinds(encoders).courtesy(sentences)
+    close = similarities(encoders.dense.encode, question, sentences)
+    kept = [i for i in range(len(sentences)) if not courtesy[i] and close[i] >= TOPIC_FLOOR]
+    paragraphs: dict[int, list[str]] = {}
+    for i in kept:
+        paragraphs.setdefault(paragraph_of[i], []).append(sentences[i])
+    return list(paragraphs.values()), [sources[i] for i in kept]
 
 
 def skeleton(questions: Sequence[str]) -> str:

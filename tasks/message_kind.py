@@ -47,6 +47,7 @@ KINDS: tuple[MessageKind, ...] = get_args(MessageKind)
 MODEL_FILE = (
     Path(__file__).resolve().parents[1] / "storage" / "kb" / "assets" / "message_kind" / "model.json"
 )
+COURTESY_LABELS = ("greeting", "thanks")
 # contact details hold an address or a number: a message without either is another label
 CONTACT_DIGITS = 7
 # what each label is at intake when no offer of a person is pending
@@ -126,6 +127,14 @@ class MessageKinds:
         ruled_out = {"person"} if has_contact(message) else {"person", "contact"}
         label = max((p, name) for name, p in whole.items() if name not in ruled_out)[1]
         return Reading(label, person, whole)
+
+    def courtesy(self, sentences: Sequence[str]) -> list[bool]:
+        """Whether each sentence reads most as a greeting or thanks: courtesy alone ("Hi
+        Maria,", "Best, Ana"), with nothing to ask or tell."""
+        if not sentences:
+            return []
+        table = self.probabilities(sentences)
+        return [self.labels[int(i)] in COURTESY_LABELS for i in table.argmax(axis=1)]
 
     def asks_for_person(self, message: str) -> bool:
         return self.read(message).label == "person"

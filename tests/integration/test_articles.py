@@ -558,3 +558,28 @@ def test_a_model_that_fails_within_its_deadline_leaves_the_skeleton(settings, ex
         ).json()
     assert proposal["drafted_by"] == "skeleton" and len(llm.seen) == 1
     assert 0 < left[0] <= settings.turn_timeout_s
+
+
+def test_a_draft_from_replies_keeps_only_what_answers_the_question(client):
+    session, _ = ask(client, "c-5", "Do you offer a student discount?")
+    client.post(f"/v1/sessions/{session}/handoff", json={"reason": "gap"}, headers=auth("backend"))
+    assert client.post(f"/v1/handoffs/{session}/take", headers=auth("ana")).status_code == 200
+    # what an agent sends after "Use this reply" and a line of their own, as played on the desk
+    reply = (
+        "Hi Maria,\n\nOnce a refund is approved, it reaches your card within 5 to 7 business "
+        "days. [1]\n\nSources:\n[1] Refunds: https://help.clouddesk.example/billing/refunds\n\n"
+        "About the student discount: we don't have one today, sorry.\n\nBest, Ana"
+    )
+    sent = client.post(
+        f"/v1/sessions/{session}/agent-messages", json={"message": reply}, headers=auth("ana")
+    )
+    assert sent.status_code in (200, 201), sent.text
+    proposal = client.post(
+        "/v1/articles/draft",
+        json={"questions": ["Do you offer a student discount?"]},
+        headers=auth("lead"),
+    ).json()
+    assert proposal["drafted_by"] == "replies"
+    body = proposal["text"].split("\n\n", 1)[1]
+    assert body.strip() == "About the student discount: we don't have one today, sorry."
+    assert [source["session_id"] for source in proposal["sources"]] == [session]
