@@ -43,10 +43,12 @@ async function loadOverview() {
          () => showList({})),
     ...LABELS.map((l) => tile(l.name, `${tiles[l.key].percent}%`, `${tiles[l.key].count} of ${whole}`,
                               () => showList({ label: l.key }))),
-    tile("satisfaction", report.totals.satisfaction === null ? "–" :
+    // two different questions: how customers rated single replies, and whether the whole
+    // conversation solved their problem (the closing question)
+    tile("replies rated helpful", report.totals.satisfaction === null ? "–" :
          `${Math.round(report.totals.satisfaction * 100)}%`,
-         `${report.totals.feedback || 0} mark${report.totals.feedback === 1 ? "" : "s"}, ` +
-         `${report.totals.helpful || 0} helpful`),
+         `${report.totals.helpful || 0} of ${report.totals.feedback || 0} ` +
+         `mark${report.totals.feedback === 1 ? "" : "s"} on the assistant's replies`),
     tile("problem solved", report.totals.csat_rate === null || report.totals.csat_rate === undefined
       ? "–" : `${Math.round(report.totals.csat_rate * 100)}%`,
          `${report.totals.csat_yes || 0} of ${report.totals.csat_answers || 0} said yes to ` +

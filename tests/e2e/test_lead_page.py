@@ -115,7 +115,7 @@ def tile_counts(lead) -> dict[str, tuple[int, int]]:
     found = {}
     for text in lead.locator("#tiles .lead-tile").all_inner_texts():
         value, name, detail = text.split("\n")[:3]
-        if name not in ("satisfaction", "problem solved") and value.endswith("%"):
+        if name not in ("replies rated helpful", "problem solved") and value.endswith("%"):
             found[name] = (int(detail.split(" of ")[0]), int(value.rstrip("%")))
     return found
 
@@ -141,8 +141,12 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         shown = ("resolved, marked helpful", "resolved by a person", "still going")
         assert [counts[name][0] for name in shown] == [1, 1, 1]
         assert sorted(counts[name][1] for name in shown) == [33, 33, 34]  # a third each
-        satisfaction = lead.locator("#tiles .lead-tile", has_text="satisfaction").inner_text()
-        assert satisfaction.split("\n") == ["100%", "satisfaction", "1 mark, 1 helpful"]
+        rated = lead.locator("#tiles .lead-tile", has_text="replies rated helpful").inner_text()
+        assert rated.split("\n") == [
+            "100%",
+            "replies rated helpful",
+            "1 of 1 mark on the assistant's replies",
+        ]
         assert lead.locator("#chart svg rect.bar").count() == 3  # one segment per outcome today
         lead.locator("#list tr").first.wait_for()
         lead.screenshot(path=str(shots / "lead-desktop.png"), full_page=True)
