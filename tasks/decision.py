@@ -51,7 +51,7 @@ from tasks.decision_features import (
     check_model,
 )
 from tasks.evidence import EvidenceScorer
-from tasks.facts import explained_codes, undocumented_codes
+from tasks.facts import explained_codes, foreign_error_codes, undocumented_codes
 from tasks.judging import as_the_pages_read
 from tasks.operating_points import linear_terms, logistic_probability, operating_points
 from tasks.page_choice import PageExtras, candidate_indices, choose, page_rows
@@ -230,6 +230,15 @@ def settle(
     return best.model_copy(update={"readings": list(readings)})
 
 
+def unrelated_suggestion_refused(decision: Decision, message: str, passage: str) -> Decision:
+    """A suggestion ("this article may help") for a message that names an error code of a
+    family the page never mentions is refused instead: a sign-in error SSO-102 is not helped
+    by the failed-payments article when the SSO article is above the customer's plan."""
+    if not foreign_error_codes(message, passage):
+        return decision
+    return decision.model_copy(update={"action": "refuse"})
+
+
 def decide(
     scorer: EvidenceScorer,
     settings: Settings,
@@ -247,6 +256,8 @@ def decide(
         )
         readings.append(reading)
     decision = settle(readings, settings.evidence, conversation.subject)
+    if decision.action == "suggest" and decision.passage_index is not None:
+        return unrelated_suggestion_refused(decision, message, passages[decision.passage_index].text)
     if decision.action != "answer" or decision.passage_index is None:
         return decision
     where = focuses[decision.question][decision.passage_index]

@@ -139,6 +139,23 @@ def undocumented_codes(message: str, answering: str, passages: Sequence[str]) ->
     return {c for c in asked_codes(message) - codes(answering) if _family(c) in documented}
 
 
+def foreign_error_codes(message: str, passage: str) -> set[str]:
+    """The codes the message names as errors ("error SSO-102", "code E-429") of a family the
+    passage never names, neither as a code nor as a word: an article about something else.
+
+    >>> foreign_error_codes("Sign-in fails with error SSO-102.", "PAY-102: the card expired.")
+    {'SSO-102'}
+    >>> foreign_error_codes("Sign-in fails with error SSO-102.", "Single sign-on (SSO) setup.")
+    set()
+    >>> foreign_error_codes("My refund for ORD-55812?", "Refunds take 5 days.")  # a reference
+    set()
+    """
+    named = codes(" ".join(_AFTER_ERROR.findall(message)))
+    families = {_family(c) for c in codes(passage)}
+    words = {w.upper() for w in _WORD.findall(passage)}
+    return {c for c in named if _family(c) not in families and _family(c) not in words}
+
+
 def explained_codes(message: str, answering: str, passages: Sequence[str]) -> set[str]:
     """The codes the message asks about that the answering passage holds, of a family the
     passages document (the other side of ``undocumented_codes``; a customer's own reference

@@ -323,3 +323,20 @@ def test_the_cross_encoders_reading_lets_the_gate_answer_a_topical_request(setti
     )
     runtime, _ = evidence_runtime(settings.model_copy(update={"evidence": blind}), example_kb, engine)
     assert ask(runtime, request, slots=ENTERPRISE).verdict != "answered"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_error_whose_article_is_above_the_plan_is_not_sent_to_an_unrelated_article(
+    settings, example_kb, engine
+):
+    runtime, llm = evidence_runtime(settings, example_kb, engine)
+    message = (
+        "Hi, good morning. Our sign-in through Okta stopped working with error SSO-102. "
+        "Can you help me with that?"
+    )
+    # a Pro customer may not read the (enterprise) SSO troubleshooting article; the failed
+    # payments article (PAY-102) read closest, and was offered as "this article may help"
+    refused = ask(runtime, message, slots={"tier": "pro", "access_level": "customer"})
+    assert refused.verdict == "idk" and not refused.citations and llm.seen == []
+    answered = ask(runtime, message, slots=ENTERPRISE)
+    assert [c.source_id for c in answered.citations] == ["sso/sso-troubleshooting.md"]
