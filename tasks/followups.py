@@ -87,21 +87,36 @@ def resolve_follow_up(
     if pointed:
         return FollowUp(f"{message} ({named(pointed)})", named(pointed))
     if history and leans_back(message):
-        terms = [t for t in subject_terms(history[-1].user) if t.lower() not in message.lower()]
+        terms = carried_over(message, history[-1].user, subject_terms(history[-1].user))
         if terms:
             return FollowUp(f"{message} {' '.join(terms)}", "the previous question")
     if history:  # "what are the requirements to be eligible": about the conversation's subject
-        terms = [t for t in conversation_subject(history) if t.lower() not in message.lower()]
+        said = subject_message(history)
+        terms = carried_over(message, said, subject_terms(said))
         if terms:
             return FollowUp(f"{message} {' '.join(terms)}", "the conversation's subject", leans=False)
     return None
 
 
-def conversation_subject(history: list[HistoryTurn]) -> list[str]:
-    """The subject terms of the conversation: its latest message that was answered with a
-    citation, else its latest message."""
+def carried_over(message: str, earlier: str, terms: list[str]) -> list[str]:
+    """The ``terms`` of an ``earlier`` message that a follow-up takes on: not those it says
+    itself, nor a value of a kind it names anew ("and what about SSO-104?" after error
+    SSO-102 asks about SSO-104 alone).
+
+    >>> carried_over("and what about SSO-104?", "Sign-in fails with error SSO-102",
+    ...              ["SSO-102", "Sign-in", "fails"])
+    ['Sign-in', 'fails']
+    """
+    named = {e.type for e in extract(message)}
+    replaced = {e.value for e in extract(earlier) if e.type in named}
+    return [t for t in terms if t.lower() not in message.lower() and t not in replaced]
+
+
+def subject_message(history: list[HistoryTurn]) -> str:
+    """The conversation's message that says its subject: its latest message that was answered
+    with a citation, else its latest message."""
     answered = [t for t in history if t.sources]
-    return subject_terms((answered or history)[-1].user)
+    return (answered or history)[-1].user
 
 
 def subject_pages(history: list[HistoryTurn]) -> list[str]:

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from config.settings import load_settings
 from main import app
+from tasks.schemas import HistoryTurn
 from tests.conftest import REPO
 from tests.helpers import scripted_runtime
 from tests.integration.test_turn import ask, undecided
@@ -187,8 +188,6 @@ def test_eval_answers_refuses_a_plot_that_is_not_png_before_asking_anything(tmp_
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_follow_up_without_a_pronoun_is_read_with_the_conversations_page(settings, example_kb, engine):
-    from tasks.schemas import HistoryTurn
-
     runtime, llm = evidence_runtime(settings, example_kb, engine)
     history = [HistoryTurn(user="How do I export our data?", answer="...", sources=["data/export.md"])]
     result = ask(runtime, "how long is the download link valid", slots=ENTERPRISE, history=history)
@@ -340,3 +339,16 @@ def test_an_error_whose_article_is_above_the_plan_is_not_sent_to_an_unrelated_ar
     assert refused.verdict == "idk" and not refused.citations and llm.seen == []
     answered = ask(runtime, message, slots=ENTERPRISE)
     assert [c.source_id for c in answered.citations] == ["sso/sso-troubleshooting.md"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_follow_up_that_names_another_code_is_answered_for_that_code(settings, example_kb, engine):
+    runtime, _ = evidence_runtime(settings, example_kb, engine)
+    opener = "Our sign-in through Okta stopped working with error SSO-102."
+    first = ask(runtime, opener, slots=ENTERPRISE)
+    assert first.verdict == "answered"
+    history = [HistoryTurn(user=opener, answer=first.answer, sources=["sso/sso-troubleshooting.md"])]
+    # the follow-up once carried SSO-102 along and was only offered the article
+    second = ask(runtime, "and what about SSO-104?", slots=ENTERPRISE, history=history)
+    assert second.verdict == "answered"
+    assert "not assigned to the CloudDesk application" in second.answer

@@ -232,22 +232,25 @@ def test_a_gap_whose_nearest_article_went_live_is_addressed_until_it_keeps_faili
     assert "asked_at" not in report.model_dump()["clusters"][0]
 
 
-def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, settings):
-    kb, memory, pilot = seeded
-    for number, customer in enumerate(("c-20", "c-21")):
-        memory.add_turn(
-            Scope(customer, "acme"),
-            f"s-key-{number}",
-            0,
-            {
-                "user": "How do I rotate an API key without downtime?",
-                "status": "done",
-                "verdict": "idk",
-                "slots": {"access_level": "public", "tenant": "acme"},
-            },
-        )
+def asked_in_public(memory, customer: str, session: str, question: str, verdict: str = "idk") -> None:
+    """A public visitor's unanswered question, stored as the pilot stores it."""
+    memory.add_turn(
+        Scope(customer, "acme"),
+        session,
+        0,
+        {
+            "user": question,
+            "status": "done",
+            "verdict": verdict,
+            "slots": {"access_level": "public", "tenant": "acme"},
+        },
+    )
+
+
+def read_report(kb, memory, pilot, settings):
+    """The lead's report (internal slots) with the turn's reading of whether pages answer."""
     scorer = EvidenceScorer(kb.encoders, settings.evidence)
-    report = tenant_gap_report(
+    return tenant_gap_report(
         memory,
         pilot,
         QdrantRetriever(kb=kb),
@@ -256,6 +259,15 @@ def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, s
         {"access_level": "internal"},
         answerable=scorer.answerable,
     )
+
+
+def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, settings):
+    kb, memory, pilot = seeded
+    for number, customer in enumerate(("c-20", "c-21")):
+        asked_in_public(
+            memory, customer, f"s-key-{number}", "How do I rotate an API key without downtime?"
+        )
+    report = read_report(kb, memory, pilot, settings)
     [keys] = [c for c in report.clusters if "API key" in c.examples[0]]
     assert keys.nearest_article.source_id == "api/api-keys.md"
     assert keys.above_askers == ["access"]  # the page exists; public visitors may not read it
@@ -266,27 +278,8 @@ def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, s
 
 def test_a_hidden_page_that_does_not_answer_is_no_answer_above_the_askers(seeded, settings):
     kb, memory, pilot = seeded
-    memory.add_turn(
-        Scope("c-30", "acme"),
-        "s-student",
-        0,
-        {
-            "user": "Do you offer a student discount?",
-            "status": "done",
-            "verdict": "handoff",
-            "slots": {"access_level": "public", "tenant": "acme"},
-        },
-    )
-    scorer = EvidenceScorer(kb.encoders, settings.evidence)
-    report = tenant_gap_report(
-        memory,
-        pilot,
-        QdrantRetriever(kb=kb),
-        "acme",
-        0.0,
-        {"access_level": "internal"},
-        answerable=scorer.answerable,
-    )
+    asked_in_public(memory, "c-30", "s-student", "Do you offer a student discount?", "handoff")
+    report = read_report(kb, memory, pilot, settings)
     [student] = [c for c in report.clusters if "student" in c.examples[0]]
     # the nearest page is an internal runbook no public visitor may read; it does not answer
     assert student.nearest_article.source_id.startswith("internal/")
