@@ -156,7 +156,7 @@ def draft(
         key=lambda t: (t["session_id"], t["turn_index"]),
     )
     title = clearest_question(questions)
-    paragraphs, sources = on_the_question(memory.encoders, title, replies)
+    paragraphs, sources = on_the_question(memory.encoders, title, replies) if replies else ([], [])
     drafted_by, unsupported, pages = "replies", [], []
     body = "\n\n".join(" ".join(p) for p in paragraphs)
     if not body:

@@ -42,7 +42,15 @@ def test_a_rambling_question_alone_is_cut_at_a_word():
 
 
 class OneReply:
-    """A memory in which an agent replied to the gap's question."""
+    """A memory in which an agent replied to the gap's question (its encoders read which of
+    the reply's sentences answer it)."""
+
+    @property
+    def encoders(self) -> Any:
+        from config.settings import load_settings
+        from storage.kb.embeddings import load_encoders
+
+        return load_encoders(load_settings())
 
     def tenant_turns(self, tenant: str, fields: Any) -> list[dict[str, Any]]:
         return [
@@ -60,6 +68,7 @@ def test_a_draft_says_who_wrote_it_and_asks_a_model_only_where_nobody_replied():
 
     replied = draft(OneReply(), "acme", ["Do you ship to Mars?"], write)
     assert replied["drafted_by"] == "replies" and asked == []
+    assert replied["text"] == "# Do you ship to Mars?\n\nWe do not ship to Mars.\n"
     modelled = draft(NoReplies(), "acme", ["Refund time?"], write)
     assert modelled["drafted_by"] == "model" and asked == [["Refund time?"]]
     assert modelled["unsupported"] == ["Mars."] and modelled["pages"] == ["refunds.md"]

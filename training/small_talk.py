@@ -18,7 +18,7 @@ estimate fitted on the whole pack.
 The learned words are not shipped: the answer decision's models were fitted on features the
 lists define (docs/answering.md); this measures what replacing them would start from.
 
-    python -m bench.small_talk
+    python -m training.small_talk
 
 Writes ``bench/results/small_talk.{md,json}``.
 """
@@ -264,7 +264,7 @@ def main() -> None:
     }
     columns = ["set", "system", "precision", "recall", "f1", "words"]
     lines = [
-        "# Small-talk words: the lists against real turns (`python -m bench.small_talk`)",
+        "# Small-talk words: the lists against real turns (`python -m training.small_talk`)",
         "",
         "Precision, recall and F1 of calling a word small talk, right when the passage answering "
         "the turn does not hold it. `listed`: `tasks/courtesy.py` (customer words: `SMALL_TALK`, "

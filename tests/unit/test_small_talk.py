@@ -1,10 +1,10 @@
-"""bench/small_talk.py: a word is small talk when the passage answering the turn does not hold
+"""training/small_talk.py: a word is small talk when the passage answering the turn does not hold
 it; the estimate needs several turns before it calls a word small talk."""
 
 from __future__ import annotations
 
-from bench.small_talk import Observation, Page, held_stems, scores, small_talk
 from storage.kb.chunking import chunk_text
+from training.small_talk import Observation, Page, held_stems, scores, small_talk
 
 
 def test_a_word_is_small_talk_only_when_passages_more_often_did_not_hold_it():
