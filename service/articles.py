@@ -67,6 +67,7 @@ from storage.retrieval.filters import DRAFT, admits, build_filters
 from storage.text import ALNUM, split_sentences
 from tasks.courtesy import asks_something
 from tasks.message_kind import load_message_kinds
+from tasks.passage_text import clean
 from tasks.replay import Asked, compare, reply_of, summary
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ ARTICLES = "pilot_articles"
 MAX_TEXT = 20_000  # characters of an article's Markdown
 TITLE_CHARS = 70  # a drafted title: one line a lead reads at a glance ...
 SLUG_CHARS = 50  # ... and the file name made from it
+COURTESY_WORDS = 4  # a salutation or sign-off line is this short ("Hi Maria,", "Many thanks!")
 SOURCES_LINE = "Sources:"  # heads the block the desk's "Use this reply" appends (agent.js)
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
@@ -182,13 +184,14 @@ def without_pasted_sources(reply: str) -> list[str]:
     """The lines of a person's reply without the sources block the desk's "Use this reply"
     pastes ("Sources:" and its "[1] Refunds: https://..." lines), wherever it stands.
 
-    >>> without_pasted_sources("Refunds take 5 days. [1]\\n\\nSources:\\n[1] Refunds: https://x\\n\\nBest")
-    ['Refunds take 5 days. [1]', '', '', 'Best']
+    >>> without_pasted_sources("Refunds take 5 days. [1]\\n\\nSources:\\n[1] Refunds: x\\n[see] ok")
+    ['Refunds take 5 days. [1]', '', '[see] ok']
     """
     kept: list[str] = []
     in_block = False
     for line in reply.splitlines():
-        in_block = line.strip() == SOURCES_LINE or (in_block and line.startswith("["))
+        numbered = line[:1] == "[" and line[1:2].isdigit()
+        in_block = line.strip() == SOURCES_LINE or (in_block and numbered)
         if not in_block:
             kept.append(line)
     return kept
@@ -199,32 +202,38 @@ def on_the_question(
 ) -> tuple[list[list[str]], list[dict[str, object]]]:
     """The paragraphs of people's ``replies`` that answer ``question``, and each kept
     sentence's conversation: a reply's own paragraphs, without the sources block the desk's
-    "Use this reply" pastes (an article cites its own pages), its greetings and sign-offs
-    ("Hi Maria,", "Best, Ana": the message-kind classifier's greeting or thanks) and the
-    sentences about something else (a refund beside the student discount: under the topic
-    floor of ``service.topics``)."""
-    sentences: list[str] = []
-    paragraph_of: list[int] = []
-    sources: list[dict[str, object]] = []
+    "Use this reply" pastes and its "[1]" marks (an article cites its own pages), its opening
+    and closing lines when they are short courtesy ("Hi Maria,", "Thanks!": the message-kind
+    classifier's greeting or thanks), and the paragraphs about something else (a refund beside
+    the student discount: under the topic floor of ``service.topics``) unless none reaches it."""
+    paragraphs: list[list[str]] = []
+    where: list[dict[str, object]] = []
+    seen: set[str] = set()
     for reply in replies:
+        own: list[list[str]] = []
         for line in without_pasted_sources(str(reply.get("answer") or "")):
-            said = dict.fromkeys(
-                s for s in split_sentences(" ".join(line.split())) if s not in sentences
-            )
-            paragraph = len(set(paragraph_of)) + 1
-            for sentence in said:
-                sentences.append(sentence)
-                paragraph_of.append(paragraph)
-                sources.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
-    if not sentences:
+            said = [s for s in dict.fromkeys(split_sentences(clean(line))) if s and s not in seen]
+            seen.update(said)
+            own += [said] if said else []
+        for said in without_courtesy_ends(encoders, own):
+            paragraphs.append(said)
+            where.append({"session_id": reply["session_id"], "turn_index": reply["turn_index"]})
+    if not paragraphs:
         return [], []
-    courtesy = load_message_kinds(encoders).courtesy(sentences)
-    close = similarities(encoders.dense.encode, question, sentences)
-    kept = [i for i in range(len(sentences)) if not courtesy[i] and close[i] >= TOPIC_FLOOR]
-    paragraphs: dict[int, list[str]] = {}
-    for i in kept:
-        paragraphs.setdefault(paragraph_of[i], []).append(sentences[i])
-    return list(paragraphs.values()), [sources[i] for i in kept]
+    texts = [" ".join(p) for p in paragraphs]
+    close = similarities(encoders.dense.encode, question, texts)
+    kept = [i for i in range(len(texts)) if close[i] >= TOPIC_FLOOR] or list(range(len(texts)))
+    return [paragraphs[i] for i in kept], [where[i] for i in kept for _ in paragraphs[i]]
+
+
+def without_courtesy_ends(encoders: Encoders, paragraphs: list[list[str]]) -> list[list[str]]:
+    """A reply's paragraphs without its first and last one when that is a short line of
+    courtesy (a salutation, a sign-off); a paragraph inside the reply always stays."""
+    ends = sorted({0, len(paragraphs) - 1}) if paragraphs else []
+    short = [i for i in ends if len(" ".join(paragraphs[i]).split()) <= COURTESY_WORDS]
+    read = load_message_kinds(encoders).courtesy([" ".join(paragraphs[i]) for i in short])
+    dropped = {i for i, courtesy in zip(short, read, strict=True) if courtesy}
+    return [p for i, p in enumerate(paragraphs) if i not in dropped]
 
 
 def skeleton(questions: Sequence[str]) -> str:

@@ -6,7 +6,8 @@ for ``CACHE_S``) and printed by ``main.py report gaps``.
 Usage::
 
     report = tenant_gap_report(memory, pilot_store, retriever, "acme", since=0.0,
-                               slots={"access_level": "internal"})
+                               slots={"access_level": "internal"},
+                               answerable=runtime.scorer.answerable)
     reports = ReportCache()
     reports.get(("acme", 0.0), lambda: report)   # the same report for 60 s
 """
@@ -93,7 +94,7 @@ def tenant_gap_report(
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
     if answerable is not None:
-        above_the_askers(report, memory.rules, answerable)
+        report = above_the_askers(report, memory.rules, answerable)
     return mark_addressed(report, published or {})
 
 
@@ -110,14 +111,13 @@ def above_the_askers(
         article = cluster.nearest_article
         if article is None or not cluster.asker_slots:
             continue
-        passage = str(article.fields.get("hit_text") or "")
-        if not passage or answerable(cluster.examples[0], [passage])[0] < ANSWERS_AT:
-            continue
         try:
             hidden = [admits(rules, slots, article.fields) for slots in cluster.asker_slots]
         except SlotError:  # slots stored under rules since changed: say nothing
             continue
-        if all(hidden):
+        passage = str(article.fields.get("hit_text") or "")
+        # the cross-encoder reads only a page every asker was kept from (most are not)
+        if all(hidden) and passage and answerable(cluster.examples[0], [passage])[0] >= ANSWERS_AT:
             cluster.above_askers = sorted({field for fields in hidden for field in fields})
     return report
 

@@ -257,7 +257,8 @@ def decide(
         readings.append(reading)
     decision = settle(readings, settings.evidence, conversation.subject)
     if decision.action == "suggest" and decision.passage_index is not None:
-        return unrelated_suggestion_refused(decision, message, passages[decision.passage_index].text)
+        page = passages[decision.passage_index]
+        return unrelated_suggestion_refused(decision, message, f"{page.title}\n{page.text}")
     if decision.action != "answer" or decision.passage_index is None:
         return decision
     where = focuses[decision.question][decision.passage_index]

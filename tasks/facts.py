@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from storage.kb.fact_kinds import ANY_CASE_CODE, CODE_TOKEN
+from storage.kb.fact_kinds import ANY_CASE_CODE, CODE_TOKEN, REFERENCE_PREFIXES
 from storage.text import WORD
 
 _URL = re.compile(r"https?://[^\s)>\]]+")
@@ -140,17 +140,23 @@ def undocumented_codes(message: str, answering: str, passages: Sequence[str]) ->
 
 
 def foreign_error_codes(message: str, passage: str) -> set[str]:
-    """The codes the message names as errors ("error SSO-102", "code E-429") of a family the
-    passage never names, neither as a code nor as a word: an article about something else.
+    """The codes a message names as errors ("error SSO-102", "error code E-429") of a family
+    the passage (its title and text) never names, neither as a code nor as a word: an article
+    about something else. A message without the word "error" names none ("discount code
+    SPRING-20"), nor does a customer's own reference ("error on order ORD-55812").
 
     >>> foreign_error_codes("Sign-in fails with error SSO-102.", "PAY-102: the card expired.")
     {'SSO-102'}
     >>> foreign_error_codes("Sign-in fails with error SSO-102.", "Single sign-on (SSO) setup.")
     set()
-    >>> foreign_error_codes("My refund for ORD-55812?", "Refunds take 5 days.")  # a reference
+    >>> foreign_error_codes("Where do I enter the discount code SPRING-20?", "Plans and prices.")
     set()
     """
-    named = codes(" ".join(_AFTER_ERROR.findall(message)))
+    if not re.search(r"\berror\b", message, re.IGNORECASE):
+        return set()
+    named = {
+        c for c in codes(" ".join(_AFTER_ERROR.findall(message))) if not c.startswith(REFERENCE_PREFIXES)
+    }
     families = {_family(c) for c in codes(passage)}
     words = {w.upper() for w in _WORD.findall(passage)}
     return {c for c in named if _family(c) not in families and _family(c) not in words}

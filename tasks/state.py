@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,6 +42,19 @@ from tasks.schemas import (
 STEP_LISTENER: contextvars.ContextVar[Callable[[TurnState, str], None] | None] = contextvars.ContextVar(
     "step_listener", default=None
 )
+
+
+def search_slots(slots: Mapping[str, str], customer_id: str | None) -> dict[str, str]:
+    """The slots a turn searches under: the request's, and its customer (a page written for
+    one customer is that customer's alone).
+
+    >>> search_slots({"tier": "pro"}, "c-1")
+    {'tier': 'pro', 'customer_id': 'c-1'}
+    """
+    found = dict(slots)
+    if customer_id and "customer_id" not in found:
+        found["customer_id"] = customer_id
+    return found
 
 
 class TurnState(BaseModel):
@@ -77,10 +90,7 @@ class TurnState(BaseModel):
 
     @classmethod
     def for_request(cls, request: TurnRequest) -> TurnState:
-        slots = dict(request.slots)
-        if request.customer_id and "customer_id" not in slots:
-            slots["customer_id"] = request.customer_id
-        return cls(request=request, slots=slots)
+        return cls(request=request, slots=search_slots(request.slots, request.customer_id))
 
     @property
     def message(self) -> str:

@@ -27,6 +27,7 @@ from agents.progress import progress_label
 from agents.turn import run_turn
 from storage.memory import Scope
 from storage.retrieval.filters import SlotError, build_filters
+from tasks.gates import NOTHING_ASKED
 from tasks.schemas import TurnRequest, TurnResult
 from terminal.safe_text import visible
 
@@ -65,10 +66,6 @@ def let_ctrl_c_through() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-# messages answered with a polite reply and no search (``tasks.gates.intake``)
-POLITE_KINDS = ("greeting", "courtesy", "decline", "contact")
-
-
 def answer_panel(result: TurnResult) -> Panel:
     """A turn's answer and its sources as a panel whose text wraps at any width (a long URL
     folds); the text is shown as it is, never read as markup, control characters visible.
@@ -96,7 +93,7 @@ def panel_title(result: TurnResult) -> str:
     >>> panel_title(TurnResult(session_id="s", answer="...", verdict="handoff", kind="accept"))
     'handoff'
     """
-    return result.kind if result.kind in POLITE_KINDS else result.verdict
+    return result.kind if result.kind in NOTHING_ASKED else result.verdict
 
 
 class ChatLoop:

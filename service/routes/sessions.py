@@ -42,6 +42,7 @@ from service.session_state import move, waiting_for_a_person
 from service.staff_reads import with_cited_pages
 from storage.memory import ANONYMOUS, Scope, ScopeError, check_id
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
+from tasks.state import search_slots
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 log = logging.getLogger(__name__)
@@ -273,7 +274,8 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
     feedback = await run_in_threadpool(pilot.store.feedback, who.tenant, session_id)
     # the sources each reply showed, as links again (a reload, another page of the site)
-    shown = await run_in_threadpool(with_cited_pages, pilot.runtime, turn_slots(header, who), turns)
+    slots = search_slots(turn_slots(header, who), header["customer_id"])  # as the turns searched
+    shown = await run_in_threadpool(with_cited_pages, pilot.runtime, slots, turns)
     return {
         "session": customer_view(header),
         "turns": [customer_turn(t) for t in shown],

@@ -1,17 +1,18 @@
 // The agent desk: the hand-off queue, one conversation, take, reply, resolve (the reports
 // are the lead's page, /lead). Plain JS, no build step, same origin and CSP as the chat page.
 "use strict";
-const desk = { me: null, session: null, offset: 0, etag: null };
+const desk = { me: null, session: null, offset: 0, etag: null, page: null, rowState: null, opening: 0 };
 const PAGE = 20;
 const POLL_MS = 10000;
 const { $, call, item, element, ago, guarded, showError } = Staff;
 
 // The queue a page at a time, oldest first; polls send the last ETag and get 304 when the
-// queue has not changed. True when it was read again.
+// queue has not changed. The page when it was read again, else null.
 async function loadQueue(force) {
   const page = await call(`/v1/handoffs?limit=${PAGE}&offset=${desk.offset}`, undefined,
                           force || !desk.etag ? {} : { "If-None-Match": desk.etag });
-  if (page === null) return false;
+  if (page === null) return null;
+  desk.page = page;
   desk.etag = Staff.lastEtag;
   const list = $("queue");
   list.replaceChildren();
@@ -23,14 +24,37 @@ async function loadQueue(force) {
   $("queue-older").hidden = page.offset === 0;
   $("queue-empty").hidden = page.total > 0;
   $("queue-section").hidden = false;
-  return true;
+  return page;
 }
 
-// A poll: the queue, and the open conversation when the queue changed (the customer wrote
-// again, another agent took it): the agent never answers an old state. The reply being
-// typed stays as it is.
+// What the open conversation's queue row says changes when the customer writes again or
+// someone takes it (null: it left this page of the queue).
+function rowState(page, sessionId) {
+  const row = page && page.handoffs.find((r) => r.session.session_id === sessionId);
+  return row ? JSON.stringify([row.waiting, row.session.taken_by, row.problem]) : null;
+}
+
+// A poll: the queue, and the open conversation when its own row changed: the agent never
+// answers an old state, and other rows changing cost no suggestion. The reply being typed
+// stays as it is.
 async function poll() {
-  if (await loadQueue(false) && desk.session) await openConversation(desk.session);
+  const page = await loadQueue(false);
+  const open = desk.session;
+  if (!page || !open || rowState(page, open) === desk.rowState) return;
+  try {
+    await openConversation(open, true);
+  } catch (err) {
+    if (err.status !== 403 && err.status !== 404) throw err;
+    if (desk.session === open) closeConversation("That conversation was taken or resolved elsewhere.");
+  }
+}
+
+function closeConversation(note) {
+  $("desk-done").textContent = note;
+  $("desk-done").hidden = false;
+  $("conversation-section").hidden = true;
+  desk.session = null;
+  for (const button of $("queue").querySelectorAll("button.row")) markOpened(button);
 }
 
 // One queue row: the customer's problem (their unanswered question) first, an urgency flag
@@ -90,10 +114,15 @@ function showSuggestion(suggestion) {
   desk.suggestion = suggestion.answer + (cited.length ? "\n\nSources:\n" + cited.join("\n") : "");
 }
 
-async function openConversation(sessionId) {
+// Show a conversation; ``refresh``: read the open one again (shown only while it is still the
+// open one: a click on another row or a resolve during the read wins).
+async function openConversation(sessionId, refresh = false) {
+  const asked = ++desk.opening;
   const data = await call(`/v1/handoffs/${sessionId}`);
+  if (asked !== desk.opening || (refresh && desk.session !== sessionId)) return;
   if (sessionId !== desk.session) $("desk-done").hidden = true;
   desk.session = sessionId;
+  desk.rowState = rowState(desk.page, sessionId);
   for (const button of $("queue").querySelectorAll("button.row")) markOpened(button);
   const holder = data.session.taken_by;
   const handed = data.session.handoff_at ? `handed off ${ago(data.session.handoff_at)} ago` :
@@ -181,11 +210,8 @@ $("reply").addEventListener("submit", guarded(async () => {
 $("resolve").addEventListener("submit", guarded(async () => {
   await call(`/v1/sessions/${desk.session}/resolve`, { note: $("resolve-note").value.trim() });
   // the conversation leaves the queue: say what happened to it
-  $("desk-done").textContent = `Resolved: ${$("conversation-meta").textContent.split(" · ")[0]}. ` +
-    "The customer is asked whether the problem was solved.";
-  $("desk-done").hidden = false;
+  closeConversation(`Resolved: ${$("conversation-meta").textContent.split(" · ")[0]}. ` +
+    "The customer is asked whether the problem was solved.");
   $("resolve-note").value = "";
-  $("conversation-section").hidden = true;
-  desk.session = null;
   await loadQueue(true);
 }));

@@ -402,6 +402,22 @@ def test_an_agent_reads_only_what_their_keys_slots_allow(pilot):
     assert senior["citations"] == ["accounts/change-email.md"]
 
 
+def test_a_session_read_links_only_the_cited_pages_its_slots_may_read(pilot):
+    from service.staff_reads import with_cited_pages
+
+    client, state = pilot
+    session = post(client, "/v1/sessions", "portal").json()["session_id"]
+    message = "How do I change the email address of my account?"
+    answer = post(client, f"/v1/sessions/{session}/messages", "portal", message=message).json()
+    assert answer["verdict"] == "answered", answer
+    read = client.get(f"/v1/sessions/{session}", headers=auth("portal")).json()
+    [page] = read["turns"][0]["citations"]
+    assert page["source_id"] == "accounts/change-email.md" and page["title"] and page["url"]
+    # under slots that may not read the customer-only page (its access changed since) it goes
+    turns = [{"turn_index": 0, "answer": "...", "citations": ["accounts/change-email.md"]}]
+    assert with_cited_pages(state.runtime, {"access_level": "public"}, turns)[0]["citations"] == []
+
+
 def test_an_agent_cannot_read_sessions_outside_the_queue(pilot):
     client, _ = pilot
     session = answered_session(client, "c-80")  # open: never handed off

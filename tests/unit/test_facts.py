@@ -144,3 +144,12 @@ def test_a_code_is_explained_only_by_a_page_that_holds_it():
     assert explained_codes("What does error E-429 mean?", page, [page]) == {"E-429"}
     assert explained_codes("What does error E-430 mean?", page, [page]) == set()
     assert explained_codes("Refund for ORD-55812?", page, [page]) == set()  # no documented family
+
+
+def test_only_error_codes_of_an_unnamed_family_make_a_page_foreign():
+    from tasks.facts import foreign_error_codes
+
+    refunds = "Refunds\nRefunds take 5 to 7 business days."
+    assert foreign_error_codes("Error on my refund for order ORD-55812?", refunds) == set()
+    assert foreign_error_codes("Our sync fails with error code E-429.", refunds) == {"E-429"}
+    assert foreign_error_codes("Our sync fails with error code E-429.", "E-500 and E-503") == set()
