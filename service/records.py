@@ -82,6 +82,20 @@ class TurnRecord(_Record):
     ts: float | None = None
 
 
+class CitedPage(BaseModel):
+    """A page a reply cited, as its customer may read it now."""
+
+    source_id: str
+    title: str
+    url: str | None = None
+
+
+class CustomerTurnRecord(TurnRecord):
+    """A stored turn as its customer reads it back: each citation the page it showed."""
+
+    citations: list[CitedPage] = []  # type: ignore[assignment]
+
+
 class FeedbackMark(_Record):
     turn_index: int
     rating: str
@@ -100,7 +114,7 @@ class SatisfactionAnswer(BaseModel):
 
 class SessionDetail(BaseModel):
     session: SessionView
-    turns: list[TurnRecord]
+    turns: list[CustomerTurnRecord]
     feedback: list[FeedbackMark]
 
 
