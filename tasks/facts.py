@@ -23,6 +23,7 @@ from storage.text import WORD
 
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _PATH = re.compile(r"[A-Z][\w&]*(?: [A-Z][\w&]*)*(?:\s*(?:→|->|>|›)\s*[A-Z][\w&]*(?: [A-Z][\w&]*)*)+")
+_ERROR_WORD = re.compile(r"\berror\b", re.IGNORECASE)
 _AFTER_ERROR = re.compile(r"\b(?:error|code)\s+(?:code\s+)?(\S+)", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")  # "256" of "SHA256" is the token's
 _MIXED = re.compile(r"\b[A-Za-z]+\d\w*\b")  # ... fact, whole: "SHA256", "mp3"
@@ -152,7 +153,7 @@ def foreign_error_codes(message: str, passage: str) -> set[str]:
     >>> foreign_error_codes("Where do I enter the discount code SPRING-20?", "Plans and prices.")
     set()
     """
-    if not re.search(r"\berror\b", message, re.IGNORECASE):
+    if not _ERROR_WORD.search(message):
         return set()
     named = {
         c for c in codes(" ".join(_AFTER_ERROR.findall(message))) if not c.startswith(REFERENCE_PREFIXES)

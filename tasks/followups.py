@@ -87,29 +87,27 @@ def resolve_follow_up(
     if pointed:
         return FollowUp(f"{message} ({named(pointed)})", named(pointed))
     if history and leans_back(message):
-        terms = carried_over(message, history[-1].user, subject_terms(history[-1].user))
+        terms = carried_over(message, history[-1].user)
         if terms:
             return FollowUp(f"{message} {' '.join(terms)}", "the previous question")
     if history:  # "what are the requirements to be eligible": about the conversation's subject
-        said = subject_message(history)
-        terms = carried_over(message, said, subject_terms(said))
+        terms = carried_over(message, subject_message(history))
         if terms:
             return FollowUp(f"{message} {' '.join(terms)}", "the conversation's subject", leans=False)
     return None
 
 
-def carried_over(message: str, earlier: str, terms: list[str]) -> list[str]:
-    """The ``terms`` of an ``earlier`` message that a follow-up takes on: not those it says
-    itself, nor a value of a kind it names anew ("and what about SSO-104?" after error
+def carried_over(message: str, earlier: str) -> list[str]:
+    """The subject terms of an ``earlier`` message that a follow-up takes on: not those it
+    says itself, nor a value of a kind it names anew ("and what about SSO-104?" after error
     SSO-102 asks about SSO-104 alone).
 
-    >>> carried_over("and what about SSO-104?", "Sign-in fails with error SSO-102",
-    ...              ["SSO-102", "Sign-in", "fails"])
-    ['Sign-in', 'fails']
+    >>> carried_over("and what about SSO-104?", "Sign-in fails with error SSO-102")
+    ['Sign-in', 'fails', 'error']
     """
     named = {e.type for e in extract(message)}
     replaced = {e.value for e in extract(earlier) if e.type in named}
-    return [t for t in terms if t.lower() not in message.lower() and t not in replaced]
+    return [t for t in subject_terms(earlier) if t.lower() not in message.lower() and t not in replaced]
 
 
 def subject_message(history: list[HistoryTurn]) -> str:
