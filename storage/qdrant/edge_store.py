@@ -23,6 +23,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from storage.qdrant.store import (
+    TIE_MARGIN,
     CollectionSpec,
     Condition,
     Hit,
@@ -32,6 +33,7 @@ from storage.qdrant.store import (
     Rrf,
     Stage,
     StoreError,
+    in_stable_order,
 )
 from storage.qdrant.translate import FilterDialect, translate_filter
 
@@ -235,7 +237,7 @@ class EdgeStore:
     def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]:
         edge_filter = to_edge_filter(where)
         request = qe.QueryRequest(
-            limit=stage.limit,
+            limit=stage.limit + TIE_MARGIN,
             query=_as_query(stage.query),
             prefetches=[_as_prefetch(p, edge_filter) for p in stage.prefetch] or None,
             filter=edge_filter,
@@ -243,7 +245,8 @@ class EdgeStore:
             with_vector=False,
         )
         points = self._shard(name).query(request)
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+        hits = [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+        return in_stable_order(hits, stage.limit)
 
     def close(self) -> None:
         try:

@@ -17,6 +17,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from storage.qdrant.store import (
+    TIE_MARGIN,
     CollectionSpec,
     Condition,
     Hit,
@@ -26,6 +27,7 @@ from storage.qdrant.store import (
     Rrf,
     Stage,
     StoreError,
+    in_stable_order,
 )
 from storage.qdrant.translate import FilterDialect, translate_filter
 
@@ -200,10 +202,11 @@ class ServerStore:
             using=using,
             prefetch=[_as_prefetch(p, client_filter) for p in stage.prefetch] or None,
             query_filter=client_filter,
-            limit=stage.limit,
+            limit=stage.limit + TIE_MARGIN,
             with_payload=True,
         )
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        hits = [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return in_stable_order(hits, stage.limit)
 
     def close(self) -> None:
         self._client.close()

@@ -136,6 +136,21 @@ class Hit:
     payload: dict[str, Any]
 
 
+# extra hits a query fetches so that a tie at its cut-off is broken by id, not by the engine
+TIE_MARGIN = 8
+
+
+def in_stable_order(hits: Sequence[Hit], limit: int) -> list[Hit]:
+    """``hits`` best first, equal scores by id, the first ``limit``: the engines order equal
+    scores differently from one process to the next (fused ranks tie often), and the same
+    question must find the same page every time.
+
+    >>> [h.id for h in in_stable_order([Hit("b", 0.5, {}), Hit("a", 0.5, {}), Hit("c", 0.9, {})], 2)]
+    ['c', 'a']
+    """
+    return sorted(hits, key=lambda hit: (-hit.score, hit.id))[:limit]
+
+
 # ---- queries ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Nearest:

@@ -278,12 +278,13 @@ def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, s
 
 def test_a_hidden_page_that_does_not_answer_is_no_answer_above_the_askers(seeded, settings):
     kb, memory, pilot = seeded
-    asked_in_public(memory, "c-30", "s-student", "Do you offer a student discount?", "handoff")
+    asked_in_public(memory, "c-31", "s-credit", "Can I get a goodwill credit as a student?")
     report = read_report(kb, memory, pilot, settings)
-    [student] = [c for c in report.clusters if "student" in c.examples[0]]
-    # the nearest page is an internal runbook no public visitor may read; it does not answer
-    assert student.nearest_article.source_id.startswith("internal/")
-    assert student.above_askers == []
+    [credit] = [c for c in report.clusters if "goodwill" in c.examples[0]]
+    # the nearest page is an internal runbook no public visitor may read (refund overrides, a
+    # reason code for goodwill); it does not answer (the cross-encoder reads 0.003)
+    assert credit.nearest_article.source_id == "internal/runbook-refund-override.md"
+    assert credit.above_askers == []
     # without a reading of the passages, no gap is said to be answered above its askers
     unread = tenant_gap_report(
         memory, pilot, QdrantRetriever(kb=kb), "acme", 0.0, {"access_level": "internal"}

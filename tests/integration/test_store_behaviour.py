@@ -156,6 +156,16 @@ def test_dense_sparse_and_maxsim_queries(store):
     assert late[0].payload["n"] in (1, 4) and 4 in [h.payload["n"] for h in late]
 
 
+def test_equal_scores_come_back_in_id_order_at_any_cut(store):
+    name = store.test_collection
+    twins = [point(n, unit(0, 0, 0, 1), {"access": "public"}) for n in range(5, 11)]
+    store.upsert(name, twins)
+    by_id = sorted(p.id for p in twins)
+    for limit in (1, 3, 6):  # six twins: within the margin fetched past every cut
+        hits = store.query(name, Stage(Nearest("dense", unit(0, 0, 0, 1)), limit))
+        assert [h.id for h in hits] == by_id[:limit]
+
+
 def test_fusion_respects_filters_in_every_stage(store):
     name = store.test_collection
     plan = Stage(

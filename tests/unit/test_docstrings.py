@@ -19,6 +19,7 @@ PACKAGES = ("config", "storage", "tasks", "agents", "integrations", "service", "
 DOCTESTED = (
     "config.settings",
     "storage.lru",
+    "storage.qdrant.store",
     "tasks.facts",
     "tasks.passage_text",
     "tasks.answerability_model",
