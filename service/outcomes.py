@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -109,7 +110,8 @@ class ConversationOutcome(BaseModel):
 
 class Tile(BaseModel):
     """One label's conversations of the window: a count and its whole-number share of all
-    the window's conversations (pending included); the tiles' percents add up to 100."""
+    the window's conversations (pending included), rounded on its own: equal counts, equal
+    shares (they may add up to 99 or 101)."""
 
     label: Label
     count: int
@@ -139,22 +141,21 @@ class OutcomeReport(BaseModel):
 
 
 def tiles(counts: Mapping[str, int | float | None]) -> list[Tile]:
-    """Every label's count and share of all of them, the shares rounded so they add up to
-    100 (largest remainder); no conversation: every share 0.
+    """Every label's count and share of all of them, each rounded on its own (halves up), so
+    equal counts read equal shares; the shares may add up to 99 or 101. No conversation:
+    every share 0.
 
     >>> [(t.label, t.percent) for t in tiles({"assumed": 1, "pending": 2}) if t.count]
     [('assumed', 33), ('pending', 67)]
+    >>> [t.percent for t in tiles({"assumed": 3, "unanswered": 3, "pending": 3}) if t.count]
+    [33, 33, 33]
     """
     found = {name: int(counts.get(name, 0) or 0) for name in LABELS}
     whole = sum(found.values())
-    if not whole:
-        return [Tile(label=name, count=0, percent=0) for name in LABELS]
-    exact = {name: 100 * n / whole for name, n in found.items()}
-    percent = {name: int(v) for name, v in exact.items()}
-    by_remainder = sorted(LABELS, key=lambda n: -(exact[n] - percent[n]))
-    for name in by_remainder[: 100 - sum(percent.values())]:
-        percent[name] += 1
-    return [Tile(label=name, count=found[name], percent=percent[name]) for name in LABELS]
+    return [
+        Tile(label=name, count=n, percent=math.floor(100 * n / whole + 0.5) if whole else 0)
+        for name, n in found.items()
+    ]
 
 
 CSV_COLUMNS = (

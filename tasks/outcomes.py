@@ -15,7 +15,9 @@ evidence that justifies it (turn indices, feedback, timestamps):
     resolved_by_person  ... and a person resolved it
     reopened            confirmed or assumed, but the same customer came back on the same
                         topic within ``reopen_within_s``: not counted as resolved
-    pending             still going: not quiet for ``outcome_after_s`` and not closed
+    pending             still going: not quiet for ``outcome_after_s`` and not closed (a
+                        person resolved it, or the customer answered or closed the closing
+                        question after their last message)
 
 Messages of courtesy alone ("Thanks, bye") and yes / no replies to the offer of a person are
 not questions (``tasks/message_kind.py``); a conversation whose customer wrote again after the
@@ -44,7 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
-from storage.memory import ANONYMOUS, StoredTurn
+from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, StoredTurn
 from tasks.message_kind import asked_something, kind_of
 
 Label = Literal[
@@ -99,8 +101,9 @@ class Outcome:
     # the customer's answer to "Did we solve your problem today?": "yes", "no", "skipped"
     # (asked, closed unanswered) or "" (not asked)
     csat: str = ""
-    # the pages the last question's answer cited: what the label says of (a hand-off after
-    # an unanswered question is not the fault of an earlier answer's page)
+    # the pages the last question's answer cited (the last the assistant handled: not a
+    # message to a person): what the label says of (a hand-off after an unanswered question
+    # is not the fault of an earlier answer's page)
     decided_by: list[str] = field(default_factory=list)
     # per cited page, the customer's marks on the answers that cited it: {"up": n, "down": n}
     marks: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -112,6 +115,13 @@ class Outcome:
 
 def _questions(turns: Sequence[StoredTurn]) -> list[StoredTurn]:
     return [t for t in turns if asked_something(t)]
+
+
+def _last_handled(asked: Sequence[StoredTurn]) -> StoredTurn:
+    """The last question the assistant handled: messages written to a person after a hand-off
+    are never answered by it, so the page it last answered from is the one the hand-off came
+    right after."""
+    return next((t for t in reversed(asked) if t.get("status") != WAITING_FOR_AGENT), asked[-1])
 
 
 def page_marks(
@@ -147,6 +157,20 @@ def _unclosed_courtesy(turns: Sequence[StoredTurn], after: int) -> int | None:
     )
 
 
+def _closed_by_customer(header: Mapping[str, Any], last_activity: float) -> bool:
+    """The customer answered the closing question, or closed it unanswered, after their last
+    message: they ended the conversation, nothing is left to wait for.
+
+    >>> _closed_by_customer({"csat_solved": False, "csat_at": 20.0}, last_activity=10.0)
+    True
+    >>> _closed_by_customer({"csat_solved": True, "csat_at": 20.0}, last_activity=30.0)
+    False
+    """
+    ended = header.get("csat_at") if header.get("csat_solved") is not None else None
+    ended = ended or header.get("csat_skipped_at")
+    return ended is not None and float(ended) >= last_activity
+
+
 def label(
     header: Mapping[str, Any],
     turns: Sequence[StoredTurn],
@@ -176,13 +200,13 @@ def label(
         topic=topic,
         first_question=str(asked[0]["user"])[:300],
         topic_id=next((str(c) for t in asked for c in t.get("citations", [])), ""),
-        decided_by=sorted({str(c) for c in last.get("citations", [])}),
+        decided_by=sorted({str(c) for c in _last_handled(asked).get("citations", [])}),
         marks=page_marks(turns, feedback),
     )
     evidence: dict[str, Any] = {"last_question_turn": index, "verdict": last.get("verdict")}
     if index in ratings:
         evidence["feedback"] = {k: ratings[index].get(k) for k in ("rating", "comment", "ts")}
-    closed = header.get("status") == "resolved"
+    closed = header.get("status") == "resolved" or _closed_by_customer(header, last_activity)
     quiet = now - last_activity >= outcome_after_s
     verdict = last.get("verdict")
     rating = ratings.get(index, {}).get("rating")

@@ -152,7 +152,7 @@ async def outcomes(
 ) -> OutcomeReport:
     """What the assistant achieved per day over the last ``days`` days (every label's count,
     the rates, satisfaction), ``tiles``: every label's count and share of all the window's
-    conversations (pending included; the shares add up to 100), and the conversations the
+    conversations (pending included; each share rounded on its own), and the conversations the
     filters list (``label``, ``topic``, ``day``, ``article``; ``matching`` of them in all)
     with the turns, feedback and timestamps that justify each label, newest first, a page at
     a time. Read from the outcomes stored as conversations change

@@ -58,7 +58,7 @@ async function loadOverview() {
   );
   const resolved = tiles.confirmed.count + tiles.assumed.count;
   $("tiles-note").textContent = `Shares of all ${whole} conversations, still-going ones included ` +
-    `(they add up to 100%). Resolved by the assistant: ${percent(resolved, whole)}, of which ` +
+    `(each rounded on its own). Resolved by the assistant: ${percent(resolved, whole)}, of which ` +
     `${percent(tiles.confirmed.count, resolved)} marked helpful by the customer, ` +
     `${percent(report.totals.verified || 0, resolved)} verified (marked helpful by a signed-in ` +
     `customer, or answered with the decision at least 80% sure the page answers).`;

@@ -32,6 +32,8 @@ DOCTESTED = (
     "evaluation.answers",
     "tasks.schemas",
     "tasks.decision",
+    "tasks.outcomes",
+    "service.outcomes",
     "terminal.chat",
     "terminal.safe_text",
     "service.routes.handoffs",

@@ -214,3 +214,33 @@ def test_an_article_is_blamed_only_for_what_came_after_its_own_answer():
     after = outcome([refund], [], **handed)
     [blamed] = by_article([after.row()], {"billing/refunds.md": "Refunds"})
     assert (blamed.failing, blamed.handoffs) == (1, 1)
+
+
+def test_a_message_to_the_person_does_not_hide_the_answer_the_hand_off_came_after():
+    """Refund answer, "Talk to a person", then a question written to the person: the hand-off
+    came right after the refund answer and counts against that page."""
+    from service.breakdowns import by_article
+
+    refund = asked(
+        0, "Can I cancel my annual plan and get my money back?", "answered", T0, ["billing/refunds.md"]
+    )
+    to_person = {
+        **asked(1, "How long does the refund take?", "", T0 + 60),
+        "status": "waiting_for_agent",
+    }
+    found = outcome([refund, to_person], handoff_at=T0 + 30)
+    assert (found.label, found.decided_by, found.questions) == ("handed_off", ["billing/refunds.md"], 2)
+    [article] = by_article([found.row()], {"billing/refunds.md": "Refunds"})
+    assert article.handoffs == 1
+
+
+def test_a_customer_who_answers_the_closing_question_has_ended_the_conversation():
+    idk = asked(0, "Do you offer a student discount?", "idk", T0 + 10)
+    # the same minute, long before the quiet window: decided at once by the customer's answer
+    said_no = outcome([idk], now=T0 + 40, csat_solved=False, csat_at=T0 + 30)
+    assert (said_no.label, said_no.csat) == ("unanswered", "no")
+    closed = outcome([REFUND], now=T0 + 40, csat_skipped_at=T0 + 30)
+    assert closed.label == "assumed"
+    # a message after the closing answer opens the conversation again
+    later = asked(1, "And for teachers?", "idk", T0 + 50)
+    assert outcome([idk, later], now=T0 + 60, csat_solved=False, csat_at=T0 + 30).label == "pending"
