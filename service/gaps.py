@@ -28,6 +28,7 @@ from tasks.gap_report import (
     failed_turns,
     gap_questions,
     mark_addressed,
+    open_first,
 )
 from tasks.message_kind import load_message_kinds
 
@@ -94,31 +95,37 @@ def tenant_gap_report(
     failed = failed_turns(turns)
     report.errors, report.failed = len(failed), failed[-FAILED_SHOWN:]
     if answerable is not None:
-        report = above_the_askers(report, memory.rules, answerable)
-    return mark_addressed(report, published or {})
+        report = where_answered(report, memory.rules, answerable)
+    return open_first(mark_addressed(report, published or {}))
 
 
-def above_the_askers(
+def where_answered(
     report: GapReport, rules: Mapping[str, SlotRule], answerable: Answerable
 ) -> GapReport:
     """Each cluster whose nearest article answers its central question (``answerable`` reads
-    at least :data:`ANSWERS_AT`) and no asker could read: the fields that hide it
-    (``above_askers``), so the lead sees the answer exists above these customers' access.
-    The article was found under the reader's own slots, so naming it leaks nothing; an
-    article that is only the nearest ("Do you offer a student discount?" beside a refund
-    runbook) is no answer, and the gap stays a gap."""
+    at least :data:`ANSWERS_AT`): when no asker could read it, the fields that hide it
+    (``above_askers``: the answer exists above these customers' access); when every asker
+    could, ``answered_in_reach`` (nothing is missing: "How long does the refund take to reach
+    my card?", written to a person after a hand-off, is answered by the refunds page). The
+    article was found under the reader's own slots, so naming it leaks nothing; an article
+    that is only the nearest ("Do you offer a student discount?" beside a refund runbook) is
+    no answer, and the gap stays a gap."""
     for cluster in report.clusters:
         article = cluster.nearest_article
-        if article is None or not cluster.asker_slots:
+        passage = str(article.fields.get("hit_text") or "") if article else ""
+        if article is None or not passage or not cluster.asker_slots:
             continue
         try:
             hidden = [admits(rules, slots, article.fields) for slots in cluster.asker_slots]
         except SlotError:  # slots stored under rules since changed: say nothing
             continue
-        passage = str(article.fields.get("hit_text") or "")
-        # the cross-encoder reads only a page every asker was kept from (most are not)
-        if all(hidden) and passage and answerable(cluster.examples[0], [passage])[0] >= ANSWERS_AT:
-            cluster.above_askers = sorted({field for fields in hidden for field in fields})
+        if any(hidden) and not all(hidden):  # some askers could read it, some not: say nothing
+            continue
+        if answerable(cluster.examples[0], [passage])[0] >= ANSWERS_AT:
+            if all(hidden):
+                cluster.above_askers = sorted({field for fields in hidden for field in fields})
+            else:
+                cluster.answered_in_reach = True
     return report
 
 

@@ -95,6 +95,10 @@ class GapCluster(BaseModel):
     # the nearest article's fields that hide it from every asker (its access, its tiers):
     # the answer exists, above what these customers may read
     above_askers: list[str] = Field(default_factory=list)
+    # the nearest article answers it and every asker could read it: nothing is missing from
+    # the knowledge base (a message written to a person, a hand-off or a refusal the
+    # assistant got wrong); no article to write
+    answered_in_reach: bool = False
     asked_at: list[float] = Field(default_factory=list, exclude=True, repr=False)
     asker_slots: list[dict[str, Any]] = Field(default_factory=list, exclude=True, repr=False)
 
@@ -285,7 +289,21 @@ def mark_addressed(
             continue
         cluster.failed_since = sum(ts > article.published_at for ts in cluster.asked_at)
         cluster.addressed_by = article
+        cluster.answered_in_reach = False  # by the article written for it: addressed says so
         cluster.status = "reopened" if cluster.failed_since >= reopen_after else "addressed"
+    return report
+
+
+def open_first(report: GapReport) -> GapReport:
+    """The clusters that still need an article first (open, reopened), then those an article
+    addressed or the knowledge base already answers; each part in its order.
+
+    >>> done = GapCluster(size=3, kinds={}, examples=["a"], status="addressed")
+    >>> [c.size for c in open_first(GapReport(questions=4, clusters=[
+    ...     done, GapCluster(size=1, kinds={}, examples=["b"])])).clusters]
+    [1, 3]
+    """
+    report.clusters.sort(key=lambda c: c.status == "addressed" or c.answered_in_reach)
     return report
 
 

@@ -302,6 +302,11 @@ async function loadGaps() {
         textContent: `The answer exists in “${cluster.nearest_article.title || cluster.nearest_article.source_id}”, ` +
           `which these customers may not read (its ${cluster.above_askers.join(", ")})` }));
     }
+    if (cluster.answered_in_reach && cluster.nearest_article) {
+      item.append(element("br"), element("span", { className: "gap-in-reach",
+        textContent: `The knowledge base answers this in “${cluster.nearest_article.title || cluster.nearest_article.source_id}”, ` +
+          "which these customers may read: nothing to write (asked of a person, or the assistant missed it)" }));
+    }
     if (cluster.addressed_by) {
       const live = new Date(cluster.addressed_by.published_at * 1000).toISOString().slice(0, 10);
       const said = cluster.status === "reopened"
@@ -309,7 +314,8 @@ async function loadGaps() {
         : `Addressed by “${cluster.addressed_by.title}”, live since ${live}`;
       item.append(element("br"), element("span", { className: `gap-${cluster.status}`, textContent: said }));
     }
-    item.append(element("br"), write);
+    // an article to write only where one is missing
+    if (cluster.status !== "addressed" && !cluster.answered_in_reach) item.append(element("br"), write);
     list.append(item);
   }
   if (!report.clusters.length) {

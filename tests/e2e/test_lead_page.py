@@ -214,6 +214,7 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         addressed = lead.locator("#gaps li", has_text="Antarctica").locator(".gap-addressed")
         addressed.wait_for(timeout=15_000)
         assert "Shipping to Antarctica" in addressed.inner_text(), addressed.inner_text()
+        assert gap.get_by_role("button", name="Draft an article").count() == 0  # written
         lead.screenshot(path=str(shots / "lead-gap-addressed.png"), full_page=True)
 
         phone = browser.new_page(viewport={"width": 390, "height": 844})

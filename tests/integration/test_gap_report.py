@@ -276,6 +276,30 @@ def test_a_gap_answered_above_the_askers_access_names_the_page_and_why(seeded, s
     assert "fields" not in report.model_dump()["clusters"][0]["nearest_article"]
 
 
+def test_a_message_to_a_person_the_pages_answer_is_no_article_to_write(seeded, settings):
+    kb, memory, pilot = seeded
+    memory.add_turn(  # written to the person after a hand-off: the assistant never read it
+        Scope("c-40", "acme"),
+        "s-card",
+        1,
+        {
+            "user": "How long does the refund take to reach my card?",
+            "status": "waiting_for_agent",
+            "slots": {"access_level": "public", "tenant": "acme"},
+        },
+    )
+    asked_in_public(memory, "c-41", "s-yen", "Can I pay my invoice in Japanese yen?")
+    report = read_report(kb, memory, pilot, settings)
+    [card] = [c for c in report.clusters if "card" in c.examples[0]]
+    assert card.nearest_article.source_id == "billing/refunds.md"
+    assert card.answered_in_reach and card.above_askers == []
+    # the yen question's nearest page (payment methods) does not answer it: still a gap, first
+    [yen] = [c for c in report.clusters if any("yen" in e for e in c.examples)]
+    assert not yen.answered_in_reach
+    assert report.clusters.index(yen) < report.clusters.index(card)
+    assert report.model_dump()["clusters"][-1]["answered_in_reach"] is True
+
+
 def test_a_hidden_page_that_does_not_answer_is_no_answer_above_the_askers(seeded, settings):
     kb, memory, pilot = seeded
     asked_in_public(memory, "c-31", "s-credit", "Can I get a goodwill credit as a student?")
