@@ -69,6 +69,12 @@ MARKED = {
     "answered": "the customer marked the last answer helpful",
     "suggest": "the customer marked the article suggested for the last question helpful",
 }
+# what the customer read, in the words a lead reads it (the stored verdict stays in evidence)
+UNANSWERED_BY = {
+    "idk": '"I could not find this"',
+    "error": "an error",
+    "handoff": "the offer of a person, not taken up",
+}
 # an assumed resolution is verified when the decision was at least this sure that the page
 # answers (every answer is grounded: a draft the support check passed, or the page's quote);
 # stricter than the gate's answer_at, where its dev curves already read precision 0.95
@@ -251,7 +257,8 @@ def label(
     elif verdict == "suggest":
         outcome.label, outcome.why = "suggested", "the last question got an article that may help"
     else:
-        outcome.label, outcome.why = "unanswered", f"the last question got {verdict!r}"
+        got = UNANSWERED_BY.get(str(verdict), f"the verdict {verdict!r}")
+        outcome.label, outcome.why = "unanswered", f"the last question got {got}"
     outcome.evidence = evidence
     return outcome
 

@@ -196,6 +196,33 @@ function topicName(id) {
   return option ? option.textContent : id;
 }
 
+// One piece of a label's evidence in words, the stored code beside it where a lead may search
+// the API or the CSV for it.
+const VERDICT_WORDS = { answered: "answered", suggest: "offered an article that may help",
+  idk: "“I could not find this”", handoff: "offered a person", error: "failed" };
+const CLOSING = "“Did we solve your problem today?”";
+function evidenceText(key, value) {
+  if (value === null || value === undefined) return "–";
+  const at = (ts) => (typeof ts === "number" ? ` at ${when(ts)}` : "");
+  if (key === "verdict") {
+    const words = VERDICT_WORDS[value] || value;
+    return words === value ? words : `${words} (${value})`;
+  }
+  if (key === "feedback") {
+    return `marked ${value.rating === "up" ? "helpful" : "not helpful"}${at(value.ts)}` +
+      (value.comment ? `: “${value.comment}”` : "");
+  }
+  if (key === "csat") {
+    if (value.skipped) return `closed ${CLOSING} unanswered${at(value.ts)}`;
+    return `said ${value.solved ? "yes" : "no"} to ${CLOSING}${at(value.ts)}`;
+  }
+  if (key === "probability") return `${Math.round(value * 100)}% sure the page answers`;
+  if (/_turn$/.test(key)) return `turn ${value}`;
+  if (/_at$|_since$/.test(key) && typeof value === "number") return when(value);
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
 async function openTranscript(sessionId) {
   const data = await call(`/v1/reports/outcomes/${encodeURIComponent(sessionId)}`);
   const o = data.outcome;
@@ -205,8 +232,7 @@ async function openTranscript(sessionId) {
     document.createTextNode(` because ${o.why}` + (o.topic_title ? ` · topic: ${o.topic_title}` : "")));
   const evidence = Object.entries(o.evidence).flatMap(([key, value]) => [
     element("dt", { textContent: key.replaceAll("_", " ") }),
-    element("dd", { textContent: typeof value === "object" ? JSON.stringify(value) :
-      (/_at$|_since$/.test(key) && typeof value === "number" ? when(value) : String(value)) }),
+    element("dd", { textContent: evidenceText(key, value) }),
   ]);
   $("transcript-evidence").replaceChildren(...evidence);
   const marks = Object.fromEntries(data.feedback.map((f) => [f.turn_index, f]));

@@ -167,6 +167,9 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         # a bar of the chart: today's conversations of that outcome
         lead.locator("#chart rect.bar[data-label='confirmed']").click()
         lead.get_by_text("1-1 of 1 conversations (resolved, marked helpful, day ").wait_for()
+        lead.locator("#list tr").first.get_by_role("button").click()
+        evidence.get_by_text("marked helpful at").wait_for()  # in words, not the stored JSON
+        assert "{" not in evidence.inner_text() and "turn 0" in evidence.inner_text()
         # a topic filters the list; an article's row opens the conversations citing it
         topic = lead.locator("#topics button", has_text="refund").first
         topic.click()
