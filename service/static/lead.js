@@ -57,8 +57,12 @@ async function loadOverview() {
           `(${Math.round((report.totals.csat_response_rate || 0) * 100)}% answered)` : "")),
   );
   const resolved = tiles.confirmed.count + tiles.assumed.count;
+  const decided = whole - tiles.pending.count;
+  const rate = report.totals.resolution_rate;
   $("tiles-note").textContent = `Shares of all ${whole} conversations, still-going ones included ` +
-    `(each rounded on its own). Resolved by the assistant: ${percent(resolved, whole)}, of which ` +
+    `(each rounded on its own). Resolved by the assistant: ${percent(resolved, whole)} of all; ` +
+    `${rate === null || rate === undefined ? "–" : `${Math.round(rate * 100)}%`} of the ${decided} ` +
+    "decided ones (the API's resolution_rate), of which " +
     `${percent(tiles.confirmed.count, resolved)} marked helpful by the customer, ` +
     `${percent(report.totals.verified || 0, resolved)} verified (marked helpful by a signed-in ` +
     `customer, or answered with the decision at least 80% sure the page answers).`;
