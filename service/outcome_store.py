@@ -64,6 +64,8 @@ def conditions(tenant: str, days: list[str], wanted: ConversationFilter) -> AllO
         parts.append(Match("label", (wanted.label,)))
     if wanted.topic is not None:
         parts.append(Match("topic_id", (wanted.topic,)))
+    if wanted.topics is not None:
+        parts.append(Match("topic_id", tuple(wanted.topics)))
     if wanted.article:
         parts.append(Match("topic", (wanted.article,)))
     return AllOf(tuple(parts))

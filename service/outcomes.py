@@ -125,6 +125,10 @@ class ConversationFilter(BaseModel):
     topic: str | None = None  # the page the conversation is about (``topic_id``)
     day: str | None = None  # the UTC day it started, ISO
     article: str | None = None  # a page its answers cited
+    # the topics report's "other": about no page the reader may read (``listed`` resolves it
+    # to ``topics``, those pages' ids and "" for none named, read in the store's filter)
+    other: bool = False
+    topics: list[str] | None = None
 
 
 class OutcomeReport(BaseModel):
@@ -196,6 +200,7 @@ def matches(outcome: Outcome, wanted: ConversationFilter) -> bool:
     return (
         wanted.label in (None, outcome.label)
         and wanted.topic in (None, outcome.topic_id)
+        and (wanted.topics is None or outcome.topic_id in wanted.topics)
         and wanted.day in (None, outcome.day)
         and (not wanted.article or wanted.article in outcome.topic)
     )

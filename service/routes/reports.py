@@ -110,8 +110,9 @@ def drill_down(
     topic: str | None = Query(None, max_length=500, description="the page it is about"),
     day: str | None = Query(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="UTC, ISO"),
     article: str | None = Query(None, max_length=500, description="a page its answers cited"),
+    other: bool = Query(False, description="about no page the key may read (the topics report's other)"),
 ) -> ConversationFilter:
-    return ConversationFilter(label=label, topic=topic, day=day, article=article)
+    return ConversationFilter(label=label, topic=topic, day=day, article=article, other=other)
 
 
 Wanted = Annotated[ConversationFilter, Depends(drill_down)]
@@ -128,6 +129,10 @@ def listed(
     asked = [p for p in (wanted.topic, wanted.article) if p]
     if asked and len(readable(pilot.runtime, slots, asked)) < len(set(asked)):
         wanted, limit = ConversationFilter(label=wanted.label, day="none"), 0
+    elif wanted.other:
+        rows, titles = breakdown_titles(pilot, who, days)
+        unread = {str(r.get("topic_id") or "") for r in rows} - set(titles)
+        wanted = wanted.model_copy(update={"topics": sorted(unread | {""})})
     report = pilot.outcomes.report(
         who.tenant,
         now,

@@ -136,11 +136,15 @@ function chart(days) {
 }
 
 // -- the drill-down list and one transcript ------------------------------------------------
+// the topic filter's value for the topics table's "other" row (the API's other=true)
+const OTHER = "(other)";
+
 function filters() {
   const query = new URLSearchParams();
   for (const name of ["label", "topic", "day", "article"]) {
     const value = $(`filter-${name}`).value;
-    if (value) query.set(name, value);
+    if (name === "topic" && value === OTHER) query.set("other", "true");
+    else if (value) query.set(name, value);
   }
   return query;
 }
@@ -186,7 +190,8 @@ async function loadList() {
   $("list").replaceChildren(...rows);
   const shown = page.conversations.length;
   const described = [...filters().entries()].map(([k, v]) =>
-    k === "label" ? NAME[v] : k === "topic" ? `topic ${topicName(v)}` : `${k} ${v}`).join(", ");
+    k === "label" ? NAME[v] : k === "topic" ? `topic ${topicName(v)}` :
+      k === "other" ? `topic ${topicName(OTHER)}` : `${k} ${v}`).join(", ");
   $("list-count").textContent = page.matching ?
     `${lead.offset + 1}-${lead.offset + shown} of ${page.matching} conversations` +
     `${described ? ` (${described})` : ""}, newest first` :
@@ -273,10 +278,10 @@ async function loadTopics() {
   const select = $("filter-topic");
   select.replaceChildren(element("option", { value: "", textContent: "every topic" }));
   $("topics").replaceChildren(...topics.map((t) => {
-    if (t.topic_id) select.append(element("option", { value: t.topic_id, textContent: t.title }));
+    const value = t.topic_id || OTHER;
+    select.append(element("option", { value, textContent: t.title }));
     return element("tr", {},
-      element("td", {}, t.topic_id ? opener(t.title, { topic: t.topic_id }) :
-        element("span", { className: "meta", textContent: t.title })),
+      element("td", {}, opener(t.title, { topic: value })),
       element("td", { textContent: String(t.conversations) }),
       element("td", { textContent: share(t, "confirmed", "assumed") }),
       element("td", { textContent: share(t, "handed_off", "resolved_by_person") }),

@@ -190,6 +190,12 @@ def test_the_lead_runs_the_team_from_the_page(own_server, tmp_path):
         rows = lead.locator("#list tr").all_inner_texts()
         assert len(rows) == 1 and "How long does a refund take?" in rows[0], rows
 
+        # the topics' "other" row lists its conversations too (here the Antarctica one)
+        lead.locator("#topics button", has_text="other").click()
+        lead.locator("#list-count", has_text="topic other").wait_for()
+        rows = lead.locator("#list tr").all_inner_texts()
+        assert len(rows) == 1 and "Antarctica" in rows[0], rows
+
         # a gap: draft, save, check, publish
         gap = lead.locator("#gaps li", has_text="Antarctica")
         gap.wait_for(timeout=15_000)

@@ -257,6 +257,14 @@ def test_the_lead_drills_from_tiles_to_transcripts(settings, example_kb, tmp_pat
             headers=auth("senior-lead"),
         ).json()
         assert [c["session_id"] for c in senior["conversations"]] == [inside]
+        # the topics table's "other" lists its conversations: the runbook one among them, unnamed
+        topics = client.get("/v1/reports/topics", headers=auth("lead")).json()["topics"]
+        [other] = [t for t in topics if not t["topic_id"]]
+        others = listed(other="true")
+        assert others["matching"] == other["conversations"] == len(others["conversations"])
+        assert inside in [c["session_id"] for c in others["conversations"]]
+        assert refund not in [c["session_id"] for c in others["conversations"]]
+        assert "runbook" not in str(others["conversations"])
 
         opened = client.get(f"/v1/reports/outcomes/{person}", headers=auth("lead")).json()
         assert opened["outcome"]["label"] == "resolved_by_person"
