@@ -5,8 +5,10 @@ enforced slots, decided in the store; an article of another tenant, a draft or o
 key's slots is 404, never its text. Without a key (a citation link opened in a browser) the
 reader is a visitor of the help center of the tenant the path names, with no slots: only what
 the store shows to nobody in particular (public access, no tier, no customer) opens. Served as
-plain text (its Markdown: nothing in it is markup a browser runs), counted against the key's
-``searches``, or a keyless visitor's ``reads`` per address.
+plain text (its Markdown), or to a browser that asks for HTML as a page rendered from it
+(``service.article_page``: raw HTML in the Markdown is shown as text, the page runs no script
+and loads nothing); counted against the key's ``searches``, or a keyless visitor's ``reads``
+per address.
 
 Usage::
 
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse
 
+from service.article_page import PAGE_HEADERS, article_page, wants_html
 from service.auth import Caller
 from service.context import Pilot, caller, require_role
 from service.errors import ApiError
@@ -52,8 +55,11 @@ TEXT_HEADERS = {
     response_class=Response,
     responses={
         200: {
-            "content": {"text/plain": {"schema": {"type": "string"}}},
-            "description": "the article's Markdown",
+            "content": {
+                "text/plain": {"schema": {"type": "string"}},
+                "text/html": {"schema": {"type": "string"}},
+            },
+            "description": "the article's Markdown; a page rendered from it for a browser",
         }
     },
 )
@@ -70,4 +76,6 @@ async def help_article(name: str, request: Request, pilot: Pilot) -> Response:
     record = await run_in_threadpool(pilot.articles.readable, who.tenant, staff_slots(who), name, kb)
     if record is None:
         raise ApiError(404, "unknown_article", f"no published article {name!r} this key may read")
+    if wants_html(request.headers.get("accept", "")):
+        return HTMLResponse(article_page(record["title"], record["text"]), headers=PAGE_HEADERS)
     return PlainTextResponse(record["text"], headers=TEXT_HEADERS)

@@ -436,9 +436,14 @@ def test_a_published_articles_citation_opens_within_its_tenant_and_access(client
     assert opened.status_code == 200 and "Parcels to Mars arrive within 3 weeks." in opened.text
     assert opened.headers["content-type"].startswith("text/plain")
     assert opened.headers["x-content-type-options"] == "nosniff"
-    # a citation link opened in a browser (no key): a public article opens
+    # a citation link opened in a browser (no key): a public article opens, as a page
     keyless = client.get(citation["url"])
     assert keyless.status_code == 200 and "3 weeks" in keyless.text
+    browser = client.get(citation["url"], headers={"Accept": "text/html,*/*;q=0.8"})
+    assert browser.headers["content-type"].startswith("text/html")
+    assert "<h1>" in browser.text and "# " not in browser.text and "3 weeks" in browser.text
+    assert "script-src" not in browser.headers["content-security-policy"]  # default-src 'none'
+    assert browser.headers["content-security-policy"].startswith("default-src 'none'")
     # globex has an article of that name too: acme's address still names acme's, never globex's
     theirs = {**ACME_MARS, "text": "# Mars\n\nWe ship to Mars. Parcels to Mars arrive within 5 weeks."}
     assert (

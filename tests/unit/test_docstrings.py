@@ -34,6 +34,7 @@ DOCTESTED = (
     "tasks.decision",
     "tasks.outcomes",
     "service.outcomes",
+    "service.article_page",
     "terminal.chat",
     "terminal.safe_text",
     "service.routes.handoffs",
