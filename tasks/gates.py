@@ -26,7 +26,7 @@ from config.settings import Settings
 from tasks.decision import Conversation, decide
 from tasks.entities import referenced
 from tasks.evidence import EvidenceScorer, verified
-from tasks.followups import named, resolve_follow_up, subject_pages
+from tasks.followups import named, resolve_follow_up, stands_alone, subject_pages
 from tasks.judging import judged
 from tasks.message_kind import MessageKinds, kind_for, offer_pending
 from tasks.operating_points import operating_points
@@ -49,6 +49,7 @@ def intake(state: TurnState, kinds: MessageKinds) -> GateDecision | None:
     reading = kinds.read(state.message)
     probability = reading.person
     state.kind = kind_for(reading, offer_pending(state.history))
+    state.reads_alone = stands_alone(reading.label, reading.probabilities.get("follow_up", 0.0))
     state.asks_for_person = state.kind == "person"
     if state.asks_for_person:
         why = "the customer asked for a person"
@@ -97,7 +98,9 @@ def plan_round(state: TurnState) -> GateDecision:
     What a follow-up refers to is resolved here first, without a model (``follow_up``).
     """
     state.pointed_at = referenced(state.message, state.entities)
-    follow_up = resolve_follow_up(state.message, state.history, state.entities)
+    follow_up = resolve_follow_up(
+        state.message, state.history, state.entities, reads_alone=state.reads_alone
+    )
     state.follow_up = [follow_up.query, follow_up.source] if follow_up else []
     state.follow_up_leans = bool(follow_up and follow_up.leans)
     if state.round_index > 0:

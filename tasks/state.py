@@ -70,6 +70,7 @@ class TurnState(BaseModel):
     asks_for_person: bool = False  # the hand-off intent read at intake
     nothing_asked: bool = False  # courtesy alone ("Thanks, bye") or a "no" to the offer: no search
     kind: MessageKind = "question"  # what the message was read as at intake
+    reads_alone: bool = False  # read at intake as a whole question (``followups.stands_alone``)
     rewrite_failed: bool = False  # this round's reformulation gave nothing: no further round
     pointed_at: list[RememberedEntity] = Field(default_factory=list)
     follow_up: list[str] = Field(default_factory=list)  # [query, what it was resolved from]
