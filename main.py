@@ -363,6 +363,8 @@ def kickoff(
     if process is not None and process not in ("sequential", "hierarchical"):
         raise ValueError(f"--process {process!r}: choose sequential or hierarchical")
     conversations = load_script(script)
+    if output is not None and not output.parent.is_dir():
+        raise ConfigError(f"--output {output}: folder {output.parent} does not exist")
     settings = state.settings
     if llm:
         settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"provider": llm})})
@@ -495,15 +497,27 @@ def memory_export(customer: CustomerOption, tenant: TenantOption = "") -> None:
 
 @memory_app.command("forget")
 @friendly_errors
-def memory_forget(customer: CustomerOption, tenant: TenantOption = "") -> None:
-    """Erase the customer's sessions, entities and memories; say how many records went."""
+def memory_forget(
+    customer: CustomerOption,
+    tenant: TenantOption = "",
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Erase without asking.")] = False,
+) -> None:
+    """Erase the customer's stored turns, entities and memories (asks first: it cannot be
+    undone); say how many records went."""
     from storage.memory import Scope
 
+    scope = Scope(customer, tenant)  # a bad id is refused before the question
+    if not yes:
+        typer.confirm(
+            f"Erase every stored turn, entity and memory of {customer}? This cannot be undone.",
+            abort=True,
+        )
     with open_memory() as memory:
-        counts = memory.forget(Scope(customer, tenant))
+        counts = memory.forget(scope)
+    named = {"sessions": "stored turns"}  # the sessions collection holds one record per turn
     console.print(
         f"forgot {sum(counts.values())} record(s) of {customer}: "
-        + ", ".join(f"{n} {name}" for name, n in counts.items())
+        + ", ".join(f"{n} {named.get(name, name)}" for name, n in counts.items())
     )
 
 
@@ -517,11 +531,14 @@ def chat(
 ) -> None:
     """Chat with the crew in the terminal."""
     from agents.build import build_runtime
+    from storage.memory import Scope
     from storage.retrieval.filters import build_filters
     from terminal.chat import ChatLoop
 
     slots = parse_slots(slot or [])
     build_filters(state.settings.slots, slots)
+    if customer:  # one a memory would refuse is refused here, before any turn (ScopeError)
+        Scope(customer, slots.get("tenant", ""))
     runtime = build_runtime(state.settings, state.data_dir, engine=engine, process=process)
     state.data_dir.mkdir(parents=True, exist_ok=True)
     try:

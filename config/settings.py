@@ -608,12 +608,13 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, str | int | float | bool) or value is None
 
 
-def read_yaml_mapping(path: Path) -> dict[str, Any]:
-    """Read a YAML file that must hold a mapping; raise ConfigError naming the file otherwise."""
+def read_yaml_mapping(path: Path, what: str = "config file") -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; raise ConfigError naming the file (and
+    ``what`` it is, when it is missing) otherwise."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        raise ConfigError(f"{path}: {what} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     try:

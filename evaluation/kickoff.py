@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agents.runtime import TurnRuntime
 from agents.turn import run_turn
 from config.settings import ConfigError, read_yaml_mapping
+from storage.memory import Scope, ScopeError
 from tasks.memory_context import close_session, scope_of
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult, Verdict
 
@@ -70,7 +71,9 @@ class Script(BaseModel):
 
 
 def load_script(path: Path) -> Script:
-    data = read_yaml_mapping(path)
+    """The script at ``path``, checked whole before any turn runs: every problem is one
+    ConfigError naming the file and the field (a customer id memory would refuse too)."""
+    data = read_yaml_mapping(path, "kickoff script")
     try:
         script = Script(**data)
     except ValidationError as exc:
@@ -80,6 +83,12 @@ def load_script(path: Path) -> Script:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ConfigError(f"{path}: duplicate conversation ids {duplicates}")
+    for conversation in script.conversations:
+        try:
+            if conversation.customer_id:
+                Scope(conversation.customer_id, conversation.slots.get("tenant", ""))
+        except ScopeError as exc:
+            raise ConfigError(f"{path}: conversation {conversation.id!r}: {exc}") from None
     return script
 
 

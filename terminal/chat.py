@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.history import FileHistory
+from pydantic import ValidationError
 from rich.console import Console
 from rich.panel import Panel
 
@@ -28,6 +29,7 @@ from agents.turn import run_turn
 from storage.memory import Scope
 from storage.retrieval.filters import SlotError, build_filters
 from tasks.gates import NOTHING_ASKED
+from tasks.memory_context import close_session
 from tasks.schemas import TurnRequest, TurnResult
 from terminal.safe_text import visible
 
@@ -161,6 +163,7 @@ class ChatLoop:
         elif name == "memory":
             self._show_memory()
         elif name == "reset":
+            self.close()
             self.session_id = self._new_session_id()
             self.last = None
             self.console.print(f"new session {self.session_id}")
@@ -186,10 +189,25 @@ class ChatLoop:
             self.console.print(visible(f"- {item['summary'][:100]} → {item['resolution'][:100]}"))
 
     # -- turns ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """The session ends (``/quit``, ``/reset``, end of input): answered or handed off, it
+        is remembered for the customer's next session, as the pilot and kickoff remember."""
+        if not self.anonymous:  # an anonymous id never comes back
+            scope = Scope(self.customer_id, self.slots.get("tenant", ""))
+            close_session(self.runtime.memory, scope, self.session_id)
+
     def ask(self, message: str) -> TurnResult | None:
-        request = TurnRequest(
-            session_id=self.session_id, customer_id=self.customer_id, message=message, slots=self.slots
-        )
+        try:
+            request = TurnRequest(
+                session_id=self.session_id,
+                customer_id=self.customer_id,
+                message=message,
+                slots=self.slots,
+            )
+        except ValidationError as exc:  # too long, say: refused here, the chat goes on
+            said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            self.console.print(visible(f"not sent ({len(message):,} characters): {said}"), style="red")
+            return None
         cancel = threading.Event()
         future = None
         try:
@@ -246,4 +264,5 @@ class ChatLoop:
                 continue
             self.ask(line)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self.close()
         self.console.print("bye")

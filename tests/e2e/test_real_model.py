@@ -181,7 +181,9 @@ def test_returning_customer_then_forget_leaves_nothing(data_dir, tmp_path):
     exported = json.loads(shown.stdout)
     assert {e["value"] for e in exported["entities"]} >= {"ORD-55812"}
     assert any(m["session_id"].startswith("kickoff-first-visit-") for m in exported["memories"])
-    forgot = runner.invoke(app, ["--data-dir", str(data_dir), "memory", "forget", "--customer", "c-100"])
+    forgot = runner.invoke(
+        app, ["--data-dir", str(data_dir), "memory", "forget", "--customer", "c-100", "--yes"]
+    )
     assert forgot.exit_code == 0 and "forgot" in forgot.output
     after = json.loads(
         runner.invoke(

@@ -94,6 +94,20 @@ def test_using_an_empty_knowledge_base_says_what_to_do(tmp_path, args):
     assert "is empty; run `python main.py ingest examples/kb` first" in result.output
 
 
+def test_chat_refuses_a_customer_id_memory_would_refuse_before_any_turn(tmp_path):
+    result = runner.invoke(app, ["--data-dir", str(tmp_path), "chat", "--customer", " c-space"])
+    assert result.exit_code == 2 and "leading or trailing spaces" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_kickoff_output_into_a_missing_folder_is_refused_before_any_turn(tmp_path):
+    out = tmp_path / "nowhere" / "out.jsonl"
+    args = ["kickoff", "examples/kickoff/support-demo.yaml", "--output", str(out)]
+    result = runner.invoke(app, ["--data-dir", str(tmp_path), *args])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert "Traceback" not in result.output and not out.parent.exists()
+
+
 def test_ingest_reports_skipped_files(tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()
@@ -127,8 +141,11 @@ def test_memory_commands_show_export_and_forget(data_dir):
     assert [m["summary"] for m in listed["memories"]] == ["late order"]
     exported = json.loads(runner.invoke(app, [*base, "export", "--customer", "c-7"]).stdout)
     assert len(exported["sessions"]) == 1 and exported["customer_id"] == "c-7"
-    forgot = runner.invoke(app, [*base, "forget", "--customer", "c-7"])
-    assert "forgot 3 record(s)" in forgot.output
+    kept = runner.invoke(app, [*base, "forget", "--customer", "c-7"], input="n\n")
+    assert kept.exit_code == 1 and "cannot be undone" in kept.output  # asked; nothing erased
+    assert json.loads(runner.invoke(app, [*base, "export", "--customer", "c-7"]).stdout)["sessions"]
+    forgot = runner.invoke(app, [*base, "forget", "--customer", "c-7"], input="y\n")
+    assert "forgot 3 record(s) of c-7: 1 stored turns" in forgot.output
     assert json.loads(runner.invoke(app, [*base, "export", "--customer", "c-8"]).stdout)["sessions"]
     bad = runner.invoke(app, [*base, "show", "--customer", "  "])
     assert bad.exit_code == 2 and "customer_id is required" in bad.output

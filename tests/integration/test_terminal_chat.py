@@ -7,7 +7,7 @@ import sys
 import pexpect
 import pytest
 
-from storage.memory import Scope
+from storage.memory import MEMORIES, SESSIONS, Scope
 from storage.qdrant.edge_store import EdgeStore
 from tests.conftest import REPO
 
@@ -43,15 +43,18 @@ def quit_chat(child: pexpect.spawn) -> None:
     child.expect(pexpect.EOF)
 
 
-def stored_turns(tmp_path) -> list[dict]:
-    """The chat customer's stored turns, read after the chat has exited."""
-    from storage.memory import SESSIONS
-
+def stored(tmp_path, collection: str) -> list[dict]:
+    """The chat customer's records of ``collection``, read after the chat has exited."""
     store = EdgeStore(tmp_path / "qdrant")
     try:
-        return [r.payload for r in store.scroll(SESSIONS, Scope("c-chat").condition())]
+        return [r.payload for r in store.scroll(collection, Scope("c-chat").condition())]
     finally:
         store.close()
+
+
+def stored_turns(tmp_path) -> list[dict]:
+    """The chat customer's stored turns."""
+    return stored(tmp_path, SESSIONS)
 
 
 def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
@@ -66,6 +69,10 @@ def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
         child.expect("you>")
         child.sendline("/slot product=cloud")
         child.expect("product")
+        child.expect("you>")
+        child.sendline("x" * 8_100)  # over the message limit: refused here, the chat goes on
+        child.expect("not sent")
+        child.expect("at most 8000 characters")
         child.expect("you>")
         child.sendline("How long does a refund take?")
         child.expect("answered")
@@ -85,6 +92,10 @@ def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
     turns = stored_turns(tmp_path)
     assert [t["user"] for t in turns] == ["How long does a refund take?"]
     assert turns[0]["status"] == "done" and turns[0]["slots"]["product"] == "cloud"
+    # the session ended answered: the customer's next session remembers it
+    [remembered] = stored(tmp_path, MEMORIES)
+    assert remembered["summary"] == "How long does a refund take?"
+    assert remembered["sources"] == ["billing/refunds.md"]
     assert (tmp_path / "history").read_text().count("How long does a refund take?") == 1
 
 

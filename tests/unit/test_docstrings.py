@@ -33,6 +33,7 @@ DOCTESTED = (
     "tasks.schemas",
     "tasks.decision",
     "tasks.outcomes",
+    "tasks.followups",
     "service.outcomes",
     "service.article_page",
     "terminal.chat",

@@ -30,11 +30,20 @@ def test_the_bundled_script_loads():
             "duplicate conversation ids",
         ),
         ("conversations: [unclosed\n", "not valid YAML"),
+        (
+            "conversations:\n  - {id: a, customer_id: 'c-trailing ', turns: [{user: x}]}\n",
+            "conversation 'a': customer_id 'c-trailing ' has leading or trailing spaces",
+        ),
     ],
 )
 def test_bad_scripts_are_named(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message):
         load_script(write(tmp_path, text))
+
+
+def test_a_missing_script_is_named_a_script(tmp_path):
+    with pytest.raises(ConfigError, match=r"nope\.yaml: kickoff script not found"):
+        load_script(tmp_path / "nope.yaml")
 
 
 def test_expectations_report_every_failure():
