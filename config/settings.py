@@ -108,12 +108,17 @@ class SlotRule(_Strict):
     * ``contains_or_absent`` - the document's list field is absent or contains the value.
     * ``equals_or_absent``  - the document's field is absent or equals the value.
     * ``at_most``           - the document's level is at or below the slot's level in ``levels``.
+
+    ``values``: the values the slot may take, where the match is not ``at_most`` (whose
+    ``levels`` are its values): a value outside them is refused (``tier=enterprize`` would
+    otherwise be a filter that silently hides every tiered page); None accepts any.
     """
 
     field: str
     mode: Literal["enforced", "advisory"]
     match: Literal["contains_or_absent", "equals_or_absent", "at_most"]
     levels: list[str] | None = None
+    values: list[str] | None = None
     default: str | None = None
 
     @model_validator(mode="after")
@@ -122,12 +127,21 @@ class SlotRule(_Strict):
             raise ValueError("match 'at_most' needs a non-empty 'levels' list")
         if self.levels and self.default is not None and self.default not in self.levels:
             raise ValueError(f"default {self.default!r} is not one of levels {self.levels}")
+        if self.values is not None and (self.match == "at_most" or not self.values):
+            raise ValueError("'values' lists a non-empty set for a match other than 'at_most'")
+        if self.values and self.default is not None and self.default not in self.values:
+            raise ValueError(f"default {self.default!r} is not one of values {self.values}")
         return self
 
 
 def default_slot_rules() -> dict[str, SlotRule]:
     return {
-        "tier": SlotRule(field="tiers", mode="enforced", match="contains_or_absent"),
+        "tier": SlotRule(
+            field="tiers",
+            mode="enforced",
+            match="contains_or_absent",
+            values=["basic", "pro", "enterprise"],
+        ),
         "access_level": SlotRule(
             field="access",
             mode="enforced",

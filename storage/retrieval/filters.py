@@ -59,6 +59,12 @@ def _scalar(name: str, value: Any) -> str | None:
     return text or None
 
 
+def _known_value(name: str, rule: SlotRule, value: str) -> None:
+    """Refuse a value outside the rule's ``values`` (when it lists them), naming them."""
+    if rule.values is not None and value not in rule.values:
+        raise SlotError(f"slot {name}: {value!r} is not one of {', '.join(rule.values)}")
+
+
 def _rule_condition(name: str, rule: SlotRule, value: str | None) -> tuple[Condition, str]:
     if rule.match == "at_most":
         levels = rule.levels or []
@@ -72,6 +78,7 @@ def _rule_condition(name: str, rule: SlotRule, value: str | None) -> tuple[Condi
     value = value if value is not None else rule.default
     if value is None:
         return Missing(rule.field), f"{rule.field} absent"
+    _known_value(name, rule, value)
     return AnyOf((Missing(rule.field), Match(rule.field, (value,)))), (
         f"{rule.field} absent or {value!r}"
     )
@@ -191,6 +198,8 @@ def admits(
         value = _scalar(name, slots.get(name))
         if value is not None and rule.match == "at_most" and value not in (rule.levels or []):
             raise SlotError(f"slot {name}: {value!r} is not one of {', '.join(rule.levels or [])}")
+        if value is not None and rule.match != "at_most":
+            _known_value(name, rule, value)
         if not _admitted(rule, value, payload.get(rule.field)):
             hidden.append(rule.field)
     if not _admitted_draft(slots.get(DRAFT), payload.get(DRAFT)):

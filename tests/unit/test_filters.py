@@ -27,6 +27,29 @@ def test_access_level_admits_levels_at_or_below():
     assert Match("access", ("public", "customer")) in parts(plan.enforced)
 
 
+def test_a_tier_outside_the_plans_is_refused_not_a_filter_that_hides_every_page():
+    from storage.retrieval.filters import admits
+
+    with pytest.raises(SlotError, match="slot tier: 'enterprize' is not one of basic, pro, enterprise"):
+        build_filters(RULES, {"tier": "enterprize"})
+    with pytest.raises(SlotError, match="'platinum' is not one of"):
+        admits(RULES, {"tier": "platinum"}, {"tiers": ["enterprise"]})
+    assert admits(RULES, {"tier": "enterprise"}, {"tiers": ["enterprise"], "access": "public"}) == []
+
+
+def test_a_rule_lists_values_only_where_they_are_not_levels():
+    from pydantic import ValidationError
+
+    from config.settings import SlotRule
+
+    with pytest.raises(ValidationError, match="'values' lists a non-empty set"):
+        SlotRule(field="access", mode="enforced", match="at_most", levels=["a"], values=["a"])
+    with pytest.raises(ValidationError, match="default 'gold' is not one of values"):
+        SlotRule(
+            field="tiers", mode="enforced", match="contains_or_absent", values=["pro"], default="gold"
+        )
+
+
 def test_tier_admits_unrestricted_or_matching_documents():
     plan = build_filters(RULES, {"tier": "basic"})
     assert AnyOf((Missing("tiers"), Match("tiers", ("basic",)))) in parts(plan.enforced)
