@@ -136,12 +136,7 @@ class SlotRule(_Strict):
 
 def default_slot_rules() -> dict[str, SlotRule]:
     return {
-        "tier": SlotRule(
-            field="tiers",
-            mode="enforced",
-            match="contains_or_absent",
-            values=["basic", "pro", "enterprise"],
-        ),
+        "tier": SlotRule(field="tiers", mode="enforced", match="contains_or_absent"),
         "access_level": SlotRule(
             field="access",
             mode="enforced",

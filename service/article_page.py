@@ -32,6 +32,7 @@ PAGE_HEADERS = {
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "Vary": "Accept",  # the same address is Markdown or this page by what the client accepts
 }
 
 
@@ -41,8 +42,14 @@ def wants_html(accept: str) -> bool:
 
     >>> wants_html("text/html,application/xhtml+xml,*/*;q=0.8"), wants_html("*/*"), wants_html("")
     (True, False, False)
+    >>> wants_html("TEXT/HTML"), wants_html("text/html;q=0, */*")
+    (True, False)
     """
-    return any(part.split(";")[0].strip() == "text/html" for part in accept.split(","))
+    for part in accept.lower().split(","):
+        kind, *params = [p.strip() for p in part.split(";")]
+        if kind == "text/html":
+            return not any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+    return False
 
 
 def article_page(title: str, markdown: str) -> str:

@@ -111,7 +111,7 @@ class ConversationOutcome(BaseModel):
 class Tile(BaseModel):
     """One label's conversations of the window: a count and its whole-number share of all
     the window's conversations (pending included), rounded on its own: equal counts, equal
-    shares (they may add up to 99 or 101)."""
+    shares (they may not add up to exactly 100)."""
 
     label: Label
     count: int
@@ -146,8 +146,8 @@ class OutcomeReport(BaseModel):
 
 def tiles(counts: Mapping[str, int | float | None]) -> list[Tile]:
     """Every label's count and share of all of them, each rounded on its own (halves up), so
-    equal counts read equal shares; the shares may add up to 99 or 101. No conversation:
-    every share 0.
+    equal counts read equal shares; the shares may not add up to exactly 100. No
+    conversation: every share 0.
 
     >>> [(t.label, t.percent) for t in tiles({"assumed": 1, "pending": 2}) if t.count]
     [('assumed', 33), ('pending', 67)]

@@ -27,6 +27,7 @@ from rich.panel import Panel
 from agents.progress import progress_label
 from agents.turn import run_turn
 from storage.memory import Scope
+from storage.qdrant.store import StoreError
 from storage.retrieval.filters import SlotError, build_filters
 from tasks.gates import NOTHING_ASKED
 from tasks.memory_context import close_session
@@ -115,6 +116,7 @@ class ChatLoop:
         self.anonymous = not customer_id
         self.customer_id = customer_id or f"anon-{uuid.uuid4().hex[:12]}"
         self.slots = dict(slots)
+        self.session_tenant = self.slots.get("tenant", "")  # where this session's turns went
         self.session_id = self._new_session_id()
         self.console = console or Console()
         self.prompt: Any = PromptSession(
@@ -192,9 +194,13 @@ class ChatLoop:
     def close(self) -> None:
         """The session ends (``/quit``, ``/reset``, end of input): answered or handed off, it
         is remembered for the customer's next session, as the pilot and kickoff remember."""
-        if not self.anonymous:  # an anonymous id never comes back
-            scope = Scope(self.customer_id, self.slots.get("tenant", ""))
+        if self.anonymous:  # an anonymous id never comes back
+            return
+        try:
+            scope = Scope(self.customer_id, self.session_tenant)
             close_session(self.runtime.memory, scope, self.session_id)
+        except StoreError as exc:  # an outage: the chat goes on, the session is not remembered
+            self.console.print(visible(f"this session could not be remembered: {exc}"), style="yellow")
 
     def ask(self, message: str) -> TurnResult | None:
         try:
@@ -204,6 +210,7 @@ class ChatLoop:
                 message=message,
                 slots=self.slots,
             )
+            self.session_tenant = self.slots.get("tenant", "")
         except ValidationError as exc:  # too long, say: refused here, the chat goes on
             said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             self.console.print(visible(f"not sent ({len(message):,} characters): {said}"), style="red")

@@ -180,6 +180,16 @@ def open_session(
     return pilot.store.create_session(who.tenant, session_id, customer, owner_of(who), slots)
 
 
+def turn_slots(header: SessionHeader, who: Caller) -> dict[str, str]:
+    """The slots a session's turns run under: the session's, the caller's key's over them, and
+    the caller's tenant (stored on every turn, a message to a person too: what the gap
+    report reads as what its asker could read)."""
+    slots = {**header["slots"], **who.slots}
+    if who.tenant:
+        slots["tenant"] = who.tenant
+    return slots
+
+
 def wait_for_agent(pilot: PilotContext, who: Caller, header: SessionHeader, message: str) -> TurnResult:
     """A message after the hand-off: stored for the person who takes the conversation, at
     most ``waiting_messages`` of them until a person replies. The first gets one short note
@@ -197,7 +207,10 @@ def wait_for_agent(pilot: PilotContext, who: Caller, header: SessionHeader, mess
         too_many_waiting(waiting)
     kind = kind_for(load_message_kinds(memory.encoders).read(message), offer_pending=False)
     index = memory.claim_turn(
-        scope, session_id, {"user": message, "kind": kind}, status=WAITING_FOR_AGENT
+        scope,
+        session_id,
+        {"user": message, "kind": kind, "slots": turn_slots(header, who)},
+        status=WAITING_FOR_AGENT,
     )
     turns = memory.session_turns(scope, session_id)
     ahead = messages_waiting([t for t in turns if t["turn_index"] <= index])

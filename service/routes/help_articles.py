@@ -47,6 +47,7 @@ TEXT_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'; sandbox",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "Vary": "Accept",  # a browser asking for HTML gets the page (``article_page``)
 }
 
 

@@ -60,7 +60,8 @@ async def gaps(
     offset: int = Query(0, ge=0),
 ) -> dict[str, object]:
     """What customers asked that the knowledge base could not answer, grouped by meaning,
-    largest group first, a page of groups at a time; ``since``: ``30d`` (the default),
+    largest group first (those that still need an article before those an article addressed
+    or the knowledge base already answers), a page of groups at a time; ``since``: ``30d`` (the default),
     ``24h`` or an ISO date. A report is computed at most once a minute per window."""
     now = time.time()
     try:

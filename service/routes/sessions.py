@@ -24,6 +24,7 @@ from service.domain.conversation import (
     hand_off_on_request,
     open_session,
     start_turn,
+    turn_slots,
     wait_for_agent,
 )
 from service.domain.records import SessionFields, SessionHeader, StoredMark
@@ -251,15 +252,6 @@ def customer_view(header: SessionHeader) -> dict[str, object]:
     agent or memory bookkeeping (staff read those in /v1/handoffs)."""
     fields: Mapping[str, object] = header
     return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
-
-
-def turn_slots(header: SessionHeader, who: Caller) -> dict[str, str]:
-    """The slots a session's turns run under: the session's, the caller's key's over them, and
-    the caller's tenant."""
-    slots = {**header["slots"], **who.slots}
-    if who.tenant:
-        slots["tenant"] = who.tenant
-    return slots
 
 
 def customer_turn(turn: Mapping[str, object]) -> dict[str, object]:

@@ -137,7 +137,11 @@ def build_filters(
             continue
         if value is None or name in applied:
             continue
-        condition, description = _rule_condition(name, asked, value)
+        try:
+            condition, description = _rule_condition(name, asked, value)
+        except SlotError as exc:  # a value outside the rule's values: ignored, said
+            ignored.append(str(exc))
+            continue
         advisory_parts.append(condition)
         applied[name] = f"advisory: {description}"
 

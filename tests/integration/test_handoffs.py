@@ -98,6 +98,13 @@ def test_a_hand_off_round_trip_through_the_service(pilot):
         message="Order ORD-55812 has had no refund for three weeks.",
     ).json()
     assert later["verdict"] == "handoff" and later["turn_index"] == 2  # 1: the hand-off line
+    # stored with the slots it was written under, as every turn (the gap report reads them)
+    from storage.memory import Scope
+
+    [to_person] = [
+        t for t in pilot[1].memory.session_turns(Scope("c-77", "acme"), session) if t["turn_index"] == 2
+    ]
+    assert to_person["slots"] == {**PUBLIC, "tenant": "acme"}
 
     page = client.get("/v1/handoffs", headers=auth("ana")).json()
     [queued] = page["handoffs"]
