@@ -46,9 +46,13 @@ def wants_html(accept: str) -> bool:
     (True, False)
     """
     for part in accept.lower().split(","):
-        kind, *params = [p.strip() for p in part.split(";")]
+        kind, *params = [p.replace(" ", "") for p in part.split(";")]
         if kind == "text/html":
-            return not any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+            weight = next((p[2:] for p in params if p.startswith("q=")), "1")
+            try:
+                return float(weight) > 0
+            except ValueError:  # a weight no browser sends: not a request for HTML
+                return False
     return False
 
 

@@ -131,7 +131,7 @@ def listed(
     if asked and len(readable(pilot.runtime, slots, asked)) < len(set(asked)):
         wanted, limit = ConversationFilter(label=wanted.label, day="none"), 0
     elif wanted.other:
-        rows, titles = breakdown_titles(pilot, who, days)
+        rows, titles = window_titles(pilot, who, days, now)  # flushed above
         unread = {str(r.get("topic_id") or "") for r in rows} - set(titles)
         wanted = wanted.model_copy(update={"topics": sorted(unread | {""})})
     report = pilot.outcomes.report(
@@ -224,8 +224,17 @@ async def outcome_of(session_id: str, who: Admin, pilot: Pilot) -> ConversationR
 def breakdown_titles(
     pilot: PilotContext, who: Caller, days: int
 ) -> tuple[list[OutcomeRow], dict[str, str]]:
-    flush(pilot, time.time())
-    rows = pilot.outcomes.window_rows(who.tenant, time.time(), days, ROW_FIELDS)
+    now = time.time()
+    flush(pilot, now)
+    return window_titles(pilot, who, days, now)
+
+
+def window_titles(
+    pilot: PilotContext, who: Caller, days: int, now: float
+) -> tuple[list[OutcomeRow], dict[str, str]]:
+    """The window's outcome rows (the breakdowns' fields) and the titles of the pages they
+    name that the key may read."""
+    rows = pilot.outcomes.window_rows(who.tenant, now, days, ROW_FIELDS)
     return rows, readable_titles(pilot.runtime, staff_slots(who), pages(rows))
 
 

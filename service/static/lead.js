@@ -207,14 +207,12 @@ function topicName(id) {
 
 // One piece of a label's evidence in words, the stored code beside it where a lead may search
 // the API or the CSV for it.
-const VERDICT_WORDS = { answered: "answered", suggest: "offered an article that may help",
-  idk: "“I could not find this”", handoff: "offered a person", error: "failed" };
 const CLOSING = "“Did we solve your problem today?”";
 function evidenceText(key, value) {
   if (value === null || value === undefined) return "–";
   const at = (ts) => (typeof ts === "number" ? ` at ${when(ts)}` : "");
   if (key === "verdict") {
-    const words = VERDICT_WORDS[value] || value;
+    const words = Staff.verdictWords[value] || value;
     return words === value ? words : `${words} (${value})`;
   }
   if (key === "feedback") {

@@ -98,5 +98,6 @@ const Staff = (() => {
   }
 
   return { state, $, call, download, item, element, ago, guarded, showError, replyLabel,
+           verdictWords: VERDICT_WORDS,
            set key(value) { state.key = value; }, get lastEtag() { return state.lastEtag; } };
 })();

@@ -60,9 +60,11 @@ def _scalar(name: str, value: Any) -> str | None:
 
 
 def _known_value(name: str, rule: SlotRule, value: str) -> None:
-    """Refuse a value outside the rule's ``values`` (when it lists them), naming them."""
-    if rule.values is not None and value not in rule.values:
-        raise SlotError(f"slot {name}: {value!r} is not one of {', '.join(rule.values)}")
+    """Refuse a value outside what the rule lists (its ``levels`` for ``at_most``, else its
+    ``values`` when it has them), naming them."""
+    allowed = (rule.levels or []) if rule.match == "at_most" else rule.values
+    if allowed is not None and value not in allowed:
+        raise SlotError(f"slot {name}: {value!r} is not one of {', '.join(allowed)}")
 
 
 def _rule_condition(name: str, rule: SlotRule, value: str | None) -> tuple[Condition, str]:
@@ -71,8 +73,7 @@ def _rule_condition(name: str, rule: SlotRule, value: str | None) -> tuple[Condi
         level = value if value is not None else rule.default
         if level is None:
             return Missing(rule.field), f"{rule.field} absent"
-        if level not in levels:
-            raise SlotError(f"slot {name}: {level!r} is not one of {', '.join(levels)}")
+        _known_value(name, rule, level)
         allowed = tuple(levels[: levels.index(level) + 1])
         return Match(rule.field, allowed), f"{rule.field} in {list(allowed)}"
     value = value if value is not None else rule.default
@@ -200,9 +201,7 @@ def admits(
         if rule.mode != "enforced":
             continue
         value = _scalar(name, slots.get(name))
-        if value is not None and rule.match == "at_most" and value not in (rule.levels or []):
-            raise SlotError(f"slot {name}: {value!r} is not one of {', '.join(rule.levels or [])}")
-        if value is not None and rule.match != "at_most":
+        if value is not None:
             _known_value(name, rule, value)
         if not _admitted(rule, value, payload.get(rule.field)):
             hidden.append(rule.field)
