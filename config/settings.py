@@ -163,6 +163,7 @@ class LinearModel(_Strict):
     scale: list[float] = Field(default_factory=list)
     weights: list[float] = Field(default_factory=list)
     fitted_on: str = ""
+    rules: str = ""  # the version of storage/kb/assets/decision/rules.yaml it was fitted with
 
     @model_validator(mode="after")
     def _same_lengths(self) -> LinearModel:
@@ -181,7 +182,7 @@ class AnswerabilityModel(LinearModel):
     (``tasks/operating_points.py``). At or above
     ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
     evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
-    ``training/decision_fit.py`` into storage/kb/assets/decision/gate.yaml.
+    ``training/fit_decision.py`` into storage/kb/assets/decision/gate.yaml.
     """
 
     features: list[str] = Field(min_length=1)
@@ -215,7 +216,7 @@ def fitted_answerability() -> AnswerabilityModel:
 class PageChoiceModel(LinearModel):
     """Which candidate page answers (tasks/page_choice.py): a logistic score over each
     candidate's features, ``sum(weight * (feature - mean) / scale)``; the highest scoring
-    candidate answers. Fitted by ``training/decision_fit.py`` into
+    candidate answers. Fitted by ``training/fit_decision.py`` into
     storage/kb/assets/decision/page_choice.yaml; with no ``weights`` the best window reading
     (with half the passage's relevance) chooses.
     """
