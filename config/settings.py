@@ -262,7 +262,7 @@ class EvidenceSettings(_Strict):
     keeps ``support_lexical_close`` of its words needs only ``support_semantic_close``.
     """
 
-    target_precision: float = Field(0.95, gt=0, le=1)
+    target_precision: float = Field(0.70, gt=0, le=1)
     answerability: AnswerabilityModel = Field(default_factory=fitted_answerability)
     page_choice: PageChoiceModel = Field(default_factory=fitted_page_choice)
     quote: QuoteModel = Field(default_factory=fitted_quote)

@@ -50,7 +50,24 @@ RANK_WEIGHT = 0.5  # with no chooser fitted, a passage's relevance counts this m
 # 314 to 311 of 320 dev turns and no threshold of the dev conversations reached precision 0.95
 # (a 0/1 "most relevant" feature instead of ``behind`` chose SCIM provisioning for "How do I
 # set up SAML SSO?" over a relevance gap of 0.011)
-FEATURES = ("reading", "relevance", "learned", "title", "conversation", "behind")
+FEATURES = (  # what the page choice weighs of each candidate (training/fit_decision.py fits it)
+    "reading",
+    "relevance",
+    "learned",
+    "title",
+    "conversation",
+    "behind",
+    "window_coverage",
+    "section_coverage",
+    "page_coverage",
+    "page_missing_rare",
+    "page_phrases",
+    "quote_coverage",
+    "title_other",
+    "navigation",
+    "code_explained",
+    "code_unexplained",
+)
 
 
 def candidate_indices(

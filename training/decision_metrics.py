@@ -36,6 +36,7 @@ UNDECIDED_DROP = 0.1  # refuse_below: where the held-out precision is this much 
 # a wrong answer costs a support team as much as this many hand-offs to a person (below
 # answer_at the customer is still offered the page and a person)
 WRONG_COST = 2.0
+MIN_ANSWERED = 100  # a curve point answering fewer rows does not decide an operating point
 Decided = dict[str, Any]
 
 
@@ -106,9 +107,15 @@ def risk_coverage(decided: Sequence[Decided], points: int = CURVE_POINTS) -> lis
 
 
 def curve_threshold(curve: Sequence[dict[str, float]], precision: float) -> float:
-    """The lowest threshold from which every point of the curve reaches ``precision``."""
-    points = [OperatingPoint(**{k: p[k] for k in ("threshold", "precision", "coverage")}) for p in curve]
-    return threshold_for(points, precision)
+    """The lowest threshold from which every point of the curve that answers at least
+    ``MIN_ANSWERED`` rows reaches ``precision`` (the last few dozen answers at the top of a
+    curve are noise, not an operating point)."""
+    points = [
+        OperatingPoint(**{k: p[k] for k in ("threshold", "precision", "coverage")})
+        for p in curve
+        if p["answered"] >= MIN_ANSWERED
+    ]
+    return threshold_for(points, precision) if points else 1.0
 
 
 def net_right(decided: Sequence[Decided], answer_at: float, wrong_cost: float = WRONG_COST) -> float:
@@ -132,7 +139,8 @@ def operating_point(
     same for ``target - UNDECIDED_DROP``; where the curve never reaches the target, the
     threshold with the most right answers less ``WRONG_COST`` per wrong one."""
     answer_at = curve_threshold(curve, target)
-    if answer_at < 1.0 and curve[-1]["precision"] >= target:
+    kept = [p for p in curve if p["threshold"] == answer_at and p["precision"] >= target]
+    if kept:
         lower = curve_threshold(curve, target - UNDECIDED_DROP)
         return (
             answer_at,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import shutil
 import uuid
@@ -86,6 +87,7 @@ class Ask:
     test_like: bool = False
     twin: bool = False
     leave_out: tuple[str, ...] = ()
+    switch: bool = False  # asked after another page's conversation (a change of page)
 
     @property
     def answerable(self) -> bool:
@@ -159,6 +161,36 @@ def pack_asks() -> Iterator[Ask]:
             yield replace(ask, history=history, twin=True, leave_out=turn.leave_out)
 
 
+def switch_asks() -> Iterator[Ask]:
+    """Every opener of the pack asked again after the first exchange of a dialogue about a
+    page of another cluster (chosen with a fixed seed): a customer who changes the subject
+    with a question that names it. doc2dial grounds each dialogue in one page, so without
+    these the page choice learns that a conversation never leaves its page."""
+    turns = question_turns()
+    first_exchanges = {
+        t.dialogue: (t.cluster, t.history[0]) for t in turns if not t.opener and t.history
+    }
+    dialogues = sorted(first_exchanges)
+    rng = random.Random(SEED)
+    for turn in (t for t in turns if t.opener):
+        others = [d for d in dialogues if first_exchanges[d][0] != turn.cluster]
+        _, exchange = first_exchanges[rng.choice(others)]
+        yield Ask(
+            "pack",
+            f"{turn.key}:after",
+            turn.text,
+            (exchange,),
+            turn.gold,
+            PACK / "kb",
+            {},
+            turn.fold,
+            turn.cluster,
+            False,
+            False,
+            switch=True,
+        )
+
+
 def _leaks(evidence: Sequence[str], pages: dict[str, str], left_out: Sequence[str]) -> bool:
     """Whether a page that stays holds an evidence sentence (whitespace aside)."""
     said = [" ".join(e.split()).lower() for e in evidence if len(e.split()) >= 6]
@@ -198,6 +230,7 @@ def fitting_asks(pack: bool = True, written: Sequence[Path] = WRITTEN) -> list[A
     quoted = issue_cases()
     asks = [
         *(pack_asks() if pack else ()),
+        *(switch_asks() if pack else ()),
         *(a for directory in written for a in written_asks(directory)),
     ]
     return [a for a in asks if normalised(a.message) not in quoted]

@@ -60,6 +60,7 @@ from storage.kb.knowledge_base import KnowledgeBase
 from tasks.decision import read_message, settle, settle_phrasing
 from tasks.decision_features import CandidateFeatures, GateFeatures, PhrasingReading
 from tasks.evidence import EvidenceScorer
+from tasks.page_choice import FEATURES
 from tasks.rules import RULES_VERSION
 from training.decision_metrics import (
     Decided,
@@ -84,24 +85,7 @@ from training.dialogue_pack import FOLDS, PACK, SEED
 CACHE = ROOT / ".supportcrew" / "fit-cache"
 CARD = FITTED_DECISION / "fit_card.json"
 PLOT = ROOT / "docs" / "images" / "risk-coverage-folds.png"
-PAGE_FEATURES = (
-    "reading",
-    "relevance",
-    "learned",
-    "title",
-    "conversation",
-    "behind",
-    "window_coverage",
-    "section_coverage",
-    "page_coverage",
-    "page_missing_rare",
-    "page_phrases",
-    "quote_coverage",
-    "title_other",
-    "navigation",
-    "code_explained",
-    "code_unexplained",
-)
+PAGE_FEATURES = FEATURES
 GATE_FEATURES = tuple(GateFeatures.model_fields)
 C_VALUES = (0.03, 0.1, 0.3, 1.0, 3.0)
 FEATURIZER = ("tasks",)  # the sources whose change means reading the features again
@@ -134,6 +118,7 @@ def _row(ask: Ask, recorded: Recorded, readings: Sequence[PhrasingReading]) -> R
         "set": ask.set,
         "key": ask.key,
         "twin": ask.twin,
+        "switch": ask.switch,
         "answerable": ask.answerable,
         "gold": list(ask.gold),
         "fold": ask.fold,
@@ -268,6 +253,7 @@ def decided(row: Row, evidence: EvidenceSettings) -> Decided:
         "set": row["set"],
         "key": row["key"],
         "twin": row["twin"],
+        "switch": row["switch"],
     }
 
 
@@ -279,9 +265,10 @@ def log_loss(model: AnswerabilityModel, examples: Sequence[tuple[GateFeatures, b
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
 
-def held_out(rows: Sequence[Row], evidence: EvidenceSettings) -> dict[str, Any]:
-    """Cross-validation over the folds: the page choice's and the gate's ``C``, and every
-    row decided by the models fitted without its fold."""
+def held_out(rows: Sequence[Row], evidence: EvidenceSettings, refit_choice: bool) -> dict[str, Any]:
+    """Cross-validation over the folds: the page choice's (``refit_choice``; else the
+    shipped one, fitted on other data) and the gate's ``C``, and every row decided by the
+    models fitted without its fold."""
     folds = sorted({r["fold"] for r in rows})
     split = [([r for r in rows if r["fold"] != f], [r for r in rows if r["fold"] == f]) for f in folds]
     accuracy = {
@@ -292,8 +279,13 @@ def held_out(rows: Sequence[Row], evidence: EvidenceSettings) -> dict[str, Any]:
         )
         for c in C_VALUES
     }
-    choice_c = max(C_VALUES, key=lambda c: (accuracy[c], -abs(np.log(c))))
-    choices = [fit_page_choice(train, choice_c) for train, _ in split]
+    accuracy[0.0] = float(
+        np.mean([choice_accuracy(test, evidence.page_choice, evidence) for _, test in split])
+    )
+    choice_c = max(C_VALUES, key=lambda c: (accuracy[c], -abs(np.log(c)))) if refit_choice else 0.0
+    choices = [
+        fit_page_choice(train, choice_c) if refit_choice else evidence.page_choice for train, _ in split
+    ]
     losses: dict[float, list[float]] = {c: [] for c in C_VALUES}
     for (train, test), choice in zip(split, choices, strict=True):
         with_choice = evidence.model_copy(update={"page_choice": choice})
@@ -352,7 +344,10 @@ def figures(rows_decided: Sequence[Decided], answer_at: float) -> dict[str, dict
     parts: dict[str, list[Decided]] = {
         "pack, all turns": [r for r in rows_decided if r["set"] == "pack"],
         "pack, openers": [r for r in rows_decided if r["set"] == "pack" and r["opener"]],
-        "pack, later turns": [r for r in rows_decided if r["set"] == "pack" and not r["opener"]],
+        "pack, later turns": [
+            r for r in rows_decided if r["set"] == "pack" and not r["opener"] and not r["switch"]
+        ],
+        "pack, changes of page": [r for r in rows_decided if r["switch"]],
         "written sets (examples/kb)": [r for r in rows_decided if r["set"] != "pack"],
     }
     return {
@@ -363,23 +358,30 @@ def figures(rows_decided: Sequence[Decided], answer_at: float) -> dict[str, dict
 
 
 def write_models(
-    choice: PageChoiceModel, gate: AnswerabilityModel, card: dict[str, Any], how: str
+    choice: PageChoiceModel,
+    gate: AnswerabilityModel,
+    card: dict[str, Any],
+    how: str,
+    refit_choice: bool,
 ) -> None:
     rows = card["rows"]
     header = (
         "# Fitted by python -m training.fit_decision --write (see fit_card.json); do not edit by hand.\n"
     )
     fitted_on = f"{rows} turns (doc2dial training pack + twins, written sets); training/fit_decision.py"
-    FITTED_PAGE_CHOICE.write_text(
-        header
-        + yaml.safe_dump(
-            choice.model_copy(update={"fitted_on": fitted_on, "rules": RULES_VERSION}).model_dump(
-                exclude_defaults=False
-            ),
-            sort_keys=False,
-            width=100,
+    if refit_choice:
+        FITTED_PAGE_CHOICE.write_text(
+            header
+            + yaml.safe_dump(
+                choice.model_copy(update={"fitted_on": fitted_on, "rules": RULES_VERSION}).model_dump(),
+                sort_keys=False,
+                width=100,
+            )
         )
-    )
+    else:  # kept as it was fitted; it reads the features of this rule set, measured here
+        kept = FITTED_PAGE_CHOICE.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in kept if not line.startswith("rules:")]
+        FITTED_PAGE_CHOICE.write_text("".join(kept) + f"rules: '{RULES_VERSION}'\n")
     FITTED_ANSWERABILITY.write_text(
         header
         + yaml.safe_dump(
@@ -406,6 +408,11 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE, help="readings kept by content hash")
     parser.add_argument("--card", type=Path, help="write the card here (with --limit: a test's)")
     parser.add_argument(
+        "--keep-page-choice",
+        action="store_true",
+        help="keep the shipped page choice; refit the gate only (measured against the refit)",
+    )
+    parser.add_argument(
         "--reader", type=Path, help="another cross-encoder's folder (a candidate reader, measured)"
     )
     parser.add_argument(
@@ -428,12 +435,14 @@ def main() -> None:
     recorded = record(asks, settings, args.cache)
     rows = featurized(asks, recorded, settings, args.cache)
     evidence = settings.evidence
-    result = held_out(rows, evidence)
+    result = held_out(rows, evidence, not args.keep_page_choice)
     rows_decided = result["decided"]
     pack_decided = [r for r in rows_decided if r["set"] == "pack"] or rows_decided
     curve = risk_coverage(pack_decided)
     answer_at, refuse_below, how = operating_point(pack_decided, curve, evidence.target_precision)
-    choice = fit_page_choice(rows, result["choice_c"])
+    choice = (
+        fit_page_choice(rows, result["choice_c"]) if not args.keep_page_choice else evidence.page_choice
+    )
     gate = fit_gate(
         gate_examples(rows, evidence.model_copy(update={"page_choice": choice})), result["gate_c"]
     ).model_copy(update={"answer_at": answer_at, "refuse_below": refuse_below})
@@ -454,7 +463,11 @@ def main() -> None:
         },
         "inputs": inputs(asks, settings),
         "rules_version": RULES_VERSION,
-        "page_choice": {"c": result["choice_c"], "held_out_accuracy_by_c": result["choice_accuracy"]},
+        "page_choice": {
+            "refitted": not args.keep_page_choice,
+            "c": result["choice_c"],
+            "held_out_accuracy_by_c (0: the shipped model)": result["choice_accuracy"],
+        },
         "gate": {"c": result["gate_c"], "held_out_log_loss_by_c": result["gate_log_loss"]},
         "answer_at": answer_at,
         "refuse_below": refuse_below,
@@ -478,7 +491,7 @@ def main() -> None:
     if args.write:
         if not full:
             parser.error("--write fits every set in full: leave out --limit and --sets")
-        write_models(choice, gate, card, how)
+        write_models(choice, gate, card, how, not args.keep_page_choice)
         print(f"written: {FITTED_PAGE_CHOICE.name}, {FITTED_ANSWERABILITY.name}, {CARD.name}")
 
 

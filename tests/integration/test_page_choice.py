@@ -26,7 +26,7 @@ def runtime(request, settings, example_kb):
 def test_the_shipped_chooser_is_fitted_on_every_feature():
     model = fitted_page_choice()
     assert model.features == list(FEATURES) and len(model.weights) == len(FEATURES)
-    assert "dev" in model.fitted_on
+    assert "training/fit_decision.py" in model.fitted_on
 
 
 def test_a_request_naming_a_page_is_answered_from_it_and_the_trace_lists_the_candidates(runtime):
