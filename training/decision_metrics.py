@@ -75,9 +75,15 @@ def with_interval(decided: Sequence[Decided], answer_at: float) -> dict[str, str
         for key, value in rates(drawn, answer_at).items():
             samples.setdefault(key, []).append(value)
     point = rates(decided, answer_at)
+    measured = {  # a rate over no rows (no unanswerable row, nothing answered) is "-"
+        "answered_right": any(r["answerable"] for r in decided),
+        "refused": any(not r["answerable"] for r in decided),
+    }
     return {
         key: (
-            f"{point[key]:.0f}"
+            "-"
+            if not measured.get(key, True)
+            else f"{point[key]:.0f}"
             if key == "wrong_answers"
             else f"{point[key]:.3f} [{np.percentile(samples[key], 2.5):.3f}, "
             f"{np.percentile(samples[key], 97.5):.3f}]"
