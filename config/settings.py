@@ -360,6 +360,9 @@ class ApiKey(_Strict):
     role: Literal["customer", "agent", "admin", "widget"] = "customer"
     origins: list[str] = Field(default_factory=list, max_length=50)
     identity_secret_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]{0,127}$")
+    # what a customer reads when this staff key's person joins their conversation ("Ana");
+    # without it they read "a person from our support team" (a key's name is never shown)
+    display_name: str | None = Field(None, min_length=1, max_length=80, pattern=r"^[^\x00-\x1f<>]+$")
     # this key's own limits instead of pilot.limits' (a widget's: sized for its whole site)
     limits: dict[LimitName, str] = Field(default_factory=dict)
 
@@ -538,8 +541,14 @@ class Messages(_Strict):
     handoff_busy: str = (
         "Our support team cannot take more conversations right now. Please try again later."
     )
-    # a message of courtesy alone ("Thanks, bye", "Hi!"): nothing searched
+    # a message of courtesy alone ("Thanks!", "Hi!"): nothing searched
     courtesy: str = "Happy to help. If you have a question about our products or your account, just ask."
+    # a goodbye ("bye", "Thanks, bye!"): nothing searched; the chat asks its closing question
+    goodbye: str = "Goodbye, and thanks for contacting us. If anything else comes up, just write here."
+    # the customer's answer to the closing question ("Did we solve your problem today?"):
+    # thanks for a yes; for a no, the offer of a person (the chat shows its button with it)
+    solved: str = "Thanks for telling us: glad we could help."
+    not_solved: str = "Sorry we did not solve it. A person from our team can take it from here."
     # contact details alone ("you can reach me at jo@example.com"): nothing searched
     contact: str = "Thanks, we have your details. What can I help you with?"
 

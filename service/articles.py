@@ -60,6 +60,7 @@ from service.domain.records import (
     ReplayedChange,
     StoredArticle,
 )
+from service.draft_lead import Answerable, leading_with_answer
 from service.topics import TOPIC_FLOOR, similarities
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
@@ -88,11 +89,12 @@ _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
 
 
 class ArticleError(ValueError):
-    """A request the articles cannot take; ``field`` names what is wrong."""
+    """A request the articles cannot take; ``field`` names what is wrong, ``details`` what
+    else the answer says (``failing``: the gap's questions a check did not answer)."""
 
-    def __init__(self, status: int, field: str, message: str) -> None:
+    def __init__(self, status: int, field: str, message: str, **details: object) -> None:
         super().__init__(message)
-        self.status, self.field = status, field
+        self.status, self.field, self.details = status, field, details
 
 
 class ArticleDraft(BaseModel):
@@ -144,12 +146,14 @@ def draft(
     tenant: str,
     questions: Sequence[str],
     write: Callable[[Sequence[str]], ModelDraft | None] | None = None,
+    answerable: Answerable | None = None,
 ) -> dict[str, object]:
     """A draft from the replies people wrote in the conversations that asked ``questions``:
     each sentence cited to its conversation (``sources``). Where nobody replied: the model's
     draft checked against the knowledge base (``write``, ``service.model_draft.model_writer``:
     its unsupported sentences marked and listed), else the skeleton of the questions.
-    ``drafted_by`` says which."""
+    ``drafted_by`` says which. With ``answerable`` a draft from replies leads with the sentence
+    that answers its question (``service.draft_lead``)."""
     wanted = {normal(q) for q in questions}
     turns = memory.tenant_turns(tenant, ("session_id", "turn_index", "user", "answer", "from"))
     sessions = {t["session_id"] for t in turns if normal(str(t.get("user") or "")) in wanted}
@@ -159,6 +163,8 @@ def draft(
     )
     title = clearest_question(questions)
     paragraphs, sources = on_the_question(memory.encoders, title, replies) if replies else ([], [])
+    if answerable is not None:
+        paragraphs, sources = leading_with_answer(title, paragraphs, sources, answerable)
     drafted_by, unsupported, pages = "replies", [], []
     body = "\n\n".join(" ".join(p) for p in paragraphs)
     if not body:
@@ -517,6 +523,7 @@ class Articles:
                 "questions": len(changes),
                 "summary": summary(changes),
                 "changes": [cast(ReplayedChange, c.model_dump()) for c in changes if c.change != "same"],
+                "asked": [cast(ReplayedChange, c.model_dump()) for c in changes],
             },
         }
         self._event(record, who, "checked", f"{passed} of {len(rows)} questions answered from it")
@@ -530,23 +537,28 @@ class Articles:
         slug: str,
         kb: KnowledgeBase,
         base: str = "",
+        despite: Sequence[str] = (),
     ) -> StoredArticle:
         """Give the article its real access level (after a check answered from it) and, with
         ``base`` (the service's address), its URL; only an article the caller may read, so
-        never above its own slots."""
+        never above its own slots. While some of its questions still fail the last check, only
+        with each of them named in ``despite`` (the lead's explicit confirmation; 409 naming
+        them, ``failing``, otherwise), and the publication records them."""
         record = self._required(tenant, slug, slots)
         check = record.get("check")
         if not (check and check["answered"]):
             raise ArticleError(
                 409, "check", "run the check first: no question was answered from this article"
             )
+        failing = still_failing(check, despite)
         article = draft_of(record)
         self._within_reach(slots, article, tenant)
         url = article_url(base, tenant, slug) if base else record.get("url")
         self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None, url))
         record.update({"status": "published", "url": url})
         record.pop("preview", None)
-        self._event(record, who, "published", f"as {article.access}")
+        also = f"; {len(failing)} question(s) still failing: " + " / ".join(failing) if failing else ""
+        self._event(record, who, "published", f"as {article.access}{also}")
         return self._write_record(record)
 
     def readable(
@@ -615,6 +627,28 @@ class Articles:
         if owner == tenant:
             kb.remove(f"articles/{slug}")
             shared.unlink()
+
+
+def still_failing(check: ArticleCheck, despite: Sequence[str]) -> list[str]:
+    """The questions the last check did not answer from the article; 409 (``failing``: them)
+    unless ``despite`` names each of them (publishing anyway is the lead's explicit choice).
+
+    >>> row = {"question": "Mars?", "answered_from_article": False}
+    >>> still_failing({"rows": [row], "answered": 0}, ["Mars?"])
+    ['Mars?']
+    """
+    failing = [r["question"] for r in check["rows"] if not r["answered_from_article"]]
+    unnamed = [q for q in failing if q not in set(despite)]
+    if unnamed:
+        raise ArticleError(
+            409,
+            "despite",
+            f"{len(unnamed)} of the article's questions still fail the check ("
+            + " / ".join(unnamed)
+            + "): fix the article and check it again, or name them in despite to publish anyway",
+            failing=failing,
+        )
+    return failing
 
 
 def draft_of(record: Mapping[str, object]) -> ArticleDraft:

@@ -205,10 +205,17 @@ class PilotStore:
         )
 
     def resolve(
-        self, tenant: str, session_id: str, note: str, by: str, role: Role = "agent"
+        self,
+        tenant: str,
+        session_id: str,
+        note: str,
+        by: str,
+        role: Role = "agent",
+        replied: bool = True,
     ) -> SessionHeader | None:
         """Close the session (once: a second resolve is a conflict); the caller writes its
-        long-term memory after this."""
+        long-term memory after this. ``replied``: a person replied in it; without a reply it
+        is closed, not resolved (``closed_without_reply``: its customer is not told it was)."""
         now = time.time()
         return self.apply(
             tenant,
@@ -221,6 +228,25 @@ class PilotStore:
                 "resolved_by": by,
                 "resolved_at": now,
                 "memory_written_at": now,
+                **({} if replied else {"closed_without_reply": True}),
+            },
+        )
+
+    def leave(self, tenant: str, session_id: str, replied: bool) -> SessionHeader | None:
+        """The customer leaves a conversation that waits for a person (they start another):
+        the hand-off is closed as left by them (``left_at``; ``closed_without_reply`` when no
+        person had replied), so the queue no longer shows it. The caller writes its long-term
+        memory after this."""
+        now = time.time()
+        return self.apply(
+            tenant,
+            session_id,
+            "leave",
+            "customer",
+            fields=lambda _h, _c: {
+                "left_at": now,
+                "memory_written_at": now,
+                **({} if replied else {"closed_without_reply": True}),
             },
         )
 

@@ -1,9 +1,11 @@
-"""What a conversation is about, named the way the knowledge-gap report names its groups: the
-article nearest its question, searched under the asker's own enforced slots (the pages that
-customer could reach). A conversation whose answers cited a page is about that page
-(``tasks.outcomes.label``); the others are named here when their outcome is stored. A question
-far from every page (its cosine to the nearest page's passage under ``TOPIC_FLOOR``) is about
-none of them: it counts under the report's "other" (``service.breakdowns.OTHER``).
+"""What a conversation is about: the page the question it turns on
+(``tasks.question_behind``: the question that led to a hand-off, not a "yes" or an earlier
+question) was answered from; else the page nearest that question, named the way the
+knowledge-gap report names its groups, searched under the slots it was asked under (the pages
+that customer could reach). A page only suggested ("this article may help") names nothing. A
+question far from every page in reach (its cosine to the nearest page's passage under
+``TOPIC_FLOOR``) is about none of them, never a wrong one ("Do you offer a student discount?"
+is not about Refunds): it counts under the report's "other" (``service.breakdowns.OTHER``).
 
 Usage::
 
@@ -12,6 +14,7 @@ Usage::
     name = topic_namer(runtime.retriever, encoders.dense.encode, "acme")
     name("How do I export our data?", {"access_level": "customer"})    # "data/export.md"
     name("Do you ship to Antarctica?", {"access_level": "customer"})   # "" (no page near)
+    conversation_topic(turns, pages_of, name)      # the page a stored conversation is about
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import numpy as np
 
 from storage.retrieval.request import RetrievalRequest
 from tasks.gap_report import Nearest
+from tasks.question_behind import PagesOf, question_behind
 
 if TYPE_CHECKING:
     from storage.kb.embeddings import DenseEncoding
+    from storage.memory import StoredTurn
     from storage.retrieval.protocol import Retriever
 
 TopicNamer = Callable[[str, Mapping[str, object]], str]
@@ -89,3 +94,24 @@ def topic_namer(
         return found.source_id
 
     return name
+
+
+def conversation_topic(turns: Sequence[StoredTurn], pages_of: PagesOf, name: TopicNamer) -> str:
+    """The page a conversation is about: the one the question it turns on was answered from,
+    else ``name(question, the slots it was asked under)`` (:func:`topic_namer`); "" when the
+    customer asked the pages nothing.
+
+    >>> turns = [{"user": "Refund?", "kind": "question", "verdict": "answered",
+    ...           "citations": ["billing/refunds.md"]}, {"user": "", "verdict": "handoff"}]
+    >>> conversation_topic(turns, lambda text: text, lambda q, slots: "other.md")
+    'billing/refunds.md'
+    """
+    behind = question_behind(turns, pages_of)
+    if behind is None:
+        return ""
+    turn = turns[behind.position]
+    cited = turn.get("citations") or []
+    if turn.get("verdict") == "answered" and cited:
+        return str(cited[0])
+    slots = turn.get("slots")
+    return name(behind.question, slots if isinstance(slots, dict) else {})

@@ -62,11 +62,20 @@ class DraftProposal(BaseModel):
     )
 
 
+class PublishRequest(BaseModel):
+    """Publishing while some of the article's questions still fail its last check is the
+    lead's explicit choice: each of them named here (else 409 naming them, ``failing``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    despite: list[PlainText] = Field(default_factory=list, max_length=50)
+
+
 async def _run(call: Callable[..., T], *args: object) -> T:
     try:
         return await run_in_threadpool(call, *args)
     except ArticleError as exc:
-        raise ApiError(exc.status, "invalid_article", str(exc), {"field": exc.field}) from None
+        details = {"field": exc.field, **exc.details}
+        raise ApiError(exc.status, "invalid_article", str(exc), details) from None
 
 
 @router.post("/draft", response_model=DraftProposal)
@@ -75,7 +84,9 @@ async def draft_article(body: DraftRequest, who: Admin, pilot: Pilot) -> DraftPr
     where nobody replied, the model's draft checked against the knowledge base (with the
     responder on the model path), else the skeleton of the questions."""
     write = model_writer(pilot.runtime, staff_slots(who))
-    proposal = await run_in_threadpool(draft, pilot.memory, who.tenant, body.questions, write)
+    proposal = await run_in_threadpool(
+        draft, pilot.memory, who.tenant, body.questions, write, pilot.runtime.scorer.answerable
+    )
     return DraftProposal(**proposal)
 
 
@@ -122,13 +133,17 @@ async def check_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
 
 
 @router.post("/{slug}/publish", response_model=ArticleRecord)
-async def publish_article(slug: str, who: Admin, pilot: Pilot, request: Request) -> ArticleRecord:
+async def publish_article(
+    slug: str, who: Admin, pilot: Pilot, request: Request, body: PublishRequest | None = None
+) -> ArticleRecord:
     """Give the article its access level and its URL on this service (409 before a check
-    answered from it; 404 for an article the key may not read)."""
+    answered from it, and while one of its questions still fails the check unless ``despite``
+    names each: the answer's ``failing`` lists them; 404 for an article the key may not read)."""
     kb = pilot.runtime.knowledge_base()
     base = str(request.base_url)  # as the lead reached the service (behind nginx: its host)
+    despite = body.despite if body is not None else []
     record = await _run(
-        pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb, base
+        pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb, base, despite
     )
     pilot.gap_reports.clear()  # the gaps it answers read addressed at once
     return ArticleRecord(**record)

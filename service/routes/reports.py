@@ -34,13 +34,14 @@ from service.outcomes import (
     conversations_csv,
     window,
 )
-from service.records import FeedbackMark, GapReportPage, SessionView, TurnRecord
+from service.records import CitedTurnRecord, FeedbackMark, GapReportPage, SessionView
 from service.staff_reads import (
     only_readable_topics,
     readable,
     readable_outcomes,
     readable_titles,
     staff_slots,
+    with_cited_pages,
     withhold_unreadable,
 )
 from storage.memory import Scope
@@ -102,7 +103,7 @@ class ConversationReport(BaseModel):
     outcome: ConversationOutcome
     session: SessionView
     customer: str
-    turns: list[TurnRecord]
+    turns: list[CitedTurnRecord]  # each reply's sources as pages (title, link)
     feedback: list[FeedbackMark]
 
 
@@ -207,7 +208,12 @@ def conversation_report(pilot: PilotContext, who: Caller, session_id: str) -> Co
         outcome=shown,
         session=SessionView(**header),
         customer=customer_label(header["customer_id"]),
-        turns=[TurnRecord(**t) for t in withhold_unreadable(pilot.runtime, slots, turns)],
+        turns=[
+            CitedTurnRecord(**t)
+            for t in with_cited_pages(
+                pilot.runtime, slots, withhold_unreadable(pilot.runtime, slots, turns)
+            )
+        ],
         feedback=[FeedbackMark(**f) for f in pilot.store.feedback(who.tenant, session_id)],
     )
 

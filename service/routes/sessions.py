@@ -1,6 +1,6 @@
 """Sessions: create, send a message (one turn; JSON or server-sent events), read, rate a
-reply, answer the closing "did we solve your problem?", hand off. Every route needs a key and
-only sees the sessions of keys like it."""
+reply, answer the closing "did we solve your problem?", hand off, leave a conversation that
+waits for a person. Every route needs a key and only sees the sessions of keys like it."""
 
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ from service.records import (
 from service.session_state import move, waiting_for_a_person
 from service.staff_reads import with_cited_pages
 from storage.memory import ANONYMOUS, Scope, ScopeError, check_id
+from tasks.memory_context import close_session
+from tasks.polite_replies import closing_reply
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 from tasks.state import search_slots
 
@@ -242,16 +244,32 @@ CUSTOMER_FIELDS = (
     "csat_solved",
     "csat_at",
     "csat_skipped_at",
+    "taken_at",  # a person joined (who: ``agent_name``, never the staff key's name)
+    "closed_without_reply",
+    "left_at",
 )
 # which staff key replied, the enforced slots the turn ran under, the turn's claim id
 STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
 
 
-def customer_view(header: SessionHeader) -> dict[str, object]:
+def customer_view(header: SessionHeader, pilot: PilotContext) -> dict[str, object]:
     """A session header as its customer sees it: no owner hash, resolution note, resolving
-    agent or memory bookkeeping (staff read those in /v1/handoffs)."""
+    agent or memory bookkeeping (staff read those in /v1/handoffs); once a person took it,
+    the name they chose to show (``agent_name``: the staff key's ``display_name``, None
+    without one: "a person from our support team")."""
     fields: Mapping[str, object] = header
-    return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
+    view = {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
+    if header.get("taken_at"):
+        view["agent_name"] = display_name(pilot, header["tenant"], header.get("taken_by", ""))
+    return view
+
+
+def display_name(pilot: PilotContext, tenant: str, key_name: str) -> str | None:
+    """The name a staff key shows customers (its ``display_name``), or None."""
+    key = next(
+        (k for k in pilot.settings.pilot.api_keys if k.name == key_name and k.tenant == tenant), None
+    )
+    return key.display_name if key is not None else None
 
 
 def customer_turn(turn: Mapping[str, object]) -> dict[str, object]:
@@ -269,7 +287,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     slots = search_slots(turn_slots(header, who), header["customer_id"])  # as the turns searched
     shown = await run_in_threadpool(with_cited_pages, pilot.runtime, slots, turns)
     return {
-        "session": customer_view(header),
+        "session": customer_view(header, pilot),
         "turns": [customer_turn(t) for t in shown],
         "feedback": feedback,
     }
@@ -330,6 +348,7 @@ async def satisfaction(
     await _closing_question_header(session_id, who, pilot)
     now = time.time()
     before: dict[str, bool | None] = {}
+    reply = closing_reply(pilot.settings.messages, body.solved)
 
     def answer(current: SessionHeader, _changes: SessionFields) -> SessionFields:
         before["solved"] = current.get("csat_solved")
@@ -342,7 +361,13 @@ async def satisfaction(
         session_id,
     )
     touched(pilot, who.tenant, session_id)
-    return SatisfactionAnswer(solved=body.solved, ts=now, replaced=before.get("solved") is not None)
+    return SatisfactionAnswer(
+        solved=body.solved,
+        ts=now,
+        replaced=before.get("solved") is not None,
+        reply=reply.answer,
+        offers_person=reply.offers_person,
+    )
 
 
 @router.post("/{session_id}/satisfaction/skip", response_model=SatisfactionAnswer)
@@ -375,8 +400,26 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     changed, turn_index = await run_in_threadpool(hand_off_on_request, pilot, who, header, body.reason)
     header = found(changed, session_id)
     touched(pilot, who.tenant, session_id)
-    view = SessionView.model_validate(customer_view(header))
+    view = SessionView.model_validate(customer_view(header, pilot))
     return HandedOff(session=view, message=pilot.settings.messages.handoff, turn_index=turn_index)
+
+
+@router.post("/{session_id}/leave", response_model=SessionChange, response_model_exclude_unset=True)
+async def leave(session_id: str, who: Customer, pilot: Pilot) -> SessionChange:
+    """The customer leaves a conversation that waits for a person (the chat's "New
+    conversation", asked first): the hand-off is closed as left by the customer, so the queue
+    no longer shows it waiting for a reply that could never reach them; its memory is
+    written as a resolve writes it. 409 ``not_handed_off`` for a conversation that does not
+    wait for a person, ``session_resolved`` for one already closed."""
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    move(header, "leave", "customer", "")  # 409 before any read of the turns
+    scope = Scope(header["customer_id"], who.tenant)
+    turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
+    replied = any(t.get("from") == "agent" for t in turns)
+    left = found(await run_in_threadpool(pilot.store.leave, who.tenant, session_id, replied), session_id)
+    await run_in_threadpool(close_session, pilot.memory, scope, session_id)
+    touched(pilot, who.tenant, session_id)
+    return SessionChange(session=SessionView.model_validate(customer_view(left, pilot)))
 
 
 @router.post("/{session_id}/contact", response_model=SessionChange, response_model_exclude_unset=True)
@@ -396,4 +439,5 @@ async def contact(session_id: str, body: Contact, who: Customer, pilot: Pilot) -
         lambda _h, _c: {"contact_email": body.email},
     )
     touched(pilot, who.tenant, session_id)
-    return SessionChange(session=SessionView.model_validate(customer_view(found(written, session_id))))
+    view = customer_view(found(written, session_id), pilot)
+    return SessionChange(session=SessionView.model_validate(view))

@@ -18,6 +18,7 @@ from tasks.message_kind import (
     asked_something,
     kind_for,
     load_message_kinds,
+    says_goodbye,
 )
 from tasks.outcomes import label
 from tests.conftest import REPO
@@ -76,10 +77,29 @@ def test_a_follow_up_in_courtesy_words_is_a_question(kinds, message):
 
 @pytest.mark.parametrize(
     ("message", "kind"),
-    [("Thanks, bye!", "courtesy"), ("Thank you so much!", "courtesy"), ("Hi", "greeting")],
+    [
+        ("Thank you so much!", "courtesy"),
+        ("cheers", "courtesy"),
+        ("Hi", "greeting"),
+        # goodbyes are read apart from thanks: they get a goodbye, not "happy to help"
+        ("bye", "goodbye"),
+        ("Thanks, bye!", "goodbye"),
+        ("ok thanks, see you later", "goodbye"),
+        ("Take care!", "goodbye"),
+    ],
 )
 def test_courtesy_alone_searches_nothing(kinds, message, kind):
     assert kind_for(kinds.read(message), offer_pending=False) == kind
+    assert says_goodbye(kind) is (kind != "greeting")
+
+
+@pytest.mark.parametrize("message", ["How do I say goodbye to my account?", "Is Bye-Mail supported?"])
+def test_a_question_with_a_farewell_word_is_a_question(kinds, message):
+    assert kind_for(kinds.read(message), offer_pending=False) == "question"
+
+
+def test_a_no_to_the_offer_with_a_goodbye_still_declines_it(kinds):
+    assert kind_for(kinds.read("no thanks, bye"), offer_pending=True) == "decline"
 
 
 @pytest.mark.parametrize(
