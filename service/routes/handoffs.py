@@ -48,7 +48,7 @@ from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
 from storage.memory import Scope, StoredTurn
 from tasks.memory_context import close_session, messages_waiting, to_answer
-from tasks.message_kind import kind_of, load_message_kinds
+from tasks.message_kind import asked_something, kind_of, load_message_kinds
 from tasks.question_behind import pages_reader, question_behind
 from tasks.schemas import PlainText, StaffText
 
@@ -145,15 +145,15 @@ def handoff_why(header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
     'Can I talk to a human?'
     >>> handoff_why({}, [{"user": "yes", "verdict": "handoff", "kind": "accept"}])
     'accepted the offer of a person'
+    >>> handoff_why({"handoff_reason": "button"}, [{"user": "bye", "verdict": "idk", "kind": "goodbye"}])
+    'button'
     """
-    asked = [t for t in turns if t.get("user")]
-    for verdicts in (("handoff",), ("idk", "suggest", "error")):
-        found = [t for t in asked if t.get("verdict") in verdicts]
-        if found:
-            if kind_of(found[-1]) == "accept":
-                return ACCEPTED_OFFER
-            return str(found[-1]["user"])
-    return str(header.get("handoff_reason") or "")
+    handed = [t for t in turns if t.get("user") and t.get("verdict") == "handoff"]
+    if handed:
+        return ACCEPTED_OFFER if kind_of(handed[-1]) == "accept" else str(handed[-1]["user"])
+    # a goodbye or thanks got the polite reply, not "I could not find this": it is no question
+    missed = [t for t in turns if asked_something(t) and t.get("verdict") in ("idk", "suggest", "error")]
+    return str(missed[-1]["user"]) if missed else str(header.get("handoff_reason") or "")
 
 
 def problem_of(pilot: PilotContext, header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
