@@ -244,3 +244,34 @@ def test_a_customer_who_answers_the_closing_question_has_ended_the_conversation(
     # a message after the closing answer opens the conversation again
     later = asked(1, "And for teachers?", "idk", T0 + 50)
     assert outcome([idk, later], now=T0 + 60, csat_solved=False, csat_at=T0 + 30).label == "pending"
+
+
+def test_a_hand_off_no_person_replied_in_is_never_resolved_by_a_person():
+    """Closed by staff without a reply, or left by the customer: still handed off, saying why
+    (and decided: nothing is pending any more)."""
+    handed = dict(handoff_at=T0 + 15, status="resolved")
+    closed = outcome(
+        [REFUND], resolved_by="ana", resolved_at=T0 + 90, closed_without_reply=True, **handed
+    )
+    assert (closed.label, closed.why) == ("handed_off", "handed off, then closed by ana without a reply")
+    assert closed.evidence["closed_by"] == "ana" and "resolved_by" not in closed.evidence
+    left = outcome([REFUND], left_at=T0 + 60, closed_without_reply=True, **handed)
+    assert (left.label, left.why) == (
+        "handed_off",
+        "handed off; the customer left before a person replied",
+    )
+    assert left.evidence["left_at"] == T0 + 60
+    replied = outcome([REFUND], left_at=T0 + 60, **handed)
+    assert (
+        replied.why == "handed off; a person replied, then the customer left without it being resolved"
+    )
+
+
+def test_the_topic_is_the_page_the_question_behind_was_answered_from():
+    """A page only suggested names no topic; a later unanswered question decides it, not an
+    earlier answer's page."""
+    assert outcome([REFUND]).topic_id == "billing/refunds.md"
+    suggested = asked(0, "Can I pay by PayPal?", "suggest", T0 + 10, ["billing/payment-methods.md"])
+    assert outcome([suggested]).topic_id == ""
+    discount = asked(1, "Do you offer a student discount?", "idk", T0 + 40)
+    assert outcome([REFUND, discount]).topic_id == ""
