@@ -303,6 +303,19 @@ def pilot_over_own_store(
         store.close()
 
 
+@contextmanager
+def shipped_pilot_client(settings: Any, example_kb: Any, path: Any, *keys: Any) -> Iterator[Any]:
+    """A ``TestClient`` on a pilot over its own embedded store at ``path`` (the example KB
+    ingested), every role on the evidence path as shipped, accepting ``keys``."""
+    from fastapi.testclient import TestClient
+
+    with (
+        pilot_over_own_store(settings, example_kb, path, *keys, roles="evidence") as (app, _),
+        TestClient(app) as client,
+    ):
+        yield client
+
+
 def acme_team() -> list[Any]:
     """The keys of one tenant's support team: a trusted backend (public slots, basic tier),
     an agent ``ana`` and an admin ``lead``; each key's secret is ``<name>-key``."""

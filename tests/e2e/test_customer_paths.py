@@ -8,7 +8,10 @@ widget's panel stays open on that offer). Screenshots at 1280 and 390 px go to
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -45,19 +48,29 @@ def watching(page, problems: list[str]):
     return page
 
 
-def test_a_handoff_waits_until_a_person_joins_and_leaving_it_asks_first(deployment, tmp_path):
+@contextmanager
+def widget_opened(deployment) -> Iterator[tuple[Any, Any, Any, list[str], httpx.Client]]:
+    """Chromium on the team's sample page on its allowed origin at 1280 px, the widget
+    opened: (the browser, the page, the chat panel, console errors (checked to be none when
+    the test is done), a client of the service for the staff's side)."""
     from playwright.sync_api import sync_playwright
 
     service = deployment["service"]
     name = site_page(deployment["folder"], "index.html", service)
-    folder = shots(tmp_path)
     with sync_playwright() as p, httpx.Client(base_url=service, timeout=30) as api:
         browser = launch(p)
         problems: list[str] = []
         page = watching(browser.new_page(viewport={"width": 1280, "height": 800}), problems)
         page.add_init_script(f"window.__service = {service!r};")
         page.goto(f"{deployment['site']}/{name}")
-        chat = open_widget(page)
+        yield browser, page, open_widget(page), problems, api
+        browser.close()
+        assert not problems, problems
+
+
+def test_a_handoff_waits_until_a_person_joins_and_leaving_it_asks_first(deployment, tmp_path):
+    folder = shots(tmp_path)
+    with widget_opened(deployment) as (_browser, page, chat, _problems, api):
         assert "shall I connect you" in ask(chat, "Do you ship to Antarctica?", 0).inner_text()
         chat.get_by_label("Your question").fill("yes")
         chat.get_by_label("Your question").press("Enter")
@@ -96,8 +109,6 @@ def test_a_handoff_waits_until_a_person_joins_and_leaving_it_asks_first(deployme
         assert outcome["why"] == "handed off; the customer left before a person replied", outcome
         # the new conversation is an ordinary one
         assert "5 to 7 business days" in ask(chat, "How long does a refund take?", 0).inner_text()
-        browser.close()
-        assert not problems, problems
 
 
 def test_the_web_chat_resumes_after_a_reload_like_the_widget(deployment, tmp_path):
@@ -153,18 +164,8 @@ def test_the_web_chat_resumes_after_a_reload_like_the_widget(deployment, tmp_pat
 
 
 def test_a_goodbye_gets_a_goodbye_and_a_no_to_the_closing_question_offers_a_person(deployment, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    service = deployment["service"]
-    name = site_page(deployment["folder"], "index.html", service)
     folder = shots(tmp_path)
-    with sync_playwright() as p, httpx.Client(base_url=service, timeout=30) as api:
-        browser = launch(p)
-        problems: list[str] = []
-        page = watching(browser.new_page(viewport={"width": 1280, "height": 800}), problems)
-        page.add_init_script(f"window.__service = {service!r};")
-        page.goto(f"{deployment['site']}/{name}")
-        chat = open_widget(page)
+    with widget_opened(deployment) as (browser, page, chat, problems, api):
         ask(chat, "How long does a refund take?", 0)
         goodbye = ask(chat, "bye", 1)
         assert "Goodbye" in goodbye.inner_text() and "Happy to help" not in goodbye.inner_text()
@@ -186,7 +187,7 @@ def test_a_goodbye_gets_a_goodbye_and_a_no_to_the_closing_question_offers_a_pers
 
         # a phone visitor closes the panel after an answer: "No" leaves it open on the offer
         phone = watching(browser.new_page(viewport={"width": 390, "height": 780}), problems)
-        phone.goto(f"{deployment['site']}/{name}")
+        phone.goto(page.url)
         small = open_widget(phone)
         ask(small, "How long does a refund take?", 0)
         small.get_by_role("button", name="Close the chat").click()
@@ -200,5 +201,3 @@ def test_a_goodbye_gets_a_goodbye_and_a_no_to_the_closing_question_offers_a_pers
         phone.screenshot(path=str(folder / "widget-not-solved-phone.png"))
         small.get_by_role("button", name="Close the chat").click()  # Close again closes
         small.wait_for(state="hidden", timeout=5_000)
-        browser.close()
-        assert not problems, problems

@@ -9,6 +9,10 @@ whose page links its addresses. Screenshots at 1280 and 390 px go to ``LEAD_SCRE
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import httpx
 import pytest
 
@@ -48,15 +52,24 @@ def discount_handed_off(browser, server: str, problems: list[str], reply: str) -
     agent.close()
 
 
-def test_topics_tiles_and_counts_say_what_happened(team, tmp_path):
+@contextmanager
+def after_a_discount_handoff(team: str) -> Iterator[tuple[Any, list[str]]]:
+    """Chromium after :func:`discount_handed_off`: (the browser, its pages' console errors,
+    checked to be none when the test is done)."""
     from playwright.sync_api import sync_playwright
 
-    folder = shots(tmp_path, "LEAD_SCREENSHOTS")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         problems: list[str] = []
         discount_handed_off(browser, team, problems, REPLY)
+        yield browser, problems
+        browser.close()
+        assert not problems, problems
 
+
+def test_topics_tiles_and_counts_say_what_happened(team, tmp_path):
+    folder = shots(tmp_path, "LEAD_SCREENSHOTS")
+    with after_a_discount_handoff(team) as (browser, problems):
         lead = open_lead(browser.new_page(viewport={"width": 1280, "height": 900}), team)
         lead.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
         # nothing resolved by the assistant yet: the note says so, with no dash for a number
@@ -112,18 +125,11 @@ def test_topics_tiles_and_counts_say_what_happened(team, tmp_path):
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390
         assert phone.evaluate(BROKEN_WORDS) == []
         phone.screenshot(path=str(folder / "lead-phone.png"), full_page=True)
-        browser.close()
-        assert not problems, problems
 
 
 def test_an_article_leads_with_its_answer_and_publishing_over_a_failing_question_asks(team, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     folder = shots(tmp_path, "LEAD_SCREENSHOTS")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        problems: list[str] = []
-        discount_handed_off(browser, team, problems, REPLY)
+    with after_a_discount_handoff(team) as (browser, problems):
         for asked in (
             "Is there a discount for students?",
             "Do you have discounts for teachers?",
@@ -194,5 +200,3 @@ def test_an_article_leads_with_its_answer_and_publishing_over_a_failing_question
         customer, question = web_chat(browser, team, "web-key", problems)
         answer = say(customer, question, "Do you offer a student discount?", 0)
         assert "50% off" in answer.inner_text(), answer.inner_text()
-        browser.close()
-        assert not problems, problems

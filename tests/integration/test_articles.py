@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from config.settings import ApiKey
 from service.auth import hash_key
 from service.model_draft import UNSUPPORTED
-from tests.helpers import REFUND, acme_team, bearer, pilot_over_own_store
+from tests.helpers import REFUND, acme_team, bearer, pilot_over_own_store, shipped_pilot_client
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
@@ -92,13 +92,7 @@ ACME_MARS = {
 
 @pytest.fixture
 def client(settings, example_kb, tmp_path):
-    with (
-        pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
-            app,
-            _,
-        ),
-        TestClient(app) as test_client,
-    ):
+    with shipped_pilot_client(settings, example_kb, tmp_path / "data", *KEYS) as test_client:
         yield test_client
 
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from config.settings import ApiKey
 from service.auth import hash_key
-from tests.helpers import pilot_over_own_store
+from tests.helpers import pilot_over_own_store, shipped_pilot_client
 
 pytestmark = pytest.mark.integration
 
@@ -45,13 +45,7 @@ def auth(name: str) -> dict[str, str]:
 
 @pytest.fixture
 def pilot(settings, example_kb, tmp_path):
-    with (
-        pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
-            app,
-            _,
-        ),
-        TestClient(app) as client,
-    ):
+    with shipped_pilot_client(settings, example_kb, tmp_path / "data", *KEYS) as client:
         yield client
 
 
