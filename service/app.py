@@ -98,7 +98,12 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         pilot.outcomes = OutcomeStore(
             turns_store,
             kb.encoders,
-            lambda tenant: topic_namer(pilot.runtime.retriever, kb.encoders.dense.encode, tenant),
+            lambda tenant: topic_namer(
+                pilot.runtime.retriever,
+                kb.encoders.dense.encode,
+                tenant,
+                answerable=pilot.runtime.scorer.answerable,
+            ),
         )
         pilot.upkeep = UpkeepMarks(turns_store, kb.encoders)
         pilot.run, pilot.others_left = pilot.upkeep.begin_run()

@@ -18,8 +18,10 @@ async function loadQueue(force) {
   list.replaceChildren();
   for (const row of page.handoffs) list.append(queueEntry(row));
   const shown = page.handoffs.length;
-  $("queue-count").textContent = page.total ?
-    `${page.offset + 1}-${page.offset + shown} of ${page.total} waiting, oldest first` : "";
+  // "3 waiting" when they all fit on this page, "21-40 of 45 waiting" when they do not
+  $("queue-count").textContent = !page.total ? ""
+    : page.total === shown ? `${page.total} waiting${page.total === 1 ? "" : ", oldest first"}`
+    : `${page.offset + 1}-${page.offset + shown} of ${page.total} waiting, oldest first`;
   $("queue-newer").hidden = page.offset + shown >= page.total;
   $("queue-older").hidden = page.offset === 0;
   $("queue-empty").hidden = page.total > 0;

@@ -255,10 +255,9 @@
         if (answer.offers_person) {
           // not solved: a person, in this conversation or (once it is closed) a new one
           const reach = element("button", { type: "button", className: "person" }, "Talk to a person");
-          reach.addEventListener("click", () => askForPerson(NOT_SOLVED).then((done) => {
-            if (done) reach.remove();
-          }));
+          reach.addEventListener("click", () => askForPerson(NOT_SOLVED));
           said.append(element("div", { className: "next" }, reach));
+          said.scrollIntoView({ block: "nearest" }); // the offer's button in sight too
         }
         doneAsking(true, answer.offers_person);
       } catch (err) { showError(err); }
@@ -297,6 +296,8 @@
       chat.handedOff = true;
       handoff.hidden = false;
       person.hidden = true;
+      // an offer of a person made before (a "no" to the closing question) is taken up
+      for (const offer of messages.querySelectorAll(".next")) offer.remove();
       contact.hidden = Boolean(session && session.contact_email);
       if (session && session.taken_at) joined(session, false);
       else handoff.textContent = WAITING;

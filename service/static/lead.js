@@ -190,13 +190,21 @@ async function loadList() {
     const open = element("button", { type: "button", className: "link",
                                      textContent: shorten(c.first_question, 90) });
     open.addEventListener("click", guarded(() => openTranscript(c.session_id)));
-    return element("tr", {},
-      element("td", {}, element("span", { className: `label label-${c.label}`,
-                                          textContent: NAME[c.label] })),
-      element("td", { textContent: c.topic_title || "–" }),
-      element("td", {}, open),
-      element("td", { textContent: when(c.started) }),
-      element("td", { textContent: resolvedBy(c) }));
+    // each cell says its column (a phone shows the row as a card, every column labelled)
+    const cell = (label, ...content) => {
+      const td = element("td", {}, ...content);
+      td.setAttribute("role", "cell");
+      td.dataset.label = label;
+      return td;
+    };
+    const row = element("tr", {},
+      cell("Outcome", element("span", { className: `label label-${c.label}`, textContent: NAME[c.label] })),
+      cell("Topic", c.topic_title || "–"),
+      cell("First question", open),
+      cell("When", when(c.started)),
+      cell("Resolved by", resolvedBy(c)));
+    row.setAttribute("role", "row");
+    return row;
   });
   $("list").replaceChildren(...rows);
   const shown = page.conversations.length;
@@ -213,15 +221,16 @@ async function loadList() {
   $("list-newer").hidden = lead.offset === 0;
 }
 
-// Who resolved a conversation, as the list's column says it: a person, the assistant, or
-// nobody (and why: closed without a reply, the customer left).
+// Who resolved a conversation, as the list's column says it: a person, the assistant, not
+// yet (still going, or waiting for a person), or nobody (and why: closed without a reply,
+// the customer left).
 function resolvedBy(c) {
   const e = c.evidence || {};
   if (e.resolved_by) return e.resolved_by;
   if (["confirmed", "assumed"].includes(c.label)) return "the assistant";
   if (e.closed_by) return `nobody: closed by ${e.closed_by} without a reply`;
   if (e.left_at) return "nobody: the customer left";
-  return "–";
+  return c.label === "pending" || c.label === "handed_off" ? "not yet" : "nobody";
 }
 
 function topicName(id) {
