@@ -25,7 +25,7 @@ def test_a_question_far_from_every_page_is_about_none(example_kb):
 
 
 def test_a_page_near_in_words_that_does_not_answer_is_no_topic(settings, example_kb):
-    """"Where do I upload my student card?" reads near Payment methods (cards), which the
+    """ "Where do I upload my student card?" reads near Payment methods (cards), which the
     answerability model reads as no answer to it: no topic, not a wrong one."""
     from tasks.evidence import EvidenceScorer
 
