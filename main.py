@@ -634,10 +634,9 @@ def report_outcomes(
     """What the assistant achieved: resolution, hand-off, unanswered and suggested rates,
     satisfaction and the closing answers' csat rate per day, and every conversation's label
     with the evidence behind it."""
-    import csv
     import time
 
-    from service.outcomes import tenant_outcomes
+    from service.outcomes import conversations_csv, tenant_outcomes
     from service.pilot_store import PilotStore
     from storage.memory import MemoryStore
 
@@ -653,13 +652,8 @@ def report_outcomes(
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    if as_csv:
-        columns = ("session_id", "customer_id", "day", "label", "why", "questions", "evidence")
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        for c in report.conversations:
-            row = c.model_dump()
-            writer.writerow([*(row[k] for k in columns[:-1]), json.dumps(c.evidence, sort_keys=True)])
+    if as_csv:  # the API's CSV: its columns, formula cells escaped
+        sys.stdout.write(conversations_csv(report.conversations))
         return
     table = Table(
         title=f"outcomes since {report.since_day} ({report.total_conversations} conversations)"
@@ -667,6 +661,7 @@ def report_outcomes(
     shown = (
         "involved",
         "resolution_rate",
+        "anonymous_confirmed_rate",  # confirmed by anonymous marks: apart, not resolutions
         "handoff_rate",
         "unanswered_rate",
         "suggested_rate",

@@ -456,6 +456,10 @@ class PilotSettings(_Strict):
     # proxies whose X-Forwarded-For names the client (nginx on the same machine): addresses
     # or networks (uvicorn's forwarded_allow_ips); from any other peer the header is ignored
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
+    # where customers reach this service (https://support.example.com): the links of
+    # published desk articles start with it; unset, a link is the path alone, which the web
+    # chat and the widget open on the service. Never taken from a request's Host header.
+    public_url: str | None = Field(None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/\S*)?$")
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408

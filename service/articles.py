@@ -332,10 +332,13 @@ def article_id(tenant: str, slug: str) -> str:
 
 
 def article_url(base: str, tenant: str, slug: str) -> str:
-    """Where a published article opens on the service at ``base`` (``GET /help/articles/...``).
+    """Where a published article opens on the service at ``base`` (``GET /help/articles/...``,
+    ``pilot.public_url``); without a base, the path alone (the service's pages resolve it).
 
     >>> article_url("https://help.acme.test/", "acme", "mars-shipping")
     'https://help.acme.test/help/articles/acme/mars-shipping'
+    >>> article_url("", "acme", "mars-shipping")
+    '/help/articles/acme/mars-shipping'
     """
     return f"{base.rstrip('/')}/help/{article_id(tenant, slug)}"
 
@@ -531,9 +534,9 @@ class Articles:
         kb: KnowledgeBase,
         base: str = "",
     ) -> StoredArticle:
-        """Give the article its real access level (after a check answered from it) and, with
-        ``base`` (the service's address), its URL; only an article the caller may read, so
-        never above its own slots."""
+        """Give the article its real access level (after a check answered from it) and its URL
+        on the service at ``base`` (``pilot.public_url``; "": the path alone); only an
+        article the caller may read, so never above its own slots."""
         record = self._required(tenant, slug, slots)
         check = record.get("check")
         if not (check and check["answered"]):
@@ -542,7 +545,7 @@ class Articles:
             )
         article = draft_of(record)
         self._within_reach(slots, article, tenant)
-        url = article_url(base, tenant, slug) if base else record.get("url")
+        url = article_url(base, tenant, slug)
         self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None, url))
         record.update({"status": "published", "url": url})
         record.pop("preview", None)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -122,11 +122,12 @@ async def check_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
 
 
 @router.post("/{slug}/publish", response_model=ArticleRecord)
-async def publish_article(slug: str, who: Admin, pilot: Pilot, request: Request) -> ArticleRecord:
-    """Give the article its access level and its URL on this service (409 before a check
-    answered from it; 404 for an article the key may not read)."""
+async def publish_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
+    """Give the article its access level and its URL on this service (``pilot.public_url``,
+    never the request's Host; 409 before a check answered from it; 404 for an article the
+    key may not read)."""
     kb = pilot.runtime.knowledge_base()
-    base = str(request.base_url)  # as the lead reached the service (behind nginx: its host)
+    base = pilot.settings.pilot.public_url or ""
     record = await _run(
         pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb, base
     )

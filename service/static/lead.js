@@ -65,7 +65,10 @@ async function loadOverview() {
     "decided ones (the API's resolution_rate), of which " +
     `${percent(tiles.confirmed.count, resolved)} marked helpful by the customer, ` +
     `${percent(report.totals.verified || 0, resolved)} verified (marked helpful by a signed-in ` +
-    `customer, or answered with the decision at least 80% sure the page answers).`;
+    `customer, or answered with the decision at least 80% sure the page answers)` +
+    (report.totals.confirmed_anonymous ? `; ${report.totals.confirmed_anonymous} confirmed only ` +
+     "by an anonymous visitor's mark, kept out of the resolution rate (anyone can give one)" : "") +
+    ".";
   $("window").textContent = `Last ${DAYS} days, since ${report.since_day} (UTC)`;
   $("chart").replaceChildren(chart(everyDay(report)));
   $("overview").hidden = false;

@@ -428,7 +428,7 @@ def test_a_published_articles_citation_opens_within_its_tenant_and_access(client
     reader of the article's tenant, and is 404 (never the text) for another tenant's key, for
     a key below the article's access, and for an article still a draft."""
     published = publish(client, "lead", ACME_MARS)
-    assert published["url"] == "http://testserver/help/articles/acme/mars-shipping"
+    assert published["url"] == "/help/articles/acme/mars-shipping"  # no pilot.public_url: a path
     _, answered = ask(client, "c-1", MARS)
     [citation] = answered["citations"]
     assert citation["url"] == published["url"], citation
@@ -588,3 +588,29 @@ def test_a_draft_from_replies_keeps_only_what_answers_the_question(client):
     body = proposal["text"].split("\n\n", 1)[1]
     assert body.strip() == "About the student discount: we don't have one today, sorry."
     assert [source["session_id"] for source in proposal["sources"]] == [session]
+
+
+def test_an_articles_link_starts_with_the_configured_address_never_the_host_header(
+    settings, example_kb, tmp_path
+):
+    """A publish request's ``Host`` header is the client's to write: the link customers
+    are sent comes from ``pilot.public_url``."""
+    configured = settings.model_copy(
+        update={"pilot": settings.pilot.model_copy(update={"public_url": "https://help.acme.test"})}
+    )
+    with (
+        pilot_over_own_store(configured, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app) as client,
+    ):
+        client.post("/v1/articles", json=ACME_MARS, headers=auth("lead"))
+        client.post("/v1/articles/mars-shipping/check", headers=auth("lead"))
+        published = client.post(
+            "/v1/articles/mars-shipping/publish",
+            headers={**auth("lead"), "Host": "attacker.example", "X-Forwarded-Host": "evil.example"},
+        ).json()
+        assert published["url"] == "https://help.acme.test/help/articles/acme/mars-shipping"
+        _, answered = ask(client, "c-1", MARS)
+        assert [c["url"] for c in answered["citations"]] == [published["url"]]
