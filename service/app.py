@@ -111,6 +111,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         reaching = asyncio.create_task(
             run_in_threadpool(memory.keep_reach_of_old_memories if memory else lambda: 0)
         )
+        # counters of windows that ended while the service was down (or stored before
+        # counters expired) go once; the minute sweep deletes the rest as their hour passes
+        expiring = asyncio.create_task(run_in_threadpool(pilot.limits.forget_expired, time.time(), True))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         scrape_port = serve_metrics_port(pilot)
@@ -123,6 +126,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         syncer.cancel()
         catching_up.cancel()
         reaching.cancel()
+        expiring.cancel()
         try:
             await run_in_threadpool(stop_cleanly, pilot, time.time())
         except Exception:  # a stop goes on; the next start looks for what this one left

@@ -56,11 +56,22 @@ class StoredCount(TypedDict):
     key: str
     count: int
     expires_at: float
+    expires_hour: str  # the UTC hour (epoch hours) it expires in: the sweep deletes by it
+
+
+def expiry_hour(expires_at: float) -> str:
+    """The keyword a counter is deleted by once its hour has passed.
+
+    >>> expiry_hour(7200.5)
+    '2'
+    """
+    return str(int(expires_at // 3600))
 
 
 _NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
 MAX_TRIES = 16  # compare-and-set attempts against other workers before a counter gives up
 LOCK_STRIPES = 64  # this process's increments of one key wait in line instead of racing
+HOURS_BACK = 48  # the minute sweep deletes counters that expired in this many past hours
 WHAT = {
     "sessions": "new sessions",
     "handoffs": "hand-offs to a person",
@@ -83,7 +94,8 @@ class QdrantCounters(Storage):
         self.store = store
         self.vector = encoders.dense.encode(["rate counter"])[0].dense
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
-        ensure_records(store, COUNTERS, encoders.dense.dim, ("key",))
+        ensure_records(store, COUNTERS, encoders.dense.dim, ("key", "expires_hour"))
+        store.add_keyword_index(COUNTERS, "expires_hour")  # stores made before counters expired
 
     @property
     def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
@@ -110,10 +122,12 @@ class QdrantCounters(Storage):
             current = self._read(key)
             live = current if current is not None and current["expires_at"] > now else None
             count = amount + (live["count"] if live else 0)
+            expires_at = live["expires_at"] if live else now + expiry
             fields: StoredCount = {
                 "key": key,
                 "count": count,
-                "expires_at": live["expires_at"] if live else now + expiry,
+                "expires_at": expires_at,
+                "expires_hour": expiry_hour(expires_at),
             }
             written = revised(current, fields)
             if current is None:
@@ -144,6 +158,23 @@ class QdrantCounters(Storage):
 
     def clear(self, key: str) -> None:
         self.store.delete(COUNTERS, Match("key", (key,)))
+
+    def forget_expired(self, now: float, everything: bool = False) -> None:
+        """Delete the counters whose window ended before this hour (a window is at most a
+        day: those of the last ``HOURS_BACK`` hours, by their indexed hour); ``everything``
+        (at start, after the service was down longer) reads each counter's expiry instead,
+        those stored before counters had an hour among them."""
+        hour = int(now // 3600)
+        gone = tuple(str(h) for h in range(hour - HOURS_BACK, hour))
+        self.store.delete(COUNTERS, Match("expires_hour", gone))
+        if everything:
+            stale = [
+                r.payload["key"]
+                for r in self.store.scroll(COUNTERS, fields=("key", "expires_at"))
+                if float(r.payload.get("expires_at", 0.0)) <= now
+            ]
+            for start in range(0, len(stale), 256):
+                self.store.delete(COUNTERS, Match("key", tuple(stale[start : start + 256])))
 
 
 # the routes each limit counts: a key (or visitor) whose window is spent is refused there
@@ -189,7 +220,8 @@ class RateLimits:
     widget key, per visitor (``pilot.visitor_limits``)."""
 
     def __init__(self, store: Store, encoders: Encoders, pilot: PilotSettings) -> None:
-        self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
+        self.counters = QdrantCounters(store, encoders)
+        self.limiter = FixedWindowRateLimiter(self.counters)
         self.items: dict[str, RateLimitItem] = {
             name: parse(getattr(pilot.limits, name)) for name in KEY_LIMITS
         }
@@ -218,6 +250,12 @@ class RateLimits:
         if item is not None:
             counted.append(("key", mine, item))
         return counted
+
+    def forget_expired(self, now: float, everything: bool = False) -> None:
+        """Counters whose window has ended are deleted, and this worker's memory of spent
+        windows that have reset: a flood of addresses leaves nothing behind it."""
+        self.counters.forget_expired(now, everything)
+        self.spent_until = {k: until for k, until in self.spent_until.items() if until > now}
 
     def refuse_if_spent(self, name: str, who: Caller) -> None:
         """429 at once when this worker already saw a window of the caller's spent (no store
