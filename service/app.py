@@ -72,6 +72,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def key_slots(settings: Settings, tenant: str, name: str) -> dict[str, str] | None:
+    """The enforced slots of the tenant's key ``name`` (None: no such key configured)."""
+    for key in settings.pilot.api_keys:
+        if key.tenant == tenant and key.name == name:
+            return dict(key.slots)
+    return None
+
+
 def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None = None) -> FastAPI:
     """The service around one turn runtime (built at start unless given), routes included."""
     pilot = PilotContext(
@@ -92,7 +100,9 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot)
         pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles", settings.slots)
-        await run_in_threadpool(pilot.articles.reconcile, kb)  # the layout of this version
+        await run_in_threadpool(  # the layout of this version
+            pilot.articles.reconcile, kb, lambda tenant, name: key_slots(settings, tenant, name)
+        )
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(

@@ -53,6 +53,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from config.settings import SlotRule
+from service.article_checks import ArticleChecks, within
 from service.domain.records import (
     ArticleCheck,
     ArticleEvent,
@@ -62,8 +63,8 @@ from service.domain.records import (
 )
 from service.topics import TOPIC_FLOOR, similarities
 from storage.kb.ingest import ingest_paths
-from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
-from storage.retrieval.filters import DRAFT, admits, build_filters
+from storage.qdrant.store import Condition, Match, PointData, Store, ensure_records
+from storage.retrieval.filters import DRAFT, admits, build_filters, highest_levels
 from storage.text import ALNUM, split_sentences
 from tasks.courtesy import asks_something
 from tasks.message_kind import load_message_kinds
@@ -134,7 +135,14 @@ class ArticleRecord(BaseModel):
     questions: list[str] = Field(default_factory=list)
     status: Literal["draft", "published"]
     url: str | None = None  # once published: where it opens (``GET /help/articles/...``)
-    check: ArticleCheck | None = None
+    check: ArticleCheck | None = Field(
+        None, description="the last check, if the key reaches as far as the one that ran it"
+    )
+    check_hidden: bool = Field(
+        False,
+        description="the last check ran under a key that reads more than this one: its rows "
+        "are not shown, and publishing needs a check run with this key",
+    )
     events: list[ArticleEvent] = Field(default_factory=list)
     updated_at: float
 
@@ -382,6 +390,7 @@ class Articles:
     ) -> None:
         self.store, self.encoders, self.folder, self.rules = store, encoders, folder, rules
         ensure_records(store, ARTICLES, encoders.dense.dim, ("tenant", "slug"))
+        self.checks = ArticleChecks(store, encoders, rules)
 
     def path(self, tenant: str, slug: str) -> Path:
         """The article's file: ``<folder>/<tenant>/<slug>.md`` (``<folder>/<slug>.md`` without
@@ -395,29 +404,51 @@ class Articles:
     def _where(self, tenant: str, slots: Mapping[str, str] | None, *more: Condition) -> Condition:
         """The tenant's records (matched as they are stamped, ``""`` for no tenant), filtered
         by ``slots`` as a search under them would be on every other enforced field."""
-        parts: list[Condition] = [Match("tenant", (tenant,)), *more]
-        if slots is not None:
-            others = {n: r for n, r in self.rules.items() if r.field != "tenant"}
-            reader = build_filters(others, slots, strict=False).enforced
-            if reader is not None:
-                parts.append(reader)
-        return AllOf(tuple(parts))
+        return within(self.rules, tenant, slots, *more)
 
     def record(self, tenant: str, slug: str, slots: Mapping[str, str] | None) -> StoredArticle | None:
-        """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service)."""
+        """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service),
+        with its last check if ``slots`` reach as far as the key that ran it."""
         found = list(self.store.scroll(ARTICLES, self._where(tenant, slots, Match("slug", (slug,)))))
-        return cast(StoredArticle, found[0].payload) if found else None
+        return (
+            self._with_checks(tenant, [cast(StoredArticle, found[0].payload)], slots)[0]
+            if found
+            else None
+        )
 
     def all(self, tenant: str, slots: Mapping[str, str]) -> list[StoredArticle]:
-        """The tenant's articles that ``slots`` may read, the latest changed first."""
+        """The tenant's articles that ``slots`` may read, the latest changed first, each with
+        its last check where ``slots`` reach as far as the key that ran it."""
         found = self.store.scroll(ARTICLES, self._where(tenant, slots))
-        records = (cast(StoredArticle, r.payload) for r in found)
+        records = self._with_checks(tenant, [cast(StoredArticle, r.payload) for r in found], slots)
         return sorted(records, key=lambda r: -r.get("updated_at", 0.0))
 
+    def _with_checks(
+        self, tenant: str, records: list[StoredArticle], slots: Mapping[str, str] | None
+    ) -> list[StoredArticle]:
+        """``records`` with the last check ``slots`` may read (read in the store under them),
+        and ``check_hidden`` where one ran above them."""
+        slugs = [r["slug"] for r in records]
+        shown = self.checks.read(tenant, slugs, slots)
+        every = shown if slots is None else self.checks.read(tenant, slugs, None)
+        return [
+            cast(
+                StoredArticle,
+                {
+                    **{k: v for k, v in r.items() if k != "check"},
+                    "check": shown.get(r["slug"]),
+                    "check_hidden": r["slug"] in every and r["slug"] not in shown,
+                },
+            )
+            for r in records
+        ]
+
     def _write_record(self, record: StoredArticle) -> StoredArticle:
+        """Store the article's record; its check lives apart, at its own level (``checks``)."""
         vector = self.encoders.dense.encode(["article"])[0].dense
         key = str(uuid.uuid5(_NAMESPACE, f"{record['tenant']}/{record['slug']}"))
-        self.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=dict(record))])
+        kept = {k: v for k, v in record.items() if k not in ("check", "check_hidden")}
+        self.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=kept)])
         return record
 
     def _event(self, record: StoredArticle, who: str, action: str, detail: str = "") -> None:
@@ -472,9 +503,11 @@ class Articles:
                 "id": article_id(tenant, article.slug),
                 "status": "draft",
                 "check": None,
+                "check_hidden": False,
                 "preview": preview,
             }
         )
+        self.checks.clear(tenant, article.slug)  # a changed text is checked again
         self._event(record, who, "saved", f"as a draft; to publish as {article.access}")
         return self._write_record(record)
 
@@ -511,7 +544,7 @@ class Articles:
         without = [reply_of(ask(q.text, dict(slots))) for q in near]
         with_it = [reply_of(ask(q.text, under)) for q in near]
         changes = compare(near, without, with_it)
-        record["check"] = {
+        check: ArticleCheck = {
             "at": time.time(),
             "by": who,
             "rows": rows,
@@ -522,6 +555,9 @@ class Articles:
                 "changes": [cast(ReplayedChange, c.model_dump()) for c in changes if c.change != "same"],
             },
         }
+        # its rows quote what these slots read: kept at their level, shown to keys reaching it
+        self.checks.write(tenant, slug, check, slots)
+        record.update({"check": check, "check_hidden": False})
         self._event(record, who, "checked", f"{passed} of {len(rows)} questions answered from it")
         return self._write_record(record)
 
@@ -539,6 +575,13 @@ class Articles:
         article the caller may read, so never above its own slots."""
         record = self._required(tenant, slug, slots)
         check = record.get("check")
+        if record.get("check_hidden"):
+            raise ArticleError(
+                409,
+                "check",
+                "the last check ran under a key that reads more than yours, so your key may "
+                "not read it: run the check again with your key",
+            )
         if not (check and check["answered"]):
             raise ArticleError(
                 409, "check", "run the check first: no question was answered from this article"
@@ -575,17 +618,27 @@ class Articles:
             raise ArticleError(404, "slug", f"no article {slug!r} your key may read in this tenant")
         return record
 
-    def reconcile(self, kb: KnowledgeBase) -> int:
+    def reconcile(
+        self,
+        kb: KnowledgeBase,
+        slots_of: Callable[[str, str], Mapping[str, str] | None] = lambda t, k: None,
+    ) -> int:
         """Bring every stored article's file and document to the current layout, from its
         record (which holds the whole article): files per tenant, ids scoped by tenant, drafts
         hidden by their ``draft`` value. An article another tenant's save overwrote under the
         layout before (one file per name) is written back from its record; the old shared
-        file and document go once their tenant's article stands on its own. Run at start;
-        the number of articles written."""
+        file and document go once their tenant's article stands on its own. A check stored in
+        the record (before checks kept their level) moves to ``checks`` at the level of the key
+        that ran it (``slots_of(tenant, key name)``), or, that key unknown, at the highest
+        level. Run at start; the number of articles written."""
         written = 0
         for found in list(self.store.scroll(ARTICLES)):
             record = cast(StoredArticle, dict(found.payload))
             tenant, slug = record["tenant"], record["slug"]
+            old_check = record.pop("check", None)
+            if old_check:
+                ran_under = slots_of(tenant, str(old_check.get("by", ""))) or highest_levels(self.rules)
+                self.checks.write(tenant, slug, old_check, ran_under)
             draft = record["status"] != "published"
             if draft and not record.get("preview"):
                 record["preview"] = uuid.uuid4().hex

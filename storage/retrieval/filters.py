@@ -259,3 +259,18 @@ def widest_reach(rules: Mapping[str, SlotRule], reads: Sequence[Mapping[str, Any
         elif values:
             reach[name] = values[0]
     return reach
+
+
+def highest_levels(rules: Mapping[str, SlotRule]) -> dict[str, str]:
+    """The highest level of each enforced ``at_most`` rule: the reach of a record whose
+    reader is unknown (shown only to callers at that level).
+
+    >>> from config.settings import load_settings
+    >>> highest_levels(load_settings().slots)
+    {'access_level': 'internal'}
+    """
+    return {
+        n: r.levels[-1]
+        for n, r in rules.items()
+        if r.mode == "enforced" and r.match == "at_most" and r.levels
+    }

@@ -614,3 +614,34 @@ def test_an_articles_link_starts_with_the_configured_address_never_the_host_head
         assert published["url"] == "https://help.acme.test/help/articles/acme/mars-shipping"
         _, answered = ask(client, "c-1", MARS)
         assert [c["url"] for c in answered["citations"]] == [published["url"]]
+
+
+def test_a_check_is_read_only_by_keys_that_reach_as_far_as_the_one_that_ran_it(client):
+    """An internal-level lead checks a public article: its rows quote the internal runbook.
+    A public-level and a customer-level lead of the same tenant list the article without a
+    row of that check (``check_hidden``), cannot publish on it, and run their own."""
+    goodwill = {
+        "slug": "goodwill",
+        "title": "Goodwill gestures",
+        "text": "# Goodwill gestures\n\nWe sometimes send a small gift to say sorry.",
+        "access": "public",
+        "questions": ["Which reason code do I use for a goodwill refund override?"],
+    }
+    assert client.post("/v1/articles", json=goodwill, headers=auth("senior-lead")).status_code == 201
+    senior = client.post("/v1/articles/goodwill/check", headers=auth("senior-lead")).json()
+    assert "internal/runbook-refund-override.md" in senior["check"]["rows"][0]["cited"]
+    for lower in ("public-lead", "junior-lead"):
+        listed = client.get("/v1/articles", headers=auth(lower))
+        [record] = [a for a in listed.json() if a["slug"] == "goodwill"]
+        assert record["check"] is None and record["check_hidden"], record
+        assert "runbook" not in listed.text and "OVR-" not in listed.text
+        refused = client.post("/v1/articles/goodwill/publish", headers=auth(lower))
+        assert refused.status_code == 409 and refused.json()["error"]["field"] == "check"
+        assert "run the check again with your key" in refused.json()["error"]["message"]
+    # the senior lead still reads its own check; one a lower lead runs, both read
+    [mine] = client.get("/v1/articles", headers=auth("senior-lead")).json()
+    assert mine["check"]["rows"][0]["cited"] == senior["check"]["rows"][0]["cited"]
+    own = client.post("/v1/articles/goodwill/check", headers=auth("junior-lead")).json()
+    assert not own["check_hidden"] and "runbook" not in str(own["check"])
+    [seen] = client.get("/v1/articles", headers=auth("senior-lead")).json()
+    assert seen["check"]["by"] == "junior-lead"
