@@ -448,11 +448,24 @@ class VisitorLimits(_Strict):
         return a_rate(value)
 
 
+class WidgetBudget(_Strict):
+    """How a widget key's own limits are spent (``service/key_budget.py``): each is a budget
+    that refills continuously (a day's limit at a day's pace), of which ``reserve_share`` is
+    kept for new visitors: drawn once the rest is spent, by an address that has drawn less
+    than ``newcomer_share`` of its own visitor limit from the key that day. The lead's page and
+    ``/metrics`` show a budget with less than ``low_below`` of it left as running low."""
+
+    reserve_share: float = Field(0.2, ge=0.0, lt=1.0)
+    newcomer_share: float = Field(0.25, gt=0.0, le=1.0)
+    low_below: float = Field(0.2, ge=0.0, le=1.0)
+
+
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
 
     limits: PilotLimits = Field(default_factory=PilotLimits)
     visitor_limits: VisitorLimits = Field(default_factory=VisitorLimits)
+    widget_budget: WidgetBudget = Field(default_factory=WidgetBudget)
     # proxies whose X-Forwarded-For names the client (nginx on the same machine): addresses
     # or networks (uvicorn's forwarded_allow_ips); from any other peer the header is ignored
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])

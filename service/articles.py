@@ -28,9 +28,10 @@ Usage::
 
     articles = Articles(store, encoders, folder, settings.slots)
     articles.reconcile(kb)                                   # at start: the current layout
-    proposal = draft(memory, "acme", ["Do you ship to Antarctica?"])
-    article = ArticleDraft(slug="shipping", title="Shipping", text=proposal["text"])
     slots = {"access_level": "customer", "tenant": "acme"}   # the lead key's enforced slots
+    proposal = draft(memory, "acme", ["Do you ship to Antarctica?"], slots)
+    proposal["access"]          # the highest level among the replies it quotes
+    article = ArticleDraft(slug="shipping", title="Shipping", text=proposal["text"])
     record = articles.save("acme", "lead", slots, article, kb)
     record = articles.check("acme", "lead", slots, "shipping", ask)  # ask(question, slots)
     record = articles.publish("acme", "lead", slots, "shipping", kb, "https://help.acme.test")
@@ -64,9 +65,20 @@ from service.domain.records import (
 from service.topics import TOPIC_FLOOR, similarities
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import Condition, Match, PointData, Store, ensure_records
-from storage.retrieval.filters import DRAFT, admits, build_filters, highest_levels
+from storage.replies import PersonReplies
+from storage.retrieval.filters import (
+    DRAFT,
+    above,
+    admits,
+    build_filters,
+    document_fields,
+    highest_levels,
+    level_rules,
+    widest_reach,
+)
 from storage.text import ALNUM, split_sentences
 from tasks.courtesy import asks_something
+from tasks.impersonal import impersonal, names_given
 from tasks.message_kind import load_message_kinds
 from tasks.passage_text import clean
 from tasks.replay import Asked, compare, reply_of, summary
@@ -151,24 +163,39 @@ def draft(
     memory: MemoryStore,
     tenant: str,
     questions: Sequence[str],
+    slots: Mapping[str, str],
     write: Callable[[Sequence[str]], ModelDraft | None] | None = None,
 ) -> dict[str, object]:
-    """A draft from the replies people wrote in the conversations that asked ``questions``:
-    each sentence cited to its conversation (``sources``). Where nobody replied: the model's
-    draft checked against the knowledge base (``write``, ``service.model_draft.model_writer``:
-    its unsupported sentences marked and listed), else the skeleton of the questions.
-    ``drafted_by`` says which."""
+    """A draft from the replies people wrote in the conversations that asked ``questions``,
+    those the reader's ``slots`` may read (decided in the store: ``storage.replies``): each
+    sentence cited to its conversation (``sources``), without greetings, sign-offs and the
+    customer's name (``tasks.impersonal``), and the reach of the replies it quotes
+    (``access``, ``tiers``: the highest among them; an article of it published lower is
+    refused). Where nobody replied: the model's draft checked against the knowledge base
+    (``write``, ``service.model_draft.model_writer``: its unsupported sentences marked and
+    listed), else the skeleton of the questions. ``drafted_by`` says which."""
     wanted = {normal(q) for q in questions}
-    turns = memory.tenant_turns(tenant, ("session_id", "turn_index", "user", "answer", "from"))
-    sessions = {t["session_id"] for t in turns if normal(str(t.get("user") or "")) in wanted}
+    fields = ("session_id", "turn_index", "user", "answer", "from", "slots")
+    turns = memory.tenant_turns(tenant, fields)
+    asked = [t for t in turns if normal(str(t.get("user") or "")) in wanted]
+    sessions = sorted({t["session_id"] for t in asked})
+    shown = PersonReplies(memory).readable(tenant, slots, sessions) if sessions else set()
     replies = sorted(
-        (t for t in turns if t["session_id"] in sessions and t.get("from") == "agent"),
+        (t for t in turns if (t["session_id"], t["turn_index"]) in shown),
         key=lambda t: (t["session_id"], t["turn_index"]),
     )
+    names = names_given(str(t["user"]) for t in turns if t["session_id"] in sessions and t.get("user"))
     title = clearest_question(questions)
-    paragraphs, sources = on_the_question(memory.encoders, title, replies) if replies else ([], [])
+    paragraphs, sources = (
+        on_the_question(memory.encoders, title, replies, names) if replies else ([], [])
+    )
     drafted_by, unsupported, pages = "replies", [], []
     body = "\n\n".join(" ".join(p) for p in paragraphs)
+    cited = {(s["session_id"], s["turn_index"]) for s in sources}
+    quoted = [r for r in replies if (r["session_id"], r["turn_index"]) in cited]
+    level = (
+        level_of(memory.rules, [r["slots"] for r in quoted if r.get("slots")]) if quoted else "public"
+    )
     if not body:
         written = write(questions) if write is not None else None
         if written is not None:
@@ -185,7 +212,20 @@ def draft(
         "drafted_by": drafted_by,
         "unsupported": unsupported,
         "pages": pages,
+        "access": level,
     }
+
+
+def level_of(rules: Mapping[str, SlotRule], reads: Sequence[Mapping[str, str]]) -> str:
+    """The access level an article quoting replies must have at least: the highest that
+    their conversations ran under (``reads``; public when none did).
+
+    >>> from config.settings import load_settings
+    >>> rules = load_settings().slots
+    >>> level_of(rules, [{"access_level": "customer", "tier": "pro"}, {"access_level": "internal"}])
+    'internal'
+    """
+    return str(document_fields(level_rules(rules), widest_reach(rules, reads)).get("access", "public"))
 
 
 def without_pasted_sources(reply: str) -> list[str]:
@@ -206,20 +246,23 @@ def without_pasted_sources(reply: str) -> list[str]:
 
 
 def on_the_question(
-    encoders: Encoders, question: str, replies: Sequence[StoredTurn]
+    encoders: Encoders, question: str, replies: Sequence[StoredTurn], names: Sequence[str] = ()
 ) -> tuple[list[list[str]], list[dict[str, object]]]:
     """The paragraphs of people's ``replies`` that answer ``question``, and each kept
     sentence's conversation: a reply's own paragraphs, without the sources block the desk's
-    "Use this reply" pastes and its "[1]" marks (an article cites its own pages), its opening
-    and closing lines when they are short courtesy ("Hi Maria,", "Thanks!": the message-kind
-    classifier's greeting or thanks), and the paragraphs about something else (a refund beside
-    the student discount: under the topic floor of ``service.topics``) unless none reaches it."""
+    "Use this reply" pastes and its "[1]" marks (an article cites its own pages), without its
+    greeting, sign-off and the names they hold or the customer gave (``names``:
+    ``tasks.impersonal``), its opening and closing lines when they are short courtesy
+    ("Thanks!": the message-kind classifier's greeting or thanks), and the paragraphs about
+    something else (a refund beside the student discount: under the topic floor of
+    ``service.topics``) unless none reaches it."""
     paragraphs: list[list[str]] = []
     where: list[dict[str, object]] = []
     seen: set[str] = set()
     for reply in replies:
         own: list[list[str]] = []
-        for line in without_pasted_sources(str(reply.get("answer") or "")):
+        text = "\n".join(without_pasted_sources(str(reply.get("answer") or "")))
+        for line in impersonal(text, names).splitlines():
             said = [s for s in dict.fromkeys(split_sentences(clean(line))) if s and s not in seen]
             seen.update(said)
             own += [said] if said else []
@@ -386,9 +429,15 @@ class Articles:
     what it could read itself."""
 
     def __init__(
-        self, store: Store, encoders: Encoders, folder: Path, rules: Mapping[str, SlotRule]
+        self,
+        store: Store,
+        encoders: Encoders,
+        folder: Path,
+        rules: Mapping[str, SlotRule],
+        memory: MemoryStore | None = None,
     ) -> None:
         self.store, self.encoders, self.folder, self.rules = store, encoders, folder, rules
+        self.memory = memory  # where people's replies are: none quoted above an article's level
         ensure_records(store, ARTICLES, encoders.dense.dim, ("tenant", "slug"))
         self.checks = ArticleChecks(store, encoders, rules)
 
@@ -482,13 +531,35 @@ class Articles:
                 "or publishes it)",
             )
 
+    def _quotes_no_reply_above(self, article: ArticleDraft, tenant: str) -> None:
+        """422 naming ``access`` when ``article`` quotes a person's reply from a conversation
+        above its level (an internal customer's reply in a public article): it stays at that
+        conversation's level or loses that text."""
+        if self.memory is None:
+            return
+        mine = {k: v for k, v in as_document_fields(article, tenant).items() if k != "tenant"}
+        said = words_of(article.text)
+        for reply in PersonReplies(self.memory).of_tenant(tenant):
+            hidden = above(level_rules(self.rules), mine, reply)
+            if hidden and quotes(said, str(reply.get("answer") or "")):
+                raise ArticleError(
+                    422,
+                    "access",
+                    f"this article quotes a person's reply in a conversation at access "
+                    f"{reply.get('access')!r} (session {reply['session_id']}, turn "
+                    f"{reply['turn_index']}), which readers of access {article.access!r} may "
+                    f"not read: give the article access {reply.get('access')!r}, or take the "
+                    "quoted text out",
+                )
+
     def save(
         self, tenant: str, who: str, slots: Mapping[str, str], article: ArticleDraft, kb: KnowledgeBase
     ) -> StoredArticle:
         """Write the article as a draft (its real slots, hidden from every search but its
         check) and ingest it; a published article of that slug is taken back to draft (a
-        changed text must be checked again)."""
+        changed text must be checked again). Never below a reply it quotes."""
         self._within_reach(slots, article, tenant)
+        self._quotes_no_reply_above(article, tenant)
         record = self.record(tenant, article.slug, None)
         if record is not None and self.record(tenant, article.slug, slots) is None:
             raise ArticleError(
@@ -588,6 +659,7 @@ class Articles:
             )
         article = draft_of(record)
         self._within_reach(slots, article, tenant)
+        self._quotes_no_reply_above(article, tenant)
         url = article_url(base, tenant, slug)
         self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None, url))
         record.update({"status": "published", "url": url})
@@ -671,6 +743,33 @@ class Articles:
         if owner == tenant:
             kb.remove(f"articles/{slug}")
             shared.unlink()
+
+
+QUOTED_WORDS = 5  # a reply's sentence of at least this many words, found in an article: quoted
+
+
+def words_of(text: str) -> str:
+    """``text`` as its lower-case words, one space apart (how quotes are found).
+
+    >>> words_of("We **do not** ship\\n to Mars!")
+    'we do not ship to mars'
+    """
+    return " ".join(ALNUM.findall(text.lower()))
+
+
+def quotes(article_words: str, reply: str) -> bool:
+    """Whether an article (its ``words_of``) holds a sentence of ``reply`` of at least
+    ``QUOTED_WORDS`` words, as the draft takes them (without greetings and pasted sources).
+
+    >>> quotes(words_of("# Mars\\n\\nWe do not ship to Mars."), "Hi Ana, we do not ship to Mars.")
+    True
+    """
+    text = impersonal("\n".join(without_pasted_sources(reply)))
+    for sentence in split_sentences(clean(text)):
+        said = words_of(sentence)
+        if len(said.split()) >= QUOTED_WORDS and f" {said} " in f" {article_words} ":
+            return True
+    return False
 
 
 def draft_of(record: Mapping[str, object]) -> ArticleDraft:

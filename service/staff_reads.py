@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from service.auth import Caller
+from storage.replies import PersonReplies
 from storage.retrieval.filters import build_filters
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 
 WITHHELD = (
     "[withheld: this answer cites an article your key may not read; ask a colleague whose key may]"
+)
+WITHHELD_REPLY = (
+    "[withheld: a person's reply in a conversation above what your key may read; ask a "
+    "colleague whose key may]"
 )
 
 
@@ -84,7 +89,9 @@ def withhold_unreadable(
     runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn]
 ) -> list[StoredTurn]:
     """``turns`` with every answer that cites an article ``slots`` may not read replaced by
-    :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``)."""
+    :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``); a
+    person's reply in a conversation above ``slots`` replaced by :data:`WITHHELD_REPLY`."""
+    turns = withhold_replies(runtime, slots, turns)
     cited = sorted({c for t in turns for c in t.get("citations") or []})
     if not cited:
         return list(turns)
@@ -101,6 +108,25 @@ def withhold_unreadable(
             }
         shown.append(turn)
     return shown
+
+
+def withhold_replies(
+    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn]
+) -> list[StoredTurn]:
+    """``turns`` with each person's reply that ``slots`` may not read (its conversation's
+    reach is above them, decided in the store: ``storage.replies``) replaced by
+    :data:`WITHHELD_REPLY`."""
+    replies = [t for t in turns if t.get("from") == "agent"]
+    if not replies or runtime.memory is None:
+        return list(turns)
+    sessions = sorted({t["session_id"] for t in replies})
+    shown = PersonReplies(runtime.memory).readable(replies[0]["tenant"], slots, sessions)
+    return [
+        t
+        if t.get("from") != "agent" or (t["session_id"], t["turn_index"]) in shown
+        else {**t, "answer": WITHHELD_REPLY, "withheld_reply": True}
+        for t in turns
+    ]
 
 
 def only_readable_topics(

@@ -179,6 +179,10 @@ StoredTurn = TypedDict(
         "agent": str,  # the staff key that replied
         "vector": list[float],  # gap_turns only: the message's stored vector
         "withheld_citations": int,  # a staff read's: citations the reader's slots may not see
+        "withheld_reply": bool,  # a staff read's: a person's reply above the reader's slots
+        "access": str,  # a person's reply: its conversation's reach (storage.replies)
+        "tiers": list[str],
+        "reach_kept": bool,
     },
     total=False,
 )

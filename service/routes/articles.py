@@ -60,6 +60,11 @@ class DraftProposal(BaseModel):
     pages: list[str] = Field(
         default_factory=list, description="the knowledge-base pages the model's draft rests on"
     )
+    access: str = Field(
+        "public",
+        description="the highest access level among the conversations whose replies it "
+        "quotes: save and publish it at this level (lower is refused)",
+    )
 
 
 async def _run(call: Callable[..., T], *args: object) -> T:
@@ -74,8 +79,9 @@ async def draft_article(body: DraftRequest, who: Admin, pilot: Pilot) -> DraftPr
     """A draft from the replies people wrote to these questions, each sentence's source;
     where nobody replied, the model's draft checked against the knowledge base (with the
     responder on the model path), else the skeleton of the questions."""
-    write = model_writer(pilot.runtime, staff_slots(who))
-    proposal = await run_in_threadpool(draft, pilot.memory, who.tenant, body.questions, write)
+    slots = staff_slots(who)
+    write = model_writer(pilot.runtime, slots)
+    proposal = await run_in_threadpool(draft, pilot.memory, who.tenant, body.questions, slots, write)
     return DraftProposal(**proposal)
 
 

@@ -33,6 +33,23 @@ function tile(text, value, detail, onClick) {
   return box;
 }
 
+// -- widget keys running low (their rolling budgets: GET /v1/reports/budgets) --------------
+const LIMIT_NAMES = { sessions: "new conversations", handoffs: "hand-offs to a person",
+  message_bytes: "message bytes", turns: "answered messages", searches: "searches",
+  feedback: "ratings" };
+
+async function loadBudgets() {
+  const { budgets } = await call("/v1/reports/budgets");
+  const low = budgets.filter((b) => b.low);
+  $("budgets").hidden = !low.length;
+  $("budgets").replaceChildren(...low.map((b) => element("p", {
+    textContent: `Widget key ${b.key} is running low on ${LIMIT_NAMES[b.limit] || b.limit}: ` +
+      `${Math.round(b.left * 100)}% of its ${b.share === "shared" ? "shared budget" :
+        "share kept for new visitors"} is left; ${Math.round(b.per_hour).toLocaleString("en")} ` +
+      "come back an hour. Many addresses spending it at once may be an attack: see " +
+      "docs/operations.md (widget budgets)." })));
+}
+
 async function loadOverview() {
   const report = await call(`/v1/reports/outcomes?days=${DAYS}&limit=0`);
   lead.report = report;
@@ -400,6 +417,11 @@ function showArticle(record) {
       (row.cited.length ? ` (${row.cited[0]})` : "") : "";
     return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict + "." + reads);
   }));
+  if (record.check_hidden) {
+    $("article-results").append(item("meta", "The last check",
+      "It ran under a key that reads more than yours, so yours may not read it: check again " +
+      "with your key before publishing."));
+  }
   const replay = record.check && record.check.replay;
   if (replay) {
     const s = replay.summary;
@@ -426,7 +448,7 @@ $("key-form").addEventListener("submit", guarded(async () => {
   await loadOverview();
   $("key-form").hidden = true;
   $("board").hidden = false;
-  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps()]);
+  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps(), loadBudgets()]);
 }));
 
 for (const name of ["label", "topic", "day", "article"]) {

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from config.settings import ApiKey
 from service.auth import hash_key
 from service.model_draft import UNSUPPORTED
-from tests.helpers import REFUND, acme_team, bearer, pilot_over_own_store
+from tests.helpers import REFUND, acme_team, api_key, bearer, pilot_over_own_store
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
@@ -46,6 +46,8 @@ KEYS = [
         role="admin",
         slots={"access_level": "internal"},
     ),
+    api_key("insider", access_level="internal"),
+    api_key("ben", role="agent", access_level="internal"),
     ApiKey(name="lead", sha256=hash_key("globex-lead-key"), tenant="globex", role="admin"),
     ApiKey(
         name="backend",
@@ -645,3 +647,52 @@ def test_a_check_is_read_only_by_keys_that_reach_as_far_as_the_one_that_ran_it(c
     assert not own["check_hidden"] and "runbook" not in str(own["check"])
     [seen] = client.get("/v1/articles", headers=auth("senior-lead")).json()
     assert seen["check"]["by"] == "junior-lead"
+
+
+def test_a_persons_reply_is_read_only_at_its_conversations_level(client):
+    """An internal agent answers an internal customer quoting the refund runbook. A lead
+    whose key reads public pages reads that reply withheld in the conversation, its
+    drill-down and the draft; the internal lead's draft quotes it, carries its level, and
+    cannot be saved or published below it."""
+    question = "Which reason code do I use for a goodwill refund override?"
+    runbook = "Use reason code OVR-9 for a goodwill refund override, and note the ticket."
+    session, _ = ask(client, "staff-7", question, key="insider")
+    client.post(f"/v1/sessions/{session}/handoff", json={"reason": "gap"}, headers=auth("insider"))
+    assert client.post(f"/v1/handoffs/{session}/take", headers=auth("ben")).status_code == 200
+    sent = client.post(
+        f"/v1/sessions/{session}/agent-messages",
+        json={"message": f"Hi Maria,\n\n{runbook}\n\nBest, Ben"},
+        headers=auth("ben"),
+    )
+    assert sent.status_code == 201, sent.text
+    for lower in ("public-lead", "junior-lead"):
+        read = client.get(f"/v1/handoffs/{session}", headers=auth(lower))
+        assert read.status_code == 200 and "OVR-9" not in read.text, read.text
+        [reply] = [t for t in read.json()["turns"] if t.get("from") == "agent"]
+        assert reply["answer"].startswith("[withheld: a person's reply")
+        drill = client.get(f"/v1/reports/outcomes/{session}", headers=auth(lower))
+        assert drill.status_code == 200 and "OVR-9" not in drill.text
+        proposal = client.post("/v1/articles/draft", json={"questions": [question]}, headers=auth(lower))
+        assert "OVR-9" not in proposal.text and proposal.json()["drafted_by"] != "replies"
+    # the internal lead reads it, and its draft quotes it without greeting, sign-off or name
+    assert "OVR-9" in client.get(f"/v1/handoffs/{session}", headers=auth("senior-lead")).text
+    proposal = client.post(
+        "/v1/articles/draft", json={"questions": [question]}, headers=auth("senior-lead")
+    ).json()
+    assert proposal["drafted_by"] == "replies" and runbook in proposal["text"], proposal
+    assert "Maria" not in proposal["text"] and "Ben" not in proposal["text"]
+    assert proposal["access"] == "internal"
+    article = {
+        "slug": "goodwill-override",
+        "title": "Goodwill refund overrides",
+        "text": proposal["text"],
+        "access": "public",
+        "questions": [question],
+    }
+    refused = client.post("/v1/articles", json=article, headers=auth("senior-lead"))
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "access", refused.text
+    assert "quotes a person's reply" in refused.json()["error"]["message"]
+    kept = client.post(
+        "/v1/articles", json={**article, "access": "internal"}, headers=auth("senior-lead")
+    )
+    assert kept.status_code == 201, kept.text

@@ -8,13 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from config.settings import ApiKey, PilotLimits
 from service.auth import hash_key
 from storage.memory import Scope
-from tests.helpers import pilot_over_own_store
+from tests.helpers import examples_over_a_fixture, pilot_over_own_store
 
 pytestmark = pytest.mark.integration
 TIGHT = PilotLimits(
@@ -230,12 +230,7 @@ def counter_records(app_pilot) -> int:
     return app_pilot.limits.counters.store.count(COUNTERS)
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@examples_over_a_fixture(40)
 @given(
     tenant=st.text(
         alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/?#%"),
