@@ -63,11 +63,6 @@ class Bucket:
     capacity: float
     period_s: float
 
-    @property
-    def interval(self) -> float:
-        """Seconds one unit takes to come back."""
-        return self.period_s / self.capacity
-
     def take(self, tat: float | None, cost: float, now: float) -> tuple[float | None, float]:
         """GCRA: the new theoretical arrival time after spending ``cost`` (None: refused) and
         the seconds until it would fit (0 when taken).
@@ -81,7 +76,7 @@ class Bucket:
         (120.0, 0.0)
         """
         start = max(tat or now, now)
-        after = start + cost * self.interval
+        after = start + cost * self.period_s / self.capacity  # a unit takes period/capacity back
         over = after - now - self.period_s
         return (None, over) if over > 1e-9 else (after, 0.0)
 

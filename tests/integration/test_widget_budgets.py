@@ -5,6 +5,8 @@ proxy is the one it forwards, and only from a proxy the configuration trusts."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import httpx
 import pytest
 from fastapi.testclient import TestClient
@@ -23,19 +25,22 @@ def configured(settings, **pilot):
     return settings.model_copy(update={"pilot": settings.pilot.model_copy(update=pilot)})
 
 
+@contextmanager
+def site(settings, example_kb, tmp_path, monkeypatch, key=WIDGET, **pilot):
+    """The app of a pilot with the acme team's keys and the widget ``key``, ``pilot``'s
+    settings changed."""
+    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
+    with pilot_over_own_store(
+        configured(settings, **pilot), example_kb, tmp_path / "data", *acme_team(), key, roles="evidence"
+    ) as (app, _):
+        yield app
+
+
 @pytest.fixture
 def widget_app(settings, example_kb, tmp_path, monkeypatch):
-    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
     # the key's day of message bytes: what one visitor drained before (the issue's probe)
     limits = settings.pilot.limits.model_copy(update={"message_bytes": "150000/day"})
-    with pilot_over_own_store(
-        configured(settings, limits=limits),
-        example_kb,
-        tmp_path / "data",
-        *acme_team(),
-        WIDGET,
-        roles="evidence",
-    ) as (app, _):
+    with site(settings, example_kb, tmp_path, monkeypatch, limits=limits) as app:
         yield app
 
 
@@ -206,17 +211,9 @@ WORDS = "a" * 800  # 800 bytes: a long customer message
 def small_site(settings, example_kb, tmp_path, monkeypatch):
     """A widget key whose day of message bytes is 10,000 (8,000 shared, 2,000 kept for new
     visitors), each address 2,000 a day: five addresses drain what they share."""
-    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
     key = WIDGET.model_copy(update={"limits": {"message_bytes": "10000/day"}})
     visitors = settings.pilot.visitor_limits.model_copy(update={"message_bytes": "2000/day"})
-    with pilot_over_own_store(
-        configured(settings, visitor_limits=visitors),
-        example_kb,
-        tmp_path / "data",
-        *acme_team(),
-        key,
-        roles="evidence",
-    ) as (app, _):
+    with site(settings, example_kb, tmp_path, monkeypatch, key, visitor_limits=visitors) as app:
         yield app
 
 
