@@ -115,7 +115,7 @@ def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dic
     memory = pilot.memory
     slots = staff_slots(who)
     stored = memory.session_turns(scope, header["session_id"])
-    turns = withhold_unreadable(pilot.runtime, slots, stored)
+    turns = withhold_unreadable(pilot.runtime, slots, stored, who.key_name)
     return {
         "session": header,
         "customer": customer_label(header["customer_id"]),

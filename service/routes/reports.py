@@ -235,7 +235,7 @@ def conversation_report(pilot: PilotContext, who: Caller, session_id: str) -> Co
         outcome=shown,
         session=SessionView(**header),
         customer=customer_label(header["customer_id"]),
-        turns=[TurnRecord(**t) for t in withhold_unreadable(pilot.runtime, slots, turns)],
+        turns=[TurnRecord(**t) for t in withhold_unreadable(pilot.runtime, slots, turns, who.key_name)],
         feedback=[FeedbackMark(**f) for f in pilot.store.feedback(who.tenant, session_id)],
     )
 

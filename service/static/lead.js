@@ -384,13 +384,18 @@ async function draftArticle(questions) {
   $("article-name").value = proposal.title;
   $("article-slug").value = proposal.slug;
   $("article-text").value = proposal.text;
+  // the highest level among the conversations it quotes: saving it lower is refused
+  $("article-access").value = proposal.access || "public";
   $("article-sources").replaceChildren(
     ...[...new Set(proposal.sources.map((s) => s.session_id))]
       .map((session) => element("li", { textContent: `from the replies in conversation ${session.slice(0, 8)}` })),
     ...proposal.pages.map((page) => element("li", { textContent: `from the knowledge-base page ${page}` })),
     ...proposal.unsupported.map((sentence) => element("li", { textContent: `check, not in the knowledge base: “${sentence}”` })));
   $("article-status").textContent = {
-    replies: "A draft from the replies people wrote: edit, then save.",
+    replies: "A draft from the replies people wrote: edit, then save" +
+      (proposal.access && proposal.access !== "public"
+        ? ` (they were written in ${proposal.access}-level conversations: so is the article).`
+        : "."),
     model: proposal.unsupported.length
       ? `A model's draft from the knowledge base: ${proposal.unsupported.length} sentence(s) marked “(check: …)” are not in it; fix or remove them, then save.`
       : "A model's draft from the knowledge base, every sentence found in it: edit, then save.",

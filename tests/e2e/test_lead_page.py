@@ -31,7 +31,10 @@ def own_server(settings, example_kb, tmp_path):
     keys = [
         ApiKey(name="web", sha256=hash_key("web-key"), slots={"access_level": "customer"}),
         ApiKey(name="ana", sha256=hash_key("ana-key"), role="agent"),
-        ApiKey(name="lead", sha256=hash_key("lead-key"), role="admin"),
+        # a person's reply is read at its conversation's level: the lead reads the customers'
+        ApiKey(
+            name="lead", sha256=hash_key("lead-key"), role="admin", slots={"access_level": "customer"}
+        ),
     ]
     with (
         pilot_over_own_store(settings, example_kb, tmp_path / "data", *keys, roles="evidence") as (

@@ -227,7 +227,7 @@ def test_a_malformed_limit_is_named(field, value):
 def counter_records(app_pilot) -> int:
     from service.rate_limits import COUNTERS
 
-    return app_pilot.limits.counters.store.count(COUNTERS)
+    return app_pilot.limits.limiter.storage.store.count(COUNTERS)
 
 
 @examples_over_a_fixture(40)
