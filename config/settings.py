@@ -449,14 +449,31 @@ class VisitorLimits(_Strict):
         return a_rate(value)
 
 
+class WidgetBudget(_Strict):
+    """How a widget key's own limits are spent (``service/key_budget.py``): each is a budget
+    that refills continuously (a day's limit at a day's pace), of which ``reserve_share`` is
+    kept for new visitors: drawn once the rest is spent, by an address that has drawn less
+    than ``newcomer_share`` of its own visitor limit from the key that day. The lead's page and
+    ``/metrics`` show a budget with less than ``low_below`` of it left as running low."""
+
+    reserve_share: float = Field(0.2, ge=0.0, lt=1.0)
+    newcomer_share: float = Field(0.25, gt=0.0, le=1.0)
+    low_below: float = Field(0.2, ge=0.0, le=1.0)
+
+
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
 
     limits: PilotLimits = Field(default_factory=PilotLimits)
     visitor_limits: VisitorLimits = Field(default_factory=VisitorLimits)
+    widget_budget: WidgetBudget = Field(default_factory=WidgetBudget)
     # proxies whose X-Forwarded-For names the client (nginx on the same machine): addresses
     # or networks (uvicorn's forwarded_allow_ips); from any other peer the header is ignored
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
+    # where customers reach this service (https://support.example.com): the links of
+    # published desk articles start with it; unset, a link is the path alone, which the web
+    # chat and the widget open on the service. Never taken from a request's Host header.
+    public_url: str | None = Field(None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/\S*)?$")
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408

@@ -81,10 +81,12 @@
   }
 
   // Only http(s) links become clickable; anything else (javascript:, data:, ...) is shown as text.
-  function safeUrl(value) {
+  // A path (a desk article's link without pilot.public_url) is the service's: resolved against
+  // its base, never the embedding site.
+  function safeUrl(value, base) {
     if (typeof value !== "string" || !value) return null;
     try {
-      const url = new URL(value, window.location.href);
+      const url = new URL(value, base || window.location.href);
       return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
     } catch {
       return null;
@@ -178,7 +180,7 @@
       const list = element("ol", { className: "citations" });
       list.setAttribute("aria-label", "Sources");
       for (const c of shown) {
-        const url = safeUrl(c.url);
+        const url = safeUrl(c.url, base);
         const link = element(url ? "a" : "span", {}, c.title || c.source_id);
         if (url) { link.href = url; link.target = "_blank"; link.rel = "noopener noreferrer"; }
         list.append(element("li", {}, link));
