@@ -163,6 +163,7 @@ class LinearModel(_Strict):
     scale: list[float] = Field(default_factory=list)
     weights: list[float] = Field(default_factory=list)
     fitted_on: str = ""
+    rules: str = ""  # the version of storage/kb/assets/decision/rules.yaml it was fitted with
 
     @model_validator(mode="after")
     def _same_lengths(self) -> LinearModel:
@@ -181,7 +182,7 @@ class AnswerabilityModel(LinearModel):
     (``tasks/operating_points.py``). At or above
     ``answer_at`` the passages answer; below ``refuse_below`` they do not; in between the
     evidence is undecided (a judge model may weigh in; it never decides alone). Fitted by
-    ``training/decision_fit.py`` into storage/kb/assets/decision/gate.yaml.
+    ``training/fit_decision.py`` into storage/kb/assets/decision/gate.yaml.
     """
 
     features: list[str] = Field(min_length=1)
@@ -215,7 +216,7 @@ def fitted_answerability() -> AnswerabilityModel:
 class PageChoiceModel(LinearModel):
     """Which candidate page answers (tasks/page_choice.py): a logistic score over each
     candidate's features, ``sum(weight * (feature - mean) / scale)``; the highest scoring
-    candidate answers. Fitted by ``training/decision_fit.py`` into
+    candidate answers. Fitted by ``training/fit_decision.py`` into
     storage/kb/assets/decision/page_choice.yaml; with no ``weights`` the best window reading
     (with half the passage's relevance) chooses.
     """
@@ -451,14 +452,31 @@ class VisitorLimits(_Strict):
         return a_rate(value)
 
 
+class WidgetBudget(_Strict):
+    """How a widget key's own limits are spent (``service/key_budget.py``): each is a budget
+    that refills continuously (a day's limit at a day's pace), of which ``reserve_share`` is
+    kept for new visitors: drawn once the rest is spent, by an address that has drawn less
+    than ``newcomer_share`` of its own visitor limit from the key that day. The lead's page and
+    ``/metrics`` show a budget with less than ``low_below`` of it left as running low."""
+
+    reserve_share: float = Field(0.2, ge=0.0, lt=1.0)
+    newcomer_share: float = Field(0.25, gt=0.0, le=1.0)
+    low_below: float = Field(0.2, ge=0.0, le=1.0)
+
+
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
 
     limits: PilotLimits = Field(default_factory=PilotLimits)
     visitor_limits: VisitorLimits = Field(default_factory=VisitorLimits)
+    widget_budget: WidgetBudget = Field(default_factory=WidgetBudget)
     # proxies whose X-Forwarded-For names the client (nginx on the same machine): addresses
     # or networks (uvicorn's forwarded_allow_ips); from any other peer the header is ignored
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
+    # where customers reach this service (https://support.example.com): the links of
+    # published desk articles start with it; unset, a link is the path alone, which the web
+    # chat and the widget open on the service. Never taken from a request's Host header.
+    public_url: str | None = Field(None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/\S*)?$")
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408

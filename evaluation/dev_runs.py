@@ -121,7 +121,7 @@ def scored(line: dict[str, Any]) -> dict[str, Any] | None:
         "holds_evidence": all(t.lower() in line["answer"].lower() for t in expect["contains"])
         if expect.get("contains") and want == "answered"
         else None,
-        # the page choice's candidates, features and scores (training/decision_fit.py)
+        # the page choice's candidates, features and scores (training/fit_decision.py)
         "candidates": gates[-1].get("candidates", []) if gates else [],
     }
 

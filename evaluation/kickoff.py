@@ -32,7 +32,7 @@ Usage::
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agents.runtime import TurnRuntime
 from agents.turn import run_turn
-from config.settings import ConfigError, read_yaml_mapping
+from config.settings import ConfigError, SlotRule, read_yaml_mapping
 from storage.memory import Scope, ScopeError
+from storage.retrieval.filters import SlotError, build_filters
 from tasks.memory_context import close_session, scope_of
 from tasks.polite_replies import ClosingReply, closing_reply
 from tasks.schemas import HistoryTurn, TurnRequest, TurnResult, Verdict
@@ -118,6 +119,16 @@ def load_script(path: Path) -> Script:
         except ScopeError as exc:
             raise ConfigError(f"{path}: conversation {conversation.id!r}: {exc}") from None
     return script
+
+
+def check_script_slots(script: Script, rules: Mapping[str, SlotRule], path: Path) -> None:
+    """A :class:`ConfigError` naming the conversation, the slot, its value and the values it
+    takes, when the rules (as the runtime applies them) refuse a conversation's slots."""
+    for conversation in script.conversations:
+        try:
+            build_filters(rules, conversation.slots)
+        except SlotError as exc:
+            raise ConfigError(f"{path}: conversation {conversation.id!r}: {exc}") from None
 
 
 def check(expect: Expectation | None, result: TurnResult) -> list[str]:

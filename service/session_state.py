@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, cast
 
 from service.domain.records import SessionFields, SessionHeader
 
@@ -79,18 +79,33 @@ class SessionConflict(Exception):
 
 
 def status_of(header: SessionHeader) -> Status:
-    """The stored status (headers written before it existed get theirs at start:
-    :meth:`service.pilot_store.PilotStore.drop_handoff_flags`)."""
-    return Status(header.get("status") or Status.OPEN)
+    """The session's status: the stored one; a header in the format before ``status`` (a
+    ``handoff`` flag, no status: restored from a backup, or written by a worker still on the
+    version before) reads as its flag says, resolved when it has a resolution time.
 
-
-def legacy_status(header: SessionHeader) -> Status:
-    """The status of a header written when a ``handoff`` flag also said it (the start
-    migration's reading: a status if it had one, else the flag's)."""
+    >>> status_of({"status": "resolved"}), status_of({"handoff": True}), status_of({})
+    (<Status.RESOLVED: 'resolved'>, <Status.HANDOFF: 'handoff'>, <Status.OPEN: 'open'>)
+    """
     stored = header.get("status")
     if stored:
         return Status(stored)
+    if header.get("resolved_at"):
+        return Status.RESOLVED
     return Status.HANDOFF if header.get("handoff") else Status.OPEN
+
+
+def current_format(header: SessionHeader) -> SessionHeader:
+    """``header`` as this version reads and writes it: its status stored, no ``handoff`` flag
+    (the next write of a header read in the old format stores it so).
+
+    >>> current_format({"session_id": "s", "handoff": True})
+    {'session_id': 's', 'status': 'handoff'}
+    """
+    if header.get("status") and "handoff" not in header:
+        return header
+    kept = cast(SessionHeader, {k: v for k, v in header.items() if k != "handoff"})
+    kept["status"] = status_of(header).value
+    return kept
 
 
 def waiting_for_a_person(header: SessionHeader) -> bool:

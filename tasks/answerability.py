@@ -21,21 +21,19 @@ Usage::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from config.settings import EvidenceSettings
-from tasks.courtesy import subject, subject_words
+from tasks.courtesy import subject
 from tasks.decision_features import MessageFeatures
 from tasks.evidence import EvidenceScorer
 from tasks.facts import codes
+from tasks.page_features import coverage, subject_weights
 from tasks.passage_text import WINDOW, Unit, split_units
 
-_HOW_QUANTITY = re.compile(r"\b(how) (?:much|many|long|often|soon|quickly|far)\b", re.IGNORECASE)
-_WHAT_MEANS = re.compile(r"\b(what (?:does|do|is) .+?) mean(?:s|t)?\b", re.IGNORECASE)
 FEATURES = (
     "window_coverage",
     "window_similarity",
@@ -79,31 +77,6 @@ class PassageReading:
     similarity: float
     section: float
     focus: Focus
-
-
-def question_terms(question: str) -> str:
-    """The question without the quantity word of "how much / many / long / often ..." and the
-    "mean" of "what does X mean": they ask *for* an amount or an explanation and are not words
-    the answer contains ("Pro costs $15", "PAY-101: the card was declined").
-
-    >>> question_terms("How much does the Pro plan cost?")
-    'How does the Pro plan cost?'
-    >>> question_terms("What does error E-429 mean?")
-    'What does error E-429?'
-    """
-    return _WHAT_MEANS.sub(r"\1", _HOW_QUANTITY.sub(r"\1", question))
-
-
-def _weights(scorer: EvidenceScorer, question: str) -> dict[int, float]:
-    """IDF weights of the question's subject terms (small talk and "how much" left out)."""
-    stats = scorer.term_stats()
-    indices = scorer.encoders.bm25.encode_query(subject_words(question_terms(question))).indices
-    return {t: stats.idf(t) for t in set(indices)}
-
-
-def _coverage(weights: dict[int, float], terms: frozenset[int]) -> float:
-    total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
 def _headings_above(units: list[Unit], terms: list[frozenset[int]]) -> list[frozenset[int]]:
@@ -154,20 +127,20 @@ def _passage_focus(
     terms = scorer.encoders.bm25.document_terms(texts)
     headings = _headings_above(units, terms)
     focus = [
-        _coverage(weights, t)
+        coverage(weights, t)
         + (float(c.mean()) if len(c) else 0.0)
-        + HEADING_WEIGHT * _coverage(weights, h)
+        + HEADING_WEIGHT * coverage(weights, h)
         for t, c, h in zip(terms, closest, headings, strict=True)
     ]
     best = (0.0, 0.0, 0.0, 0.0)
     for start in range(max(1, len(units) - WINDOW + 1)):
         end = min(len(units), start + WINDOW)
         window = frozenset().union(*terms[start:end])
-        coverage = _coverage(weights, window)
+        held = coverage(weights, window)
         similarity = float(closest[start:end].max(axis=0).mean()) if closest.shape[1] else 0.0
-        score = coverage + similarity + HEADING_WEIGHT * _coverage(weights, headings[start])
+        score = held + similarity + HEADING_WEIGHT * coverage(weights, headings[start])
         if score > best[0]:
-            best = (score, coverage, similarity, _coverage(weights, window | headings[start]))
+            best = (score, held, similarity, coverage(weights, window | headings[start]))
     return focus, *best
 
 
@@ -182,7 +155,7 @@ def read(
     and the question against all the passages (``MessageFeatures``)."""
     if not passages or not question.strip():
         return [None] * len(candidates), MessageFeatures()
-    weights = _weights(scorer, question)
+    weights = subject_weights(scorer, question)
     query_tokens = scorer.token_vectors([subject(question)])[0]
     readings: list[PassageReading | None] = []
     for index in candidates:
@@ -190,13 +163,11 @@ def read(
         if not units:
             readings.append(None)
             continue
-        focus, score, coverage, similarity, section = _passage_focus(
-            scorer, query_tokens, weights, units
-        )
+        focus, score, held, similarity, section = _passage_focus(scorer, query_tokens, weights, units)
         readings.append(
             PassageReading(
                 round(score, 4),
-                round(coverage, 4),
+                round(held, 4),
                 round(similarity, 4),
                 round(section, 4),
                 Focus(index, tuple(units), tuple(focus)),
@@ -209,7 +180,7 @@ def read(
     message = MessageFeatures(
         passage_relevance=round(float(ranked[0]), 4),
         margin=round(float(ranked[0] - ranked[1]), 4),
-        coverage=round(_coverage(dict.fromkeys(weights, 1.0), seen), 4),
+        coverage=round(coverage(dict.fromkeys(weights, 1.0), seen), 4),
         missing_rare=round(max(missing, default=0.0) / rarest, 4),
     )
     return readings, message
@@ -225,8 +196,8 @@ def focus_in(scorer: EvidenceScorer, question: str, text: str, index: int = 0) -
 def title_coverage(scorer: EvidenceScorer, question: str, titles: Sequence[str]) -> list[float]:
     """How much of the question's subject (its terms, IDF-weighted) each title names: "I
     would like to learn about Teacher Loan Forgiveness" names the page of that title."""
-    weights = _weights(scorer, question)
-    return [_coverage(weights, t) for t in scorer.encoders.bm25.document_terms(list(titles))]
+    weights = subject_weights(scorer, question)
+    return [coverage(weights, t) for t in scorer.encoders.bm25.document_terms(list(titles))]
 
 
 def refocus(scorer: EvidenceScorer, focus: Focus, resolved: str, message: str, text: str) -> Focus:

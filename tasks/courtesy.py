@@ -23,113 +23,15 @@ import re
 
 from storage.kb.model_files import stopwords
 from storage.text import TERM, split_sentences
+from tasks.rules import RULES
 
 _STOP = stopwords()
 
-# the words of courtesy: a sentence made of nothing else ("Of course.", "Sure, I can help you
-# with that.", "Happy to help!") states nothing to check
-COURTESY = frozenset(
-    (
-        "course",
-        "sure",
-        "certainly",
-        "absolutely",
-        "definitely",
-        "happy",
-        "glad",
-        "help",
-        "helping",
-        "assist",
-        "assisting",
-        "hello",
-        "hi",
-        "hey",
-        "thanks",
-        "thank",
-        "much",
-        "lot",
-        "appreciate",
-        "appreciated",
-        "perfect",
-        "awesome",
-        "wonderful",
-        "cool",
-        "welcome",
-        "great",
-        "okay",
-        "ok",
-        "good",
-        "morning",
-        "afternoon",
-        "evening",
-        "let",
-        "see",
-        "look",
-        "question",
-        "questions",
-        "ask",
-        "asking",
-        "alright",
-        "right",
-        "please",
-        "anything",
-        "else",
-        "bye",
-        "goodbye",
-        "cheers",
-    )
-)
-
-# what a customer adds around the subject: wanting and needing to know, hedging, feelings,
-# when it happened relative to now, and "a way to do that"
-SMALL_TALK = COURTESY | frozenset(
-    (
-        "day",
-        "there",
-        "wondering",
-        "wonder",
-        "wanted",
-        "want",
-        "wants",
-        "need",
-        "needs",
-        "needed",
-        "like",
-        "know",
-        "learn",
-        "find",
-        "tell",
-        "give",
-        "info",
-        "information",
-        "trying",
-        "tried",
-        "just",
-        "little",
-        "bit",
-        "really",
-        "very",
-        "actually",
-        "maybe",
-        "possibly",
-        "thing",
-        "things",
-        "way",
-        "possible",
-        "able",
-        "concerned",
-        "worried",
-        "confused",
-        "digging",
-        "earlier",
-        "today",
-        "yesterday",
-        "tonight",
-        "again",
-        "still",
-        "also",
-    )
-)
+# the words of courtesy and small talk (storage/kb/assets/decision/rules.yaml): a sentence
+# made of courtesy alone ("Of course.") states nothing to check; small talk is what a customer
+# adds around the subject ("I wanted to know", "today")
+COURTESY = RULES.courtesy
+SMALL_TALK = RULES.small_talk
 
 
 def _content_in_order(text: str) -> list[str]:

@@ -55,7 +55,9 @@ from tasks.facts import explained_codes, foreign_error_codes, undocumented_codes
 from tasks.judging import as_the_pages_read
 from tasks.operating_points import linear_terms, logistic_probability, operating_points
 from tasks.page_choice import PageExtras, candidate_indices, choose, page_rows
+from tasks.page_features import coverage, held, navigation, phrase_share, subject_weights
 from tasks.quote_model import quote_focus
+from tasks.rules import check_rules
 from tasks.schemas import Decision, DecisionAction, Passage
 
 _ACTION_RANK: dict[DecisionAction, int] = {"answer": 2, "suggest": 1, "refuse": 0, "handoff": 0}
@@ -72,7 +74,11 @@ class Conversation:
 
 
 def check_models(evidence: EvidenceSettings) -> None:
-    """Refuse fitted models that weigh features the schema does not have (at start)."""
+    """Refuse fitted models that weigh features the schema does not have, or that were
+    fitted with another version of the rule set (at start)."""
+    check_rules(evidence.answerability.rules, "gate (storage/kb/assets/decision/gate.yaml)")
+    check_rules(evidence.page_choice.rules, "page choice (storage/kb/assets/decision/page_choice.yaml)")
+    check_rules(evidence.quote.rules, "quote model (quote.yaml in storage/kb/assets/decision/)")
     check_model(
         evidence.answerability.features, GateFeatures, "gate (storage/kb/assets/decision/gate.yaml)"
     )
@@ -100,12 +106,11 @@ def code_features(question: str, answering: str, texts: Sequence[str]) -> tuple[
 
 
 def _candidate(
-    index: int,
-    passage: Passage,
     found: PassageReading,
     relevance: float,
     extras: PageExtras | None,
     codes: tuple[float, float],
+    page: PageReading,
 ) -> CandidateFeatures:
     return CandidateFeatures(
         reading=found.score,
@@ -115,6 +120,11 @@ def _candidate(
         section_coverage=found.section,
         code_explained=codes[0],
         code_unexplained=codes[1],
+        page_coverage=page.coverage,
+        page_missing_rare=page.missing_rare,
+        page_phrases=page.phrases,
+        quote_coverage=page.quote_coverage,
+        navigation=page.navigation,
         **(
             {
                 "learned": extras.learned,
@@ -128,6 +138,75 @@ def _candidate(
             else {}
         ),
     )
+
+
+@dataclass(frozen=True)
+class PageReading:
+    """What the customer named, on one candidate's page (``tasks/page_features.py``)."""
+
+    coverage: float
+    missing_rare: float
+    phrases: float
+    quote_coverage: float
+    navigation: float
+
+
+def read_pages(
+    scorer: EvidenceScorer,
+    question: str,
+    passages: Sequence[Passage],
+    indices: Sequence[int],
+    readings: Sequence[PassageReading | None],
+) -> list[PageReading | None]:
+    """Per candidate: its page (title and every retrieved passage of it) and its quote read
+    for the subject the question names."""
+    weights = subject_weights(scorer, question)
+    stats = scorer.term_stats()
+    pages: dict[str, str] = {}
+    for passage in passages:
+        pages[passage.source_id] = f"{pages.get(passage.source_id, passage.title)}\n{passage.text}"
+    read: list[PageReading | None] = []
+    for index, found in zip(indices, readings, strict=True):
+        if found is None:
+            read.append(None)
+            continue
+        page = pages[passages[index].source_id]
+        quoted = " ".join(quote(found.focus, question))
+        page_terms, quote_terms = scorer.encoders.bm25.document_terms([page, quoted or "-"])
+        held_on_page, missing = held(weights, page_terms, stats)
+        read.append(
+            PageReading(
+                coverage=held_on_page,
+                missing_rare=missing,
+                phrases=phrase_share(question, page),
+                quote_coverage=round(coverage(weights, quote_terms), 4) if quoted else 0.0,
+                navigation=navigation(found.focus.units),
+            )
+        )
+    return read
+
+
+def _with_title_other(candidates: list[Candidate]) -> list[Candidate]:
+    """Each candidate with how much more of the message another page's title names."""
+    return [
+        c.model_copy(
+            update={
+                "features": c.features.model_copy(
+                    update={
+                        "title_other": round(
+                            max(
+                                (o.features.title for o in candidates if o.page != c.page),
+                                default=c.features.title,
+                            )
+                            - c.features.title,
+                            4,
+                        )
+                    }
+                )
+            }
+        )
+        for c in candidates
+    ]
 
 
 def read_phrasing(
@@ -153,20 +232,21 @@ def read_phrasing(
         if weighs_pages
         else [None] * len(indices)
     )
+    pages = read_pages(scorer, question, passages, indices, readings)
     candidates: list[Candidate] = []
     focuses: dict[int, Focus] = {}
-    for index, found, extra in zip(indices, readings, extras, strict=True):
-        if found is None:
+    for index, found, extra, page in zip(indices, readings, extras, pages, strict=True):
+        if found is None or page is None:
             continue
         codes = code_features(question, texts[index], texts)
-        features = _candidate(index, passages[index], found, relevance[index], extra, codes)
+        features = _candidate(found, relevance[index], extra, codes, page)
         candidates.append(Candidate(passage=index, page=passages[index].source_id, features=features))
         focuses[index] = found.focus
     reading = PhrasingReading(
         phrasing=phrasing,
         relevance=[round(r, 4) for r in relevance],
         message=message_features,
-        candidates=candidates,
+        candidates=_with_title_other(candidates),
     )
     return reading, focuses
 
@@ -196,7 +276,13 @@ def settle_phrasing(reading: PhrasingReading, evidence: EvidenceSettings) -> Dec
         pick, scores = choose(evidence.page_choice, [c.features for c in scored])
         scored = [c.model_copy(update={"score": s}) for c, s in zip(scored, scores, strict=True)]
         chosen = scored[pick]
-    gate = GateFeatures.of(chosen.features if chosen else None, reading.message)
+    rival = max((c.score for c in scored if chosen and c.page != chosen.page), default=0.0)
+    gate = GateFeatures.of(
+        chosen.features if chosen else None,
+        reading.message,
+        chosen.score if chosen else 0.0,
+        (chosen.score - rival) if chosen else 0.0,
+    )
     probability = round(logistic_probability(evidence.answerability, gate), 4)
     return Decision(
         action=action_of(evidence, probability),
@@ -236,7 +322,65 @@ def unrelated_suggestion_refused(decision: Decision, message: str, passage: str)
     by the failed-payments article when the SSO article is above the customer's plan."""
     if not foreign_error_codes(message, passage):
         return decision
-    return decision.model_copy(update={"action": "refuse"})
+    return decision.model_copy(
+        update={"action": "refuse", "why": "the page never mentions the error code's family"}
+    )
+
+
+def why(decision: Decision, evidence: EvidenceSettings) -> str:
+    """The operating point that settled the action, in words."""
+    answer_at, refuse_below = operating_points(evidence)
+    if decision.action == "answer":
+        return f"the page answers: probability {decision.probability:.3f} >= {answer_at:g}"
+    if decision.action == "suggest":
+        return (
+            f"undecided: probability {decision.probability:.3f} "
+            f"between {refuse_below:g} and {answer_at:g}"
+        )
+    if not decision.candidates:
+        return "no page to read"
+    return f"no page answers: probability {decision.probability:.3f} < {refuse_below:g}"
+
+
+def read_message(
+    scorer: EvidenceScorer,
+    settings: Settings,
+    message: str,
+    conversation: Conversation,
+    passages: Sequence[Passage],
+) -> tuple[list[PhrasingReading], dict[str, dict[int, Focus]]]:
+    """Stage 1 for every phrasing of the message: the readings ``settle`` weighs, and where in
+    each candidate an answer would be (per phrasing, for the quote)."""
+    readings: list[PhrasingReading] = []
+    focuses: dict[str, dict[int, Focus]] = {}
+    for phrasing in dict.fromkeys(q for q in conversation.phrasings if q and q.strip()):
+        reading, focuses[phrasing] = read_phrasing(
+            scorer, settings.evidence, phrasing, passages, conversation.subject, message
+        )
+        readings.append(reading)
+    return readings, focuses
+
+
+def quote_of(
+    scorer: EvidenceScorer,
+    settings: Settings,
+    message: str,
+    decision: Decision,
+    focuses: dict[str, dict[int, Focus]],
+    passages: Sequence[Passage],
+) -> list[str]:
+    """Stage 3: the sentences of the chosen passage an extractive answer quotes."""
+    if decision.passage_index is None:
+        return []
+    where = focuses[decision.question][decision.passage_index]
+    text = passages[decision.passage_index].text
+    if message and message != decision.question:  # the message's own words pick too
+        own = as_the_pages_read(scorer, message, [text])
+        where = refocus(scorer, where, decision.question, own, text)
+    where = quote_focus(
+        scorer, settings.evidence.quote, decision.question, where, passages[decision.passage_index].title
+    )
+    return quote(where, decision.question, settings.evidence.answer_words)
 
 
 def decide(
@@ -248,26 +392,17 @@ def decide(
 ) -> Decision:
     """The decision for ``message`` over the turn's ``passages``: read, settle, and for an
     answer the quote."""
-    readings: list[PhrasingReading] = []
-    focuses: dict[str, dict[int, Focus]] = {}
-    for phrasing in dict.fromkeys(q for q in conversation.phrasings if q and q.strip()):
-        reading, focuses[phrasing] = read_phrasing(
-            scorer, settings.evidence, phrasing, passages, conversation.subject, message
-        )
-        readings.append(reading)
+    readings, focuses = read_message(scorer, settings, message, conversation, passages)
     decision = settle(readings, settings.evidence, conversation.subject)
+    decision = decision.model_copy(update={"why": why(decision, settings.evidence)})
     if decision.action == "suggest" and decision.passage_index is not None:
         page = passages[decision.passage_index]
         return unrelated_suggestion_refused(decision, message, f"{page.title}\n{page.text}")
     if decision.action != "answer" or decision.passage_index is None:
         return decision
-    where = focuses[decision.question][decision.passage_index]
-    text = passages[decision.passage_index].text
-    if message and message != decision.question:  # the message's own words pick too
-        own = as_the_pages_read(scorer, message, [text])
-        where = refocus(scorer, where, decision.question, own, text)
-    where = quote_focus(
-        scorer, settings.evidence.quote, decision.question, where, passages[decision.passage_index].title
-    )
-    picked = quote(where, decision.question, settings.evidence.answer_words)
+    picked = quote_of(scorer, settings, message, decision, focuses, passages)
+    if not picked:  # the page the gate trusts has no sentence to quote (headings, links)
+        return decision.model_copy(
+            update={"action": "suggest", "why": f"{decision.why}, but it has nothing quotable"}
+        )
     return decision.model_copy(update={"quote": picked})

@@ -43,6 +43,14 @@ class CandidateFeatures(_Frozen):
     section_coverage: float = 0.0  # ... with the headings it stands under
     code_explained: float = 0.0  # 1: it holds the documented code the message names
     code_unexplained: float = 0.0  # 1: the pages explain that code's family, not this code
+    # what the customer named, on this page (tasks/page_features.py): the page is its title
+    # and every retrieved passage of it; the quote, the units an answer from it would quote
+    page_coverage: float = 0.0  # the phrasing's subject terms the page holds (IDF-weighted)
+    page_missing_rare: float = 0.0  # how rare the rarest subject term the page lacks is
+    page_phrases: float = 0.0  # the subject's two-word phrases standing on the page
+    quote_coverage: float = 0.0  # the subject terms the quote holds
+    title_other: float = 0.0  # how much more of the message another page's title names
+    navigation: float = 0.0  # the share of the passage's units that only point elsewhere
 
 
 class MessageFeatures(_Frozen):
@@ -67,14 +75,32 @@ class GateFeatures(_Frozen):
     learned: float = 0.0
     code_explained: float = 0.0
     code_unexplained: float = 0.0
+    page_coverage: float = 0.0
+    page_missing_rare: float = 0.0
+    page_phrases: float = 0.0
+    quote_coverage: float = 0.0
+    title_other: float = 0.0
+    navigation: float = 0.0
+    relevance: float = 0.0  # the chosen passage's own relevance (not the most relevant one's)
+    choice: float = 0.0  # the page choice's score for it
+    choice_margin: float = 0.0  # its lead over the best candidate of another page
 
     @classmethod
-    def of(cls, chosen: CandidateFeatures | None, message: MessageFeatures) -> GateFeatures:
-        """The gate's features with ``chosen`` as the answering candidate (None: no candidate)."""
+    def of(
+        cls,
+        chosen: CandidateFeatures | None,
+        message: MessageFeatures,
+        choice: float = 0.0,
+        choice_margin: float = 0.0,
+    ) -> GateFeatures:
+        """The gate's features with ``chosen`` as the answering candidate (None: no
+        candidate), the page choice's score for it and its lead over another page's best."""
         picked = chosen or CandidateFeatures()
         return cls(
             **message.model_dump(),
             **{name: getattr(picked, name) for name in _FROM_CANDIDATE},
+            choice=round(choice, 4),
+            choice_margin=round(choice_margin, 4),
         )
 
 
@@ -112,6 +138,7 @@ class UnitFeatures(_Frozen):
     after_lead_in: float = 0.0  # 1: the unit before it ends with ":"
     words: float = 0.0  # log(1 + its words)
     position: float = 0.0  # its place in the passage, 0 (first) .. 1 (last)
+    foreign_name: float = 0.0  # 1: it names a proper noun or code the question does not
 
 
 FeatureRecord = CandidateFeatures | GateFeatures | UnitFeatures

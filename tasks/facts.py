@@ -67,6 +67,18 @@ def _names(sentence: str, is_word: Callable[[str], bool] | None = None) -> set[s
     return found
 
 
+def names(text: str) -> set[str]:
+    """The proper nouns ``text`` names (a capital inside a sentence, or inside a word), UI
+    paths and addresses aside.
+
+    >>> sorted(names("Refunds to PayPal usually arrive within 2 business days."))
+    ['PayPal']
+    >>> names("Card issuers sometimes need up to 10 business days.")
+    set()
+    """
+    return _names(_PATH.sub(" ", _URL.sub(" ", text)))
+
+
 def _a_word(word: str, is_word: Callable[[str], bool]) -> bool:
     """Whether every part of ``word`` ("we'll", "post-traumatic") is a word of the vocabulary,
     or one with an inflection ("refunds", "approved") taken off."""

@@ -177,6 +177,7 @@ def evidence_route(state: TurnState, scorer: EvidenceScorer, settings: Settings)
             contributions=state.evidence.contributions,
             relevance=[round(r, 3) for r in state.evidence.relevance],
             question=state.evidence.question,
+            why=state.evidence.why,
             source=state.evidence.source_id,
             pages=state.evidence.pages,
             candidates=[c.model_dump() for c in state.evidence.candidates],

@@ -1,6 +1,6 @@
 """The answer decision's arithmetic, next to the models it belongs to (the configuration only
 loads and validates them): the gate's probability, where it answers and refuses, and how a
-threshold is read off a dev risk-coverage curve (``training/decision_fit.py``).
+threshold is read off a dev risk-coverage curve (``training/fit_decision.py``).
 
 Usage::
 

@@ -25,7 +25,8 @@ Messages of courtesy alone ("Thanks, bye") and yes / no replies to the offer of 
 not questions (``tasks/message_kind.py``); a conversation whose customer wrote again after the
 answer and got only the courtesy reply ("Can you help me?") is never ``assumed``.
 Rates (``daily_rates``): involvement = conversations with a question; resolution =
-(confirmed + assumed) / involved (reopened ones are not in it); hand-off, unanswered and
+(confirmed + assumed) / involved (reopened ones are not in it, nor those an anonymous
+visitor's mark confirmed: ``anonymous_confirmed_rate``, shown apart); hand-off, unanswered and
 suggested likewise over the involved; satisfaction = helpful marks / all marks (on any reply:
 a mark on a refusal or a hand-off line counts here and changes no label); csat = conversations
 whose customer answered "Did we solve your problem today?" yes / those that answered it (the
@@ -354,7 +355,8 @@ def day_row(
 ) -> dict[str, Any]:
     """One day's counts by label and its rates over the decided conversations (not pending;
     None: none decided), with satisfaction from that day's marks, and how many of the
-    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable), and of its
+    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable, so out of
+    the resolution rate and counted apart in ``anonymous_confirmed_rate``), and of its
     conversations how many answered the closing question and how many said yes (``csat_rate``),
     and how many closed it unanswered (``csat_response_rate``: answered / asked).
 
@@ -366,16 +368,22 @@ def day_row(
     involved = sum(by_label.values())
     decided = involved - by_label["pending"]
 
-    def rate(*names: str) -> float | None:
-        return round(sum(by_label[n] for n in names) / decided, 3) if decided else None
+    def share(count: int) -> float | None:
+        return round(count / decided, 3) if decided else None
 
+    def rate(*names: str) -> float | None:
+        return share(sum(by_label[n] for n in names))
+
+    resolved = sum(by_label[n] for n in RESOLVED)
     return {
         "day": day,
         "involved": involved,
         **by_label,
         "confirmed_anonymous": confirmed_anonymous,
         "verified": verified,
-        "resolution_rate": rate(*RESOLVED),
+        # an anonymous visitor's "helpful" is anyone's to give: shown apart, never a resolution
+        "resolution_rate": share(resolved - confirmed_anonymous),
+        "anonymous_confirmed_rate": share(confirmed_anonymous),
         "handoff_rate": rate("handed_off", "resolved_by_person"),
         "unanswered_rate": rate("unanswered"),
         "suggested_rate": rate("suggested"),

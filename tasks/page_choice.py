@@ -17,7 +17,7 @@ passage of the page the conversation is about (what its last answer cited), at m
     behind        how far its relevance is behind the most relevant candidate's (0 for it)
 
 (its retrieval ``rank`` and ``fused`` score are recorded beside them, not weighed), and a
-logistic score fitted on the dev sets (``training/decision_fit.py`` ->
+logistic score fitted on the dev sets (``training/fit_decision.py`` ->
 storage/kb/assets/decision/page_choice.yaml) picks the one that answers. The trace lists every
 candidate's features and score.
 

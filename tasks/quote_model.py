@@ -27,6 +27,7 @@ from tasks.answerability import Focus
 from tasks.answerability_model import windows
 from tasks.decision_features import UnitFeatures
 from tasks.evidence import EvidenceScorer
+from tasks.facts import codes, names
 from tasks.operating_points import logistic_probability
 
 REREAD = 8  # the cross-encoder reads the windows that hold one of this many best-focused units
@@ -49,8 +50,9 @@ def learned_by_unit(scorer: EvidenceScorer, question: str, focus: Focus, title: 
     return learned
 
 
-def unit_features(focus: Focus, learned: Sequence[float]) -> list[UnitFeatures]:
-    """Each unit's features from its window-reading focus and its cross-encoder reading.
+def unit_features(focus: Focus, learned: Sequence[float], question: str = "") -> list[UnitFeatures]:
+    """Each unit's features from its window-reading focus, its cross-encoder reading and
+    the names it holds that ``question`` does not ("Refunds to PayPal ..." for a card).
 
     >>> from tasks.passage_text import split_units
     >>> units = tuple(split_units("Refunds take 5 days. PayPal takes 2."))
@@ -63,6 +65,7 @@ def unit_features(focus: Focus, learned: Sequence[float]) -> list[UnitFeatures]:
     top_learned = max(learned, default=0.0) or 1.0
     best_reading = focus.best_unit
     last = max(1, len(units) - 1)
+    asked = question.lower()
     return [
         UnitFeatures(
             reading=round(focus.focus[i] / top_reading, 4),
@@ -74,6 +77,7 @@ def unit_features(focus: Focus, learned: Sequence[float]) -> list[UnitFeatures]:
             after_lead_in=float(i > 0 and units[i - 1].text.endswith(":")),
             words=round(math.log1p(len(unit.text.split())), 4),
             position=round(i / last, 4),
+            foreign_name=float(any(n.lower() not in asked for n in names(unit.text) | codes(unit.text))),
         )
         for i, unit in enumerate(units)
     ]
@@ -92,5 +96,5 @@ def quote_focus(
     if not model.weights or not focus.units:
         return focus
     learned = learned_by_unit(scorer, question, focus, title)
-    probabilities = unit_probabilities(model, unit_features(focus, learned))
+    probabilities = unit_probabilities(model, unit_features(focus, learned, question))
     return replace(focus, focus=tuple(probabilities))

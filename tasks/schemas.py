@@ -211,6 +211,7 @@ class Decision(BaseModel):
     candidates: list[Candidate] = Field(default_factory=list)
     readings: list[PhrasingReading] = Field(default_factory=list)
     quote: list[str] = Field(default_factory=list)  # an answer's sentences, in the page's order
+    why: str = ""  # what settled the action, in words (the trace's decided_by)
 
     @property
     def best(self) -> float:

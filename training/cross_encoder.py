@@ -597,8 +597,18 @@ def main() -> None:
         "--pack-folds", default="all", help="pack folds to train on, e.g. 0,1,2 (default: all)"
     )
     parser.add_argument("--pack-repeat", type=int, default=2)
-    parser.add_argument("--output", type=Path, default=TARGET)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="write the model here (default: <--out>/model; never the shipped one)",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help=f"write the shipped model ({TARGET.relative_to(ROOT)})"
+    )
     args = parser.parse_args()
+    if args.write and args.output is not None:
+        parser.error("--write writes the shipped model: give --output or --write, not both")
+    args.output = TARGET if args.write else (args.output or args.out / "model")
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
     np.random.seed(args.seed)

@@ -10,8 +10,9 @@ For each question turn of ``training/dialogue_pack.py`` (its folds kept on every
   windows without evidence that read closest to the turn (MaxSim of the product's MiniLM token
   vectors) and one at random: the right page, the wrong place;
 * **neighbouring pages** (``neighbour_page``): the pages the product's own retrieval (the
-  hybrid search over the pack's ``kb/``) ranks highest for the turn that do not hold the
-  evidence, their closest window each (``NEIGHBOURS`` pages): on-topic pages that do not answer.
+  hybrid search over the pack's ``kb/``) ranks highest for the turn outside its page cluster
+  (near copies of the answering page are not negatives), their closest window each
+  (``NEIGHBOURS`` pages): on-topic pages that do not answer.
 
 A turn with a conversation before it is also asked as the product phrases a follow-up
 (``tasks.followups.resolve_follow_up``: the message and the subject terms it leans on), for
@@ -139,7 +140,9 @@ def turn_pairs(
     same = ranked[:SAME_PAGE] + (rng.sample(ranked[SAME_PAGE:], 1) if ranked[SAME_PAGE:] else [])
     neighbours: list[str] = []
     for source in retrieved:
-        if source in turn.gold or source not in pages or len(neighbours) >= NEIGHBOURS:
+        if source in turn.leave_out or source in turn.gold or source not in pages:
+            continue
+        if len(neighbours) >= NEIGHBOURS:
             continue
         spans = [s.text for s in pages[source].spans]
         neighbours.append(spans[int(np.argmax(reader.closeness(turn.text, spans)))])

@@ -8,7 +8,7 @@ their replies on, and write quote.yaml in storage/kb/assets/decision/.
    a unit is labelled *evidence* when at least ``EVIDENCE_SHARE`` of its tokens are in the
    spans the agent's reply was grounded on. Kept in ``--units`` (JSON lines) to refit.
 2. **Fit**: a logistic regression over the units' features, held out by grouped
-   cross-validation (``SPLITS`` folds over ``training/dialogue_pack.page_groups``: no page in
+   cross-validation (``SPLITS`` folds over ``training/dialogue_pack.clusters``: no page in
    two folds), ``C`` chosen by the held-out quotes' evidence recall.
 3. **Measure** per held-out turn the quote of each method (the window reading alone, the
    cross-encoder alone, the fitted model), each through ``tasks.answerability.quote``: its
@@ -48,7 +48,7 @@ from tasks.decision_features import UnitFeatures
 from tasks.evidence import EvidenceScorer
 from tasks.passage_text import Unit
 from tasks.quote_model import learned_by_unit, unit_features, unit_probabilities
-from training.dialogue_pack import PACK, page_groups, question_turns
+from training.dialogue_pack import PACK, question_turns
 from training.support_pairs import load_pages
 
 SPLITS = 5
@@ -91,7 +91,6 @@ def extract(out: Path, data_dir: Path, limit: int) -> int:
     ingest_paths(kb, [PACK / "kb"], prune=True)
     scorer = EvidenceScorer(kb.encoders, settings.evidence, kb.term_statistics)
     pages = {p.source_id: p for p in load_pages((PACK / "kb",))}
-    groups = page_groups()
     written = 0
     with out.open("w", encoding="utf-8") as lines:
         for turn in question_turns():
@@ -104,13 +103,13 @@ def extract(out: Path, data_dir: Path, limit: int) -> int:
             wanted = set(answer_tokens(" ".join(turn.evidence)))
             record = {
                 "key": turn.key,
-                "group": groups.get(turn.page, turn.page),
+                "group": turn.cluster,
                 "question": turn.text,
                 "evidence": " ".join(turn.evidence),
                 "units": [{"text": u.text, "kind": u.kind} for u in focus.units],
                 "reading": list(focus.focus),
                 "learned": learned,
-                "features": [f.model_dump() for f in unit_features(focus, learned)],
+                "features": [f.model_dump() for f in unit_features(focus, learned, turn.text)],
                 "labels": [is_evidence(u.text, wanted) for u in focus.units],
             }
             lines.write(json.dumps(record) + "\n")

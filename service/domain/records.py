@@ -136,6 +136,7 @@ class StoredArticle(TypedDict, total=False):
     status: Literal["draft", "published"]
     url: str | None  # once published
     preview: str  # a draft's hidden ``draft`` value (only its check's search reads it)
-    check: ArticleCheck | None
+    check: ArticleCheck | None  # as read: the last check the reader's slots reach (stored apart)
+    check_hidden: bool  # as read: a last check ran under slots above the reader's
     events: list[ArticleEvent]
     updated_at: float

@@ -47,6 +47,7 @@ from service.records import (
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
 from storage.memory import Scope, StoredTurn
+from storage.replies import PersonReplies
 from tasks.memory_context import close_session, messages_waiting, to_answer
 from tasks.message_kind import asked_something, kind_of, load_message_kinds
 from tasks.question_behind import pages_reader, question_behind
@@ -116,7 +117,7 @@ def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dic
     memory = pilot.memory
     slots = staff_slots(who)
     stored = memory.session_turns(scope, header["session_id"])
-    turns = withhold_unreadable(pilot.runtime, slots, stored)
+    turns = withhold_unreadable(pilot.runtime, slots, stored, who.key_name)
     return {
         "session": header,
         "customer": customer_label(header["customer_id"]),
@@ -295,8 +296,11 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
         session_id,
     )
     scope = Scope(header["customer_id"], who.tenant)
-    record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
-    index = await run_in_threadpool(pilot.memory.claim_turn, scope, session_id, record, "agent_reply")
+    # kept at the conversation's reach: a reader below it never reads the reply
+    replies = PersonReplies(pilot.memory)
+    index = await run_in_threadpool(
+        replies.add, scope, session_id, body.message, who.key_name, staff_slots(who)
+    )
     touched(pilot, who.tenant, session_id)
     return AgentReply(session_id=session_id, turn_index=index, from_="agent", message=body.message)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from service.auth import Caller
 from service.breakdowns import (
@@ -94,6 +95,33 @@ async def gaps(
         "offset": offset,
         "since": since,
     }
+
+
+class BudgetRow(BaseModel):
+    """One of a widget key's rolling budgets (``service/key_budget.py``) and how much is left."""
+
+    key: str
+    limit: str
+    share: Literal["shared", "newcomers"]
+    capacity: float
+    per_hour: float = Field(description="units that come back an hour")
+    left: float = Field(description="the share left now, 0 to 1")
+    low: bool = Field(description="below pilot.widget_budget.low_below: a key running low")
+
+
+class BudgetReport(BaseModel):
+    budgets: list[BudgetRow]
+
+
+@router.get("/budgets", response_model=BudgetReport)
+async def budgets(who: Admin, pilot: Pilot) -> BudgetReport:
+    """How much is left of each of the tenant's widget keys' budgets (every tenant's for the
+    deployment's admin key): the shared one and the share kept for new visitors, per limit.
+    A key running low while many addresses spend it may be a crowd draining it."""
+    rows = await run_in_threadpool(pilot.limits.budget_levels, who.tenant or None, time.time())
+    return BudgetReport(
+        budgets=[BudgetRow(**{k: v for k, v in asdict(r).items() if k != "tenant"}) for r in rows]
+    )
 
 
 class ConversationReport(BaseModel):
@@ -211,7 +239,9 @@ def conversation_report(pilot: PilotContext, who: Caller, session_id: str) -> Co
         turns=[
             CitedTurnRecord(**t)
             for t in with_cited_pages(
-                pilot.runtime, slots, withhold_unreadable(pilot.runtime, slots, turns)
+                pilot.runtime,
+                slots,
+                withhold_unreadable(pilot.runtime, slots, turns, who.key_name),
             )
         ],
         feedback=[FeedbackMark(**f) for f in pilot.store.feedback(who.tenant, session_id)],

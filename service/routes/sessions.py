@@ -42,6 +42,7 @@ from service.records import (
 from service.session_state import move, waiting_for_a_person
 from service.staff_reads import with_cited_pages
 from storage.memory import ANONYMOUS, Scope, ScopeError, check_id
+from storage.retrieval.filters import SlotError, build_filters
 from tasks.memory_context import close_session
 from tasks.polite_replies import closing_reply
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
@@ -154,6 +155,16 @@ async def turn_events(
     yield sse_event("result" if status == 200 else "error", body)
 
 
+def accepted_slots(pilot: PilotContext, slots: Mapping[str, str]) -> None:
+    """422 naming the slot, its value and the values it takes, when the rules (as the runtime
+    applies them: listed, and named by the knowledge base's pages) refuse one of ``slots``: a
+    request that would fail every turn is told so, never answered "trouble reaching"."""
+    try:
+        build_filters(pilot.runtime.settings.slots, slots, strict=False)
+    except SlotError as exc:
+        raise ApiError(422, "invalid_slot", str(exc), {"field": "slots"}) from None
+
+
 @router.post("", status_code=201, response_model=NewSessionView)
 async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessionView:
     rules = pilot.settings.slots
@@ -164,6 +175,7 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessi
             raise ApiError(
                 403, "enforced_slot", f"slot {name!r} is set by your API key, not by requests"
             )
+    accepted_slots(pilot, {**body.slots, **who.slots})
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
     if who.session_id is not None:
@@ -198,6 +210,7 @@ async def message(
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
+    accepted_slots(pilot, turn_slots(header, who))  # 422 for slots the rules now refuse
     await run_in_threadpool(pilot.limits.spend, "message_bytes", who, len(body.message.encode()))
     header = found(
         await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer"),
@@ -248,8 +261,12 @@ CUSTOMER_FIELDS = (
     "closed_without_reply",
     "left_at",
 )
-# which staff key replied, the enforced slots the turn ran under, the turn's claim id
-STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
+# which staff key replied, the enforced slots the turn ran under, the turn's claim id, how
+# sure the decision was, and a reply's reach
+STAFF_ONLY_TURN_FIELDS = (
+    *("agent", "slots", "claim", "probability", "drafted"),
+    *("access", "tiers", "reach_kept"),  # a person's reply's reach (storage/replies.py)
+)
 
 
 def customer_view(header: SessionHeader, pilot: PilotContext) -> dict[str, object]:

@@ -85,10 +85,12 @@
   }
 
   // Only http(s) links become clickable; anything else (javascript:, data:, ...) is shown as text.
-  function safeUrl(value) {
+  // A path (a desk article's link without pilot.public_url) is the service's: resolved against
+  // its base, never the embedding site.
+  function safeUrl(value, base) {
     if (typeof value !== "string" || !value) return null;
     try {
-      const url = new URL(value, window.location.href);
+      const url = new URL(value, base || window.location.href);
       return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
     } catch {
       return null;
@@ -116,11 +118,13 @@
   }
 
   // A reply's sources as a list: each page's title, a link where it has a safe address.
-  function sourceList(citations) {
+  // base: the service's address where the list is shown on another site (the widget), so a
+  // link that is a path opens on the service.
+  function sourceList(citations, base) {
     const list = element("ol", { className: "citations" });
     list.setAttribute("aria-label", "Sources");
     for (const c of citations.filter((c) => c && typeof c === "object")) {
-      const url = safeUrl(c.url);
+      const url = safeUrl(c.url, base);
       list.append(element("li", {}, url ? link(c.title || c.source_id, url)
         : element("span", {}, c.title || c.source_id)));
     }
@@ -203,7 +207,7 @@
     }
 
     function addCitations(item, citations) {
-      const list = sourceList(citations);
+      const list = sourceList(citations, base);
       if (list.children.length) item.append(list);
     }
 

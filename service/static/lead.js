@@ -32,6 +32,23 @@ function tile(text, value, detail, onClick) {
   return box;
 }
 
+// -- widget keys running low (their rolling budgets: GET /v1/reports/budgets) --------------
+const LIMIT_NAMES = { sessions: "new conversations", handoffs: "hand-offs to a person",
+  message_bytes: "message bytes", turns: "answered messages", searches: "searches",
+  feedback: "ratings" };
+
+async function loadBudgets() {
+  const { budgets } = await call("/v1/reports/budgets");
+  const low = budgets.filter((b) => b.low);
+  $("budgets").hidden = !low.length;
+  $("budgets").replaceChildren(...low.map((b) => element("p", {
+    textContent: `Widget key ${b.key} is running low on ${LIMIT_NAMES[b.limit] || b.limit}: ` +
+      `${Math.round(b.left * 100)}% of its ${b.share === "shared" ? "shared budget" :
+        "share kept for new visitors"} is left; ${Math.round(b.per_hour).toLocaleString("en")} ` +
+      "come back an hour. Many addresses spending it at once may be an attack: see " +
+      "docs/operations.md (widget budgets)." })));
+}
+
 async function loadOverview() {
   const report = await call(`/v1/reports/outcomes?days=${DAYS}&limit=0`);
   lead.report = report;
@@ -80,7 +97,14 @@ function tilesNote(report, tiles) {
     `${tiles.confirmed.count} (${percent(tiles.confirmed.count, resolved)}) marked helpful by the ` +
     `customer and ${report.totals.verified || 0} (${percent(report.totals.verified || 0, resolved)}) ` +
     "verified (marked helpful by a signed-in customer, or answered with the decision at least " +
-    "80% sure the page answers).";
+    "80% sure the page answers)" + anonymousNote(report) + ".";
+}
+
+// Confirmations given only by an anonymous visitor's mark: kept out of the resolution rate.
+function anonymousNote(report) {
+  const anonymous = report.totals.confirmed_anonymous;
+  return anonymous ? `; ${anonymous} confirmed only by an anonymous visitor's mark, kept out ` +
+    "of the resolution rate (anyone can give one)" : "";
 }
 
 // Every day of the window, a day without conversations empty: the axis is always DAYS days.
@@ -388,13 +412,18 @@ async function draftArticle(questions) {
   $("article-name").value = proposal.title;
   $("article-slug").value = proposal.slug;
   $("article-text").value = proposal.text;
+  // the highest level among the conversations it quotes: saving it lower is refused
+  $("article-access").value = proposal.access || "public";
   $("article-sources").replaceChildren(
     ...[...new Set(proposal.sources.map((s) => s.session_id))]
       .map((session) => element("li", { textContent: `from the replies in conversation ${session.slice(0, 8)}` })),
     ...proposal.pages.map((page) => element("li", { textContent: `from the knowledge-base page ${page}` })),
     ...proposal.unsupported.map((sentence) => element("li", { textContent: `check, not in the knowledge base: “${sentence}”` })));
   $("article-status").textContent = {
-    replies: "A draft from the replies people wrote: edit, then save.",
+    replies: "A draft from the replies people wrote: edit, then save" +
+      (proposal.access && proposal.access !== "public"
+        ? ` (they were written in ${proposal.access}-level conversations: so is the article).`
+        : "."),
     model: proposal.unsupported.length
       ? `A model's draft from the knowledge base: ${proposal.unsupported.length} sentence(s) marked “(check: …)” are not in it; fix or remove them, then save.`
       : "A model's draft from the knowledge base, every sentence found in it: edit, then save.",
@@ -416,8 +445,10 @@ function showArticle(record) {
   const status = $("article-status");
   status.replaceChildren(`${record.id}: ${record.status} (${last.action} by ${last.by})`);
   if (record.status === "published" && record.url) {
-    // where customers (and their citations) open it
-    status.append(". It is live at ", SupportcrewChat.withLinks(record.url));
+    // where customers (and their citations) open it; a path (pilot.public_url unset) is on
+    // this service, which serves this page too: shown whole, as a link
+    const live = new URL(record.url, window.location.href).href;
+    status.append(". It is live at ", SupportcrewChat.withLinks(live));
   }
   $("article-check").hidden = false;
   $("article-confirm").hidden = true;
@@ -429,6 +460,11 @@ function showArticle(record) {
       (row.cited.length ? ` (${row.cited[0]})` : "") : "";
     return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict + "." + reads);
   }));
+  if (record.check_hidden) {
+    $("article-results").append(item("meta", "The last check",
+      "It ran under a key that reads more than yours, so yours may not read it: check again " +
+      "with your key before publishing."));
+  }
   const replay = record.check && record.check.replay;
   if (replay) $("article-results").append(...replayed(replay));
   $("article-publish").hidden = !(record.check && record.check.answered) ||
@@ -480,7 +516,7 @@ $("key-form").addEventListener("submit", guarded(async () => {
   await loadOverview();
   $("key-form").hidden = true;
   $("board").hidden = false;
-  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps()]);
+  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps(), loadBudgets()]);
 }));
 
 for (const name of ["label", "topic", "day", "article"]) {

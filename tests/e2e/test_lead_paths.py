@@ -32,9 +32,11 @@ REPLY = (
 
 
 def discount_handed_off(browser, server: str, problems: list[str], reply: str) -> None:
-    """A customer answered about refunds asks about a student discount, accepts a person,
-    and a person replies ``reply`` and resolves it."""
-    customer, question = web_chat(browser, server, "web-key", problems)
+    """A public visitor answered about refunds asks about a student discount, accepts a
+    person, and a person replies ``reply`` and resolves it. (A reply is kept at its
+    conversation's level, and a draft quoting it too, issue 63: a public visitor's makes a
+    public article, one a browser opens without a key.)"""
+    customer, question = web_chat(browser, server, "pub-key", problems)
     say(customer, question, "How long does a refund take?", 0)
     assert (
         "shall I connect you"
@@ -158,6 +160,8 @@ def test_an_article_leads_with_its_answer_and_publishing_over_a_failing_question
         body = drafted.split("\n\n", 1)[1]
         assert body.startswith("Yes: students get 50% off any plan for 12 months."), drafted
         assert drafted.index("50% off") < drafted.index("To claim it")
+        # the draft quotes a public visitor's conversation: the page offers it as public
+        assert lead.get_by_label("Who may read it once published").input_value() == "public"
         lead.get_by_label("Title").fill("Student discount")
         lead.get_by_label("File name").fill("student-discount")
         text.fill(

@@ -241,7 +241,7 @@ def test_sentence_ends_and_word_patterns_are_defined_once():
 
 def test_bench_measures_and_training_fits_without_reaching_into_each_other():
     """bench/ runs training only through its command line; training/ needs no bench helper;
-    neither edits sys.path (``python -m training.decision_fit``, ``python -m bench.service``
+    neither edits sys.path (``python -m training.fit_decision``, ``python -m bench.service``
     from the repository)."""
     reach = []
     for path in sorted((REPO / "bench").glob("*.py")):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tasks.outcomes import daily_rates, label, reopened, shared_pages
 
 DAY = 86_400.0
@@ -275,3 +278,54 @@ def test_the_topic_is_the_page_the_question_behind_was_answered_from():
     assert outcome([suggested]).topic_id == ""
     discount = asked(1, "Do you offer a student discount?", "idk", T0 + 40)
     assert outcome([REFUND, discount]).topic_id == ""
+
+
+def test_an_anonymous_helpful_mark_is_no_resolution_and_is_shown_apart():
+    """Anyone can open a session, ask and mark the answer helpful: such a confirmation is
+    counted apart (``anonymous_confirmed_rate``), never in the resolution rate."""
+    signed_in = outcome([REFUND], UP, session_id="a")
+    anonymous = outcome([REFUND], UP, session_id="b", customer="anon-visitor-1")
+    unanswered = outcome([asked(0, "Mars?", "idk", T0 + 10)], session_id="c")
+    [day] = daily_rates([signed_in, anonymous, unanswered])
+    assert day["confirmed"] == 2 and day["confirmed_anonymous"] == 1
+    assert day["resolution_rate"] == 0.333  # the signed-in one of 3 decided
+    assert day["anonymous_confirmed_rate"] == 0.333
+
+
+@settings(max_examples=300, deadline=None)
+@given(cells=st.lists(st.text(max_size=30), min_size=1, max_size=4))
+def test_no_csv_cell_is_read_as_a_formula(cells):
+    """Customer words reach ``outcomes.csv`` (the first question, the reasons): a cell that
+    begins with a formula character is escaped, and reads back as the text with an apostrophe."""
+    import csv
+    import io
+
+    from service.outcomes import CSV_COLUMNS, ConversationOutcome, conversations_csv
+
+    rows = [
+        ConversationOutcome(
+            session_id="s",
+            customer_id=cell,
+            day="2026-12-01",
+            label="assumed",
+            why=cell,
+            questions=1,
+            started=T0,
+            last_activity=T0,
+            evidence={"resolved_by": cell},
+            topic=[],
+            first_question=cell,
+            topic_title=cell,
+        )
+        for cell in cells
+    ]
+    read = list(csv.DictReader(io.StringIO(conversations_csv(rows))))
+    assert len(read) == len(cells)
+    for row, cell in zip(read, cells, strict=True):
+        for column in ("customer_id", "why", "first_question", "topic_title", "resolved_by"):
+            shown = row[column]
+            assert not shown.startswith(("=", "+", "-", "@", "\t", "\r")), (column, shown)
+            wanted = "'" + cell if cell.startswith(("=", "+", "-", "@", "\t", "\r")) else cell
+            # csv turns a lone "\r" line end into "\n" only outside quotes: the text is kept
+            assert shown == wanted, (column, shown, wanted)
+    assert list(read[0]) == list(CSV_COLUMNS)
