@@ -159,6 +159,7 @@ def ingest(
 
     from config.sources import SourceSettings
     from storage.kb.ingest import ingest_paths
+    from storage.kb.named_values import unlisted
     from storage.kb.sync import sync_source
 
     sources = [
@@ -173,7 +174,8 @@ def ingest(
             kb.ensure_collection(recreate=recreate)
             recreate = False
             reports = [sync_source(kb, source) for source in sources]
-        print_sync(reports, as_json)
+            extra = unlisted(state.settings.slots, kb)
+        print_sync(reports, as_json, extra)
         incomplete = not all(r.complete for r in reports)
         if not files:
             raise typer.Exit(1 if incomplete else 0)
@@ -196,9 +198,11 @@ def ingest(
             prune=prune,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
+        extra = unlisted(state.settings.slots, kb)
     missing = any(reason == "no such file or folder" for _, reason in report.skipped)
     if as_json:
-        sys.stdout.write(json.dumps({"collection": kb.collection, **asdict(report)}) + "\n")
+        record = {"collection": kb.collection, **asdict(report), "unlisted_values": extra}
+        sys.stdout.write(json.dumps(record) + "\n")
         raise typer.Exit(1 if missing or incomplete else 0)
     table = Table(title=f"ingest into {kb.collection!r}")
     for column in (
@@ -234,19 +238,33 @@ def ingest(
         )
     for warning in report.warnings:
         errors.print(f"[yellow]warning[/] {warning}", highlight=False)
+    print_unlisted(extra)
     if missing or incomplete:
         raise typer.Exit(1)
 
 
-def print_sync(reports: list[Any], as_json: bool) -> None:
-    """Each source's sync: a line (or a JSON line) each, then what failed or was skipped."""
+def print_unlisted(extra: dict[str, list[str]]) -> None:
+    """The slot values the pages name that the configuration does not list, and how to list
+    them (``storage.kb.named_values``)."""
+    from rich.markup import escape
+
+    from storage.kb.named_values import advice
+
+    for line in advice(extra, state.settings.slots):
+        errors.print(f"[yellow]note[/] {escape(line)}", highlight=False)
+
+
+def print_sync(reports: list[Any], as_json: bool, extra: dict[str, list[str]] | None = None) -> None:
+    """Each source's sync: a line (or a JSON line) each, then what failed or was skipped, and
+    the slot values the pages name that the configuration does not list (``extra``)."""
     from dataclasses import asdict
 
     from rich.markup import escape
 
     if as_json:
         for report in reports:
-            sys.stdout.write(json.dumps({**asdict(report), "complete": report.complete}) + "\n")
+            record = {**asdict(report), "complete": report.complete, "unlisted_values": extra or {}}
+            sys.stdout.write(json.dumps(record) + "\n")
         return
     for r in reports:
         state = "done" if r.complete else "[red]not read whole[/]"
@@ -265,6 +283,7 @@ def print_sync(reports: list[Any], as_json: bool) -> None:
             errors.print(f"[yellow]warning[/] {warning}", highlight=False)
         if not r.complete:
             errors.print(f"[red]{r.source}: not read whole; nothing was pruned[/]", highlight=False)
+    print_unlisted(extra or {})
 
 
 @app.command()
@@ -278,6 +297,7 @@ def sync(
     """Re-sync every source of ``sources:`` in the configuration (folders, sites, Zendesk
     exports): added / changed / unchanged / removed per source. Exit 1 when one was not read
     whole."""
+    from storage.kb.named_values import unlisted
     from storage.kb.sync import sync_sources
 
     chosen = [s for s in state.settings.sources if not source or s.label in source]
@@ -290,7 +310,8 @@ def sync(
         raise typer.Exit(2)
     with open_kb() as kb:
         reports = sync_sources(kb, chosen)
-    print_sync(reports, as_json)
+        extra = unlisted(state.settings.slots, kb)
+    print_sync(reports, as_json, extra)
     if not all(r.complete for r in reports):
         raise typer.Exit(1)
 
@@ -358,7 +379,7 @@ def kickoff(
 ) -> None:
     """Run scripted conversations non-interactively; exit 1 when any expectation fails."""
     from agents.build import build_runtime
-    from evaluation.kickoff import load_script, run_script
+    from evaluation.kickoff import check_script_slots, load_script, run_script
 
     if process is not None and process not in ("sequential", "hierarchical"):
         raise ValueError(f"--process {process!r}: choose sequential or hierarchical")
@@ -369,6 +390,11 @@ def kickoff(
     if llm:
         settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"provider": llm})})
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
+    try:  # a slot value the rules refuse: said now, naming it, never a turn that fails on it
+        check_script_slots(conversations, runtime.settings.slots, script)
+    except ConfigError:
+        runtime.close()
+        raise
     table = Table(title=f"kickoff {script.name} ({runtime.engine.name}, {runtime.engine.process})")
     for column in ("conversation", "#", "verdict", "cited", "LLM calls", "seconds", "expect"):
         table.add_column(column)
@@ -536,12 +562,13 @@ def chat(
     from terminal.chat import ChatLoop
 
     slots = parse_slots(slot or [])
-    build_filters(state.settings.slots, slots)
     if customer:  # one a memory would refuse is refused here, before any turn (ScopeError)
         Scope(customer, slots.get("tenant", ""))
     runtime = build_runtime(state.settings, state.data_dir, engine=engine, process=process)
     state.data_dir.mkdir(parents=True, exist_ok=True)
     try:
+        # the rules as the runtime applies them: the plans the pages name are known too
+        build_filters(runtime.settings.slots, slots)
         ChatLoop(
             runtime, customer, slots, history_file=state.data_dir / "chat_history", console=console
         ).run()
@@ -634,10 +661,9 @@ def report_outcomes(
     """What the assistant achieved: resolution, hand-off, unanswered and suggested rates,
     satisfaction and the closing answers' csat rate per day, and every conversation's label
     with the evidence behind it."""
-    import csv
     import time
 
-    from service.outcomes import tenant_outcomes
+    from service.outcomes import conversations_csv, tenant_outcomes
     from service.pilot_store import PilotStore
     from storage.memory import MemoryStore
 
@@ -653,13 +679,8 @@ def report_outcomes(
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    if as_csv:
-        columns = ("session_id", "customer_id", "day", "label", "why", "questions", "evidence")
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        for c in report.conversations:
-            row = c.model_dump()
-            writer.writerow([*(row[k] for k in columns[:-1]), json.dumps(c.evidence, sort_keys=True)])
+    if as_csv:  # the API's CSV: its columns, formula cells escaped
+        sys.stdout.write(conversations_csv(report.conversations))
         return
     table = Table(
         title=f"outcomes since {report.since_day} ({report.total_conversations} conversations)"
@@ -667,6 +688,7 @@ def report_outcomes(
     shown = (
         "involved",
         "resolution_rate",
+        "anonymous_confirmed_rate",  # confirmed by anonymous marks: apart, not resolutions
         "handoff_rate",
         "unanswered_rate",
         "suggested_rate",
@@ -795,6 +817,7 @@ def serve(
 
     from agents.build import build_runtime
     from service.app import create_app
+    from service.auth import check_key_slots
     from service.header_timeout import server_config
     from service.logs import uvicorn_log_config
     from service.malloc_arenas import limit_malloc_arenas
@@ -808,6 +831,7 @@ def serve(
         )
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
     try:
+        check_key_slots(settings.pilot.api_keys, runtime.settings.slots)  # exit 2 naming the key
         app = create_app(settings, state.data_dir, runtime)
         log_config = uvicorn_log_config(settings.observability)
         server = uvicorn.Server(

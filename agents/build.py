@@ -19,6 +19,7 @@ from agents.roles import ROLES, TASKS
 from agents.runtime import ENGINES, PROCESSES, Engine, TurnRuntime, calls_a_model
 from config.settings import ConfigError, Settings
 from integrations.retriever_loader import load_retriever
+from storage.kb.named_values import with_named_values
 from storage.memory import MemoryStore
 from storage.retrieval.retriever import QdrantRetriever
 from tasks.decision import check_models
@@ -104,7 +105,9 @@ def build_runtime(
     process: str | None = None,
     llm: Any = None,
 ) -> TurnRuntime:
-    """Open the knowledge base and build the chosen engine around one shared LLM."""
+    """Open the knowledge base and build the chosen engine around one shared LLM. The slot
+    rules it applies accept the values the knowledge base's pages name as well as those the
+    configuration lists (``storage.kb.named_values``)."""
     from agents.llm.factory import build_llm
 
     engine_name = engine or settings.engine
@@ -128,6 +131,9 @@ def build_runtime(
     except Exception:
         local.close()
         raise
+    # a team's own plan names (tiers its pages name) are accepted like the listed ones
+    settings = with_named_values(settings, kb)
+    kb.settings = settings
     memory = MemoryStore(kb.store, kb.encoders, settings.slots)
     memory.ensure()  # collections are made at start, never by a request
     scorer = EvidenceScorer(

@@ -361,6 +361,9 @@ class ApiKey(_Strict):
     role: Literal["customer", "agent", "admin", "widget"] = "customer"
     origins: list[str] = Field(default_factory=list, max_length=50)
     identity_secret_env: str | None = Field(None, pattern=r"^[A-Z_][A-Z0-9_]{0,127}$")
+    # what a customer reads when this staff key's person joins their conversation ("Ana");
+    # without it they read "a person from our support team" (a key's name is never shown)
+    display_name: str | None = Field(None, min_length=1, max_length=80, pattern=r"^[^\x00-\x1f<>]+$")
     # this key's own limits instead of pilot.limits' (a widget's: sized for its whole site)
     limits: dict[LimitName, str] = Field(default_factory=dict)
 
@@ -449,14 +452,31 @@ class VisitorLimits(_Strict):
         return a_rate(value)
 
 
+class WidgetBudget(_Strict):
+    """How a widget key's own limits are spent (``service/key_budget.py``): each is a budget
+    that refills continuously (a day's limit at a day's pace), of which ``reserve_share`` is
+    kept for new visitors: drawn once the rest is spent, by an address that has drawn less
+    than ``newcomer_share`` of its own visitor limit from the key that day. The lead's page and
+    ``/metrics`` show a budget with less than ``low_below`` of it left as running low."""
+
+    reserve_share: float = Field(0.2, ge=0.0, lt=1.0)
+    newcomer_share: float = Field(0.25, gt=0.0, le=1.0)
+    low_below: float = Field(0.2, ge=0.0, le=1.0)
+
+
 class PilotSettings(_Strict):
     api_keys: list[ApiKey] = Field(default_factory=list)
 
     limits: PilotLimits = Field(default_factory=PilotLimits)
     visitor_limits: VisitorLimits = Field(default_factory=VisitorLimits)
+    widget_budget: WidgetBudget = Field(default_factory=WidgetBudget)
     # proxies whose X-Forwarded-For names the client (nginx on the same machine): addresses
     # or networks (uvicorn's forwarded_allow_ips); from any other peer the header is ignored
     trusted_proxies: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
+    # where customers reach this service (https://support.example.com): the links of
+    # published desk articles start with it; unset, a link is the path alone, which the web
+    # chat and the widget open on the service. Never taken from a request's Host header.
+    public_url: str | None = Field(None, pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/\S*)?$")
     max_request_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     max_response_bytes: int = Field(100_000, ge=1000, le=10_000_000)
     body_timeout_s: float = Field(10.0, gt=0, le=300)  # a body that stops arriving: 408
@@ -539,8 +559,14 @@ class Messages(_Strict):
     handoff_busy: str = (
         "Our support team cannot take more conversations right now. Please try again later."
     )
-    # a message of courtesy alone ("Thanks, bye", "Hi!"): nothing searched
+    # a message of courtesy alone ("Thanks!", "Hi!"): nothing searched
     courtesy: str = "Happy to help. If you have a question about our products or your account, just ask."
+    # a goodbye ("bye", "Thanks, bye!"): nothing searched; the chat asks its closing question
+    goodbye: str = "Goodbye, and thanks for contacting us. If anything else comes up, just write here."
+    # the customer's answer to the closing question ("Did we solve your problem today?"):
+    # thanks for a yes; for a no, the offer of a person (the chat shows its button with it)
+    solved: str = "Thanks for telling us: glad we could help."
+    not_solved: str = "Sorry we did not solve it. A person from our team can take it from here."
     # contact details alone ("you can reach me at jo@example.com"): nothing searched
     contact: str = "Thanks, we have your details. What can I help you with?"
 

@@ -1,14 +1,16 @@
-"""Agent assist: a suggested reply to the customer's last unanswered message, for the person
-who works the conversation.
+"""Agent assist: a suggested reply to the question that still waits in a handed-off
+conversation, for the person who works it.
 
-The message is the customer's last one that asks the knowledge base something (its requests
-for a person left out: "My refund has not arrived. I want a human!" asks about the refund).
-The suggestion is the answer decision's own (``agents/turn.run_turn``) under the *agent's*
-enforced slots (so it may cite internal articles the agent can read, and never one the agent
-cannot), with the conversation before that message as history. It is run without a customer:
-nothing is stored, no memory is read or written, and it is never sent: the desk shows it
-marked as a suggestion and a person decides. With a model configured, the model phrases it
-through the same support check as customer answers.
+The question is :func:`tasks.question_behind.open_question`'s: the one that led to the
+hand-off (a bare "yes" to the offer of a person, thanks or a request for a person are never
+it; "My refund has not arrived. I want a human!" asks about the refund), or, once a person
+replied, the first the customer wrote after that reply. The suggestion is the answer
+decision's own (``agents/turn.run_turn``) under the *agent's* enforced slots (so it may cite
+internal articles the agent can read, and never one the agent cannot), with the conversation
+before that message as history. It is run without a customer: nothing is stored, no memory is
+read or written, and it is never sent: the desk shows it marked as a suggestion and a person
+decides. With a model configured, the model phrases it through the same support check as
+customer answers.
 
 Usage::
 
@@ -18,43 +20,17 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agents.turn import run_turn
-from tasks.judging import pages_question
 from tasks.message_kind import load_message_kinds
+from tasks.question_behind import open_question, pages_reader
 from tasks.schemas import HistoryTurn, TurnRequest
 
 if TYPE_CHECKING:
     from agents.runtime import TurnRuntime
     from storage.memory import StoredTurn
-
-ANSWERED_BY_A_PERSON = "agent_reply"
-
-
-def last_unanswered(
-    turns: Sequence[StoredTurn], question_of: Callable[[str], str]
-) -> tuple[int, str] | None:
-    """The customer's last message that asks the pages something and that neither the
-    assistant answered nor a person replied to after it: its position in ``turns`` and what
-    it asks (``question_of``); None when there is none.
-
-    >>> same = lambda text: text
-    >>> last_unanswered([{"user": "Hi?", "verdict": "answered"},
-    ...                  {"user": "Refund?", "verdict": "handoff"}], same)
-    (1, 'Refund?')
-    >>> last_unanswered([{"user": "Refund?", "verdict": "idk"},
-    ...                  {"from": "agent", "answer": "Sent."}], same)
-    """
-    for position in range(len(turns) - 1, -1, -1):
-        turn = turns[position]
-        if turn.get("from") == "agent":
-            return None
-        question = question_of(str(turn.get("user") or ""))
-        if question:
-            return None if turn.get("verdict") == "answered" else (position, question)
-    return None
 
 
 def history_before(turns: Sequence[StoredTurn], position: int) -> list[HistoryTurn]:
@@ -75,13 +51,13 @@ def history_before(turns: Sequence[StoredTurn], position: int) -> list[HistoryTu
 def suggested_reply(
     runtime: TurnRuntime, turns: Sequence[StoredTurn], slots: dict[str, str], session_id: str
 ) -> dict[str, object] | None:
-    """The decision's reply to the last unanswered message under ``slots``, or None when it
-    does not answer it (a refusal or a hand-off is no reply to suggest)."""
-    kinds = load_message_kinds(runtime.scorer.encoders)
-    found = last_unanswered(turns, lambda text: pages_question(text, kinds.asks_for_person))
+    """The decision's reply to the conversation's open question under ``slots``, or None
+    when there is none or the decision does not answer it (a refusal or a hand-off is no reply
+    to suggest)."""
+    found = open_question(turns, pages_reader(load_message_kinds(runtime.scorer.encoders)))
     if found is None:
         return None
-    position, message = found
+    position, message = found.position, found.question
     result = run_turn(
         TurnRequest(
             session_id=f"assist-{session_id}"[:200],

@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from config.settings import Settings
 from service.articles import Articles
-from service.auth import authenticate
+from service.auth import authenticate, check_key_slots
 from service.context import PilotContext
 from service.errors import ERROR_RESPONSES, ApiError, error_body, field_of
 from service.headers import SecurityHeaders
@@ -65,11 +65,27 @@ from service.tracing import TurnTracer
 from service.upkeep_marks import UpkeepMarks
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.qdrant.store import StoreError
+from storage.replies import PersonReplies
 
 if TYPE_CHECKING:
     from agents.runtime import TurnRuntime
 
 log = logging.getLogger(__name__)
+
+
+def key_slots(settings: Settings, tenant: str, name: str) -> dict[str, str] | None:
+    """The enforced slots of the tenant's key ``name`` (None: no such key configured)."""
+    for key in settings.pilot.api_keys:
+        if key.tenant == tenant and key.name == name:
+            return dict(key.slots)
+    return None
+
+
+def keep_reach_of_old_records(pilot: PilotContext) -> None:
+    memory = pilot.runtime.memory
+    if memory is not None:
+        memory.keep_reach_of_old_memories()
+        PersonReplies(memory).keep_reach_of_old_replies()
 
 
 def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None = None) -> FastAPI:
@@ -88,17 +104,29 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
             from agents.build import build_runtime
 
             pilot.runtime = await run_in_threadpool(build_runtime, settings, data_dir)
+        # the rules as the runtime applies them: the listed values and those the pages name
+        rules = pilot.runtime.settings.slots
+        check_key_slots(settings.pilot.api_keys, rules)  # a key failing every request: no start
         kb = pilot.runtime.knowledge_base()
         pilot.store = PilotStore(kb.store, kb.encoders)
         pilot.limits = RateLimits(kb.store, kb.encoders, settings.pilot)
-        pilot.articles = Articles(kb.store, kb.encoders, Path(data_dir) / "articles", settings.slots)
-        await run_in_threadpool(pilot.articles.reconcile, kb)  # the layout of this version
+        pilot.articles = Articles(
+            kb.store, kb.encoders, Path(data_dir) / "articles", rules, pilot.runtime.memory
+        )
+        await run_in_threadpool(  # the layout of this version
+            pilot.articles.reconcile, kb, lambda tenant, name: key_slots(settings, tenant, name)
+        )
         # outcomes live beside the conversations' turns (the memory's store)
         turns_store = pilot.runtime.memory.store if pilot.runtime.memory else kb.store
         pilot.outcomes = OutcomeStore(
             turns_store,
             kb.encoders,
-            lambda tenant: topic_namer(pilot.runtime.retriever, kb.encoders.dense.encode, tenant),
+            lambda tenant: topic_namer(
+                pilot.runtime.retriever,
+                kb.encoders.dense.encode,
+                tenant,
+                answerable=pilot.runtime.scorer.answerable,
+            ),
         )
         pilot.upkeep = UpkeepMarks(turns_store, kb.encoders)
         pilot.run, pilot.others_left = pilot.upkeep.begin_run()
@@ -106,11 +134,12 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
             pilot.spent_tokens = SpentTokens(kb.store, kb.encoders)
         pilot.caught_up = False
         catching_up = asyncio.create_task(run_in_threadpool(catch_up, pilot, time.time()))
-        # memories written before they kept their answers' reach get it (hidden until then)
-        memory = pilot.runtime.memory
-        reaching = asyncio.create_task(
-            run_in_threadpool(memory.keep_reach_of_old_memories if memory else lambda: 0)
-        )
+        # memories and people's replies written before they kept their reach get it (hidden
+        # from every staff read until then)
+        reaching = asyncio.create_task(run_in_threadpool(keep_reach_of_old_records, pilot))
+        # counters of windows that ended while the service was down (or stored before
+        # counters expired) go once; the minute sweep deletes the rest as their hour passes
+        expiring = asyncio.create_task(run_in_threadpool(pilot.limits.forget_expired, time.time(), True))
         sweeper = asyncio.create_task(sweep_forever(pilot))
         syncer = asyncio.create_task(sync_forever(pilot))
         scrape_port = serve_metrics_port(pilot)
@@ -123,6 +152,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         syncer.cancel()
         catching_up.cancel()
         reaching.cancel()
+        expiring.cancel()
         try:
             await run_in_threadpool(stop_cleanly, pilot, time.time())
         except Exception:  # a stop goes on; the next start looks for what this one left

@@ -1,7 +1,8 @@
 """A published desk article as a page a browser shows: its Markdown rendered by markdown-it
-(CommonMark) with raw HTML off, so a tag written in the article is shown as text; links keep
-markdown-it's own check (no ``javascript:``). The page carries a Content-Security-Policy that
-runs no script, loads nothing from anywhere and is never framed.
+(CommonMark) with raw HTML off, so a tag written in the article is shown as text; a bare web
+address is a link as a written one is; links keep markdown-it's own check (no
+``javascript:``). The page carries a Content-Security-Policy that runs no script, loads
+nothing from anywhere and is never framed.
 
 Usage::
 
@@ -17,7 +18,8 @@ import html
 
 from markdown_it import MarkdownIt
 
-_MARKDOWN = MarkdownIt("commonmark", {"html": False})
+# bare web addresses become links too (linkify; markdown-it's link check still applies)
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": True}).enable("linkify")
 _STYLE = (
     "body{font:16px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:44rem;margin:2rem auto;"
     "padding:0 1rem}code{background:#f3f4f6;padding:0 .2rem;border-radius:3px}"
@@ -62,6 +64,8 @@ def article_page(title: str, markdown: str) -> str:
     >>> page = article_page("A <b>", "# Mars\\n\\n<script>alert(1)</script> [x](javascript:alert(1))")
     >>> "<h1>Mars</h1>" in page, "<script>" in page, 'href="javascript' in page, "A &lt;b&gt;" in page
     (True, False, False, True)
+    >>> '<a href="https://help.example.com/x">' in article_page("x", "See https://help.example.com/x.")
+    True
     """
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'

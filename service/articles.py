@@ -28,9 +28,10 @@ Usage::
 
     articles = Articles(store, encoders, folder, settings.slots)
     articles.reconcile(kb)                                   # at start: the current layout
-    proposal = draft(memory, "acme", ["Do you ship to Antarctica?"])
-    article = ArticleDraft(slug="shipping", title="Shipping", text=proposal["text"])
     slots = {"access_level": "customer", "tenant": "acme"}   # the lead key's enforced slots
+    proposal = draft(memory, "acme", ["Do you ship to Antarctica?"], slots)
+    proposal["access"]          # the highest level among the replies it quotes
+    article = ArticleDraft(slug="shipping", title="Shipping", text=proposal["text"])
     record = articles.save("acme", "lead", slots, article, kb)
     record = articles.check("acme", "lead", slots, "shipping", ask)  # ask(question, slots)
     record = articles.publish("acme", "lead", slots, "shipping", kb, "https://help.acme.test")
@@ -53,6 +54,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from config.settings import SlotRule
+from service.article_checks import ArticleChecks, within
 from service.domain.records import (
     ArticleCheck,
     ArticleEvent,
@@ -60,12 +62,24 @@ from service.domain.records import (
     ReplayedChange,
     StoredArticle,
 )
+from service.draft_lead import Answerable, leading_with_answer
 from service.topics import TOPIC_FLOOR, similarities
 from storage.kb.ingest import ingest_paths
-from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
-from storage.retrieval.filters import DRAFT, admits, build_filters
+from storage.qdrant.store import Condition, Match, PointData, Store, ensure_records
+from storage.replies import PersonReplies
+from storage.retrieval.filters import (
+    DRAFT,
+    above,
+    admits,
+    build_filters,
+    document_fields,
+    highest_levels,
+    level_rules,
+    widest_reach,
+)
 from storage.text import ALNUM, split_sentences
 from tasks.courtesy import asks_something
+from tasks.impersonal import impersonal, names_given
 from tasks.message_kind import load_message_kinds
 from tasks.passage_text import clean
 from tasks.replay import Asked, compare, reply_of, summary
@@ -88,11 +102,12 @@ _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
 
 
 class ArticleError(ValueError):
-    """A request the articles cannot take; ``field`` names what is wrong."""
+    """A request the articles cannot take; ``field`` names what is wrong, ``details`` what
+    else the answer says (``failing``: the gap's questions a check did not answer)."""
 
-    def __init__(self, status: int, field: str, message: str) -> None:
+    def __init__(self, status: int, field: str, message: str, **details: object) -> None:
         super().__init__(message)
-        self.status, self.field = status, field
+        self.status, self.field, self.details = status, field, details
 
 
 class ArticleDraft(BaseModel):
@@ -134,7 +149,14 @@ class ArticleRecord(BaseModel):
     questions: list[str] = Field(default_factory=list)
     status: Literal["draft", "published"]
     url: str | None = None  # once published: where it opens (``GET /help/articles/...``)
-    check: ArticleCheck | None = None
+    check: ArticleCheck | None = Field(
+        None, description="the last check, if the key reaches as far as the one that ran it"
+    )
+    check_hidden: bool = Field(
+        False,
+        description="the last check ran under a key that reads more than this one: its rows "
+        "are not shown, and publishing needs a check run with this key",
+    )
     events: list[ArticleEvent] = Field(default_factory=list)
     updated_at: float
 
@@ -143,24 +165,44 @@ def draft(
     memory: MemoryStore,
     tenant: str,
     questions: Sequence[str],
+    slots: Mapping[str, str],
     write: Callable[[Sequence[str]], ModelDraft | None] | None = None,
+    answerable: Answerable | None = None,
 ) -> dict[str, object]:
-    """A draft from the replies people wrote in the conversations that asked ``questions``:
-    each sentence cited to its conversation (``sources``). Where nobody replied: the model's
-    draft checked against the knowledge base (``write``, ``service.model_draft.model_writer``:
-    its unsupported sentences marked and listed), else the skeleton of the questions.
-    ``drafted_by`` says which."""
+    """A draft from the replies people wrote in the conversations that asked ``questions``,
+    those the reader's ``slots`` may read (decided in the store: ``storage.replies``): each
+    sentence cited to its conversation (``sources``), without greetings, sign-offs and the
+    customer's name (``tasks.impersonal``), and the reach of the replies it quotes
+    (``access``, ``tiers``: the highest among them; an article of it published lower is
+    refused). Where nobody replied: the model's draft checked against the knowledge base
+    (``write``, ``service.model_draft.model_writer``: its unsupported sentences marked and
+    listed), else the skeleton of the questions. ``drafted_by`` says which. With
+    ``answerable`` a draft from replies leads with the sentence that answers its question
+    (``service.draft_lead``)."""
     wanted = {normal(q) for q in questions}
-    turns = memory.tenant_turns(tenant, ("session_id", "turn_index", "user", "answer", "from"))
-    sessions = {t["session_id"] for t in turns if normal(str(t.get("user") or "")) in wanted}
+    fields = ("session_id", "turn_index", "user", "answer", "from", "slots")
+    turns = memory.tenant_turns(tenant, fields)
+    asked = [t for t in turns if normal(str(t.get("user") or "")) in wanted]
+    sessions = sorted({t["session_id"] for t in asked})
+    shown = PersonReplies(memory).readable(tenant, slots, sessions) if sessions else set()
     replies = sorted(
-        (t for t in turns if t["session_id"] in sessions and t.get("from") == "agent"),
+        (t for t in turns if (t["session_id"], t["turn_index"]) in shown),
         key=lambda t: (t["session_id"], t["turn_index"]),
     )
+    names = names_given(str(t["user"]) for t in turns if t["session_id"] in sessions and t.get("user"))
     title = clearest_question(questions)
-    paragraphs, sources = on_the_question(memory.encoders, title, replies) if replies else ([], [])
+    paragraphs, sources = (
+        on_the_question(memory.encoders, title, replies, names) if replies else ([], [])
+    )
+    if answerable is not None:
+        paragraphs, sources = leading_with_answer(title, paragraphs, sources, answerable)
     drafted_by, unsupported, pages = "replies", [], []
     body = "\n\n".join(" ".join(p) for p in paragraphs)
+    cited = {(s["session_id"], s["turn_index"]) for s in sources}
+    quoted = [r for r in replies if (r["session_id"], r["turn_index"]) in cited]
+    level = (
+        level_of(memory.rules, [r["slots"] for r in quoted if r.get("slots")]) if quoted else "public"
+    )
     if not body:
         written = write(questions) if write is not None else None
         if written is not None:
@@ -177,7 +219,20 @@ def draft(
         "drafted_by": drafted_by,
         "unsupported": unsupported,
         "pages": pages,
+        "access": level,
     }
+
+
+def level_of(rules: Mapping[str, SlotRule], reads: Sequence[Mapping[str, str]]) -> str:
+    """The access level an article quoting replies must have at least: the highest that
+    their conversations ran under (``reads``; public when none did).
+
+    >>> from config.settings import load_settings
+    >>> rules = load_settings().slots
+    >>> level_of(rules, [{"access_level": "customer", "tier": "pro"}, {"access_level": "internal"}])
+    'internal'
+    """
+    return str(document_fields(level_rules(rules), widest_reach(rules, reads)).get("access", "public"))
 
 
 def without_pasted_sources(reply: str) -> list[str]:
@@ -198,20 +253,23 @@ def without_pasted_sources(reply: str) -> list[str]:
 
 
 def on_the_question(
-    encoders: Encoders, question: str, replies: Sequence[StoredTurn]
+    encoders: Encoders, question: str, replies: Sequence[StoredTurn], names: Sequence[str] = ()
 ) -> tuple[list[list[str]], list[dict[str, object]]]:
     """The paragraphs of people's ``replies`` that answer ``question``, and each kept
     sentence's conversation: a reply's own paragraphs, without the sources block the desk's
-    "Use this reply" pastes and its "[1]" marks (an article cites its own pages), its opening
-    and closing lines when they are short courtesy ("Hi Maria,", "Thanks!": the message-kind
-    classifier's greeting or thanks), and the paragraphs about something else (a refund beside
-    the student discount: under the topic floor of ``service.topics``) unless none reaches it."""
+    "Use this reply" pastes and its "[1]" marks (an article cites its own pages), without its
+    greeting, sign-off and the names they hold or the customer gave (``names``:
+    ``tasks.impersonal``), its opening and closing lines when they are short courtesy
+    ("Thanks!": the message-kind classifier's greeting or thanks), and the paragraphs about
+    something else (a refund beside the student discount: under the topic floor of
+    ``service.topics``) unless none reaches it."""
     paragraphs: list[list[str]] = []
     where: list[dict[str, object]] = []
     seen: set[str] = set()
     for reply in replies:
         own: list[list[str]] = []
-        for line in without_pasted_sources(str(reply.get("answer") or "")):
+        text = "\n".join(without_pasted_sources(str(reply.get("answer") or "")))
+        for line in impersonal(text, names).splitlines():
             said = [s for s in dict.fromkeys(split_sentences(clean(line))) if s and s not in seen]
             seen.update(said)
             own += [said] if said else []
@@ -332,10 +390,13 @@ def article_id(tenant: str, slug: str) -> str:
 
 
 def article_url(base: str, tenant: str, slug: str) -> str:
-    """Where a published article opens on the service at ``base`` (``GET /help/articles/...``).
+    """Where a published article opens on the service at ``base`` (``GET /help/articles/...``,
+    ``pilot.public_url``); without a base, the path alone (the service's pages resolve it).
 
     >>> article_url("https://help.acme.test/", "acme", "mars-shipping")
     'https://help.acme.test/help/articles/acme/mars-shipping'
+    >>> article_url("", "acme", "mars-shipping")
+    '/help/articles/acme/mars-shipping'
     """
     return f"{base.rstrip('/')}/help/{article_id(tenant, slug)}"
 
@@ -375,10 +436,17 @@ class Articles:
     what it could read itself."""
 
     def __init__(
-        self, store: Store, encoders: Encoders, folder: Path, rules: Mapping[str, SlotRule]
+        self,
+        store: Store,
+        encoders: Encoders,
+        folder: Path,
+        rules: Mapping[str, SlotRule],
+        memory: MemoryStore | None = None,
     ) -> None:
         self.store, self.encoders, self.folder, self.rules = store, encoders, folder, rules
+        self.memory = memory  # where people's replies are: none quoted above an article's level
         ensure_records(store, ARTICLES, encoders.dense.dim, ("tenant", "slug"))
+        self.checks = ArticleChecks(store, encoders, rules)
 
     def path(self, tenant: str, slug: str) -> Path:
         """The article's file: ``<folder>/<tenant>/<slug>.md`` (``<folder>/<slug>.md`` without
@@ -392,29 +460,51 @@ class Articles:
     def _where(self, tenant: str, slots: Mapping[str, str] | None, *more: Condition) -> Condition:
         """The tenant's records (matched as they are stamped, ``""`` for no tenant), filtered
         by ``slots`` as a search under them would be on every other enforced field."""
-        parts: list[Condition] = [Match("tenant", (tenant,)), *more]
-        if slots is not None:
-            others = {n: r for n, r in self.rules.items() if r.field != "tenant"}
-            reader = build_filters(others, slots, strict=False).enforced
-            if reader is not None:
-                parts.append(reader)
-        return AllOf(tuple(parts))
+        return within(self.rules, tenant, slots, *more)
 
     def record(self, tenant: str, slug: str, slots: Mapping[str, str] | None) -> StoredArticle | None:
-        """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service)."""
+        """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service),
+        with its last check if ``slots`` reach as far as the key that ran it."""
         found = list(self.store.scroll(ARTICLES, self._where(tenant, slots, Match("slug", (slug,)))))
-        return cast(StoredArticle, found[0].payload) if found else None
+        return (
+            self._with_checks(tenant, [cast(StoredArticle, found[0].payload)], slots)[0]
+            if found
+            else None
+        )
 
     def all(self, tenant: str, slots: Mapping[str, str]) -> list[StoredArticle]:
-        """The tenant's articles that ``slots`` may read, the latest changed first."""
+        """The tenant's articles that ``slots`` may read, the latest changed first, each with
+        its last check where ``slots`` reach as far as the key that ran it."""
         found = self.store.scroll(ARTICLES, self._where(tenant, slots))
-        records = (cast(StoredArticle, r.payload) for r in found)
+        records = self._with_checks(tenant, [cast(StoredArticle, r.payload) for r in found], slots)
         return sorted(records, key=lambda r: -r.get("updated_at", 0.0))
 
+    def _with_checks(
+        self, tenant: str, records: list[StoredArticle], slots: Mapping[str, str] | None
+    ) -> list[StoredArticle]:
+        """``records`` with the last check ``slots`` may read (read in the store under them),
+        and ``check_hidden`` where one ran above them."""
+        slugs = [r["slug"] for r in records]
+        shown = self.checks.read(tenant, slugs, slots)
+        every = shown if slots is None else self.checks.read(tenant, slugs, None)
+        return [
+            cast(
+                StoredArticle,
+                {
+                    **{k: v for k, v in r.items() if k != "check"},
+                    "check": shown.get(r["slug"]),
+                    "check_hidden": r["slug"] in every and r["slug"] not in shown,
+                },
+            )
+            for r in records
+        ]
+
     def _write_record(self, record: StoredArticle) -> StoredArticle:
+        """Store the article's record; its check lives apart, at its own level (``checks``)."""
         vector = self.encoders.dense.encode(["article"])[0].dense
         key = str(uuid.uuid5(_NAMESPACE, f"{record['tenant']}/{record['slug']}"))
-        self.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=dict(record))])
+        kept = {k: v for k, v in record.items() if k not in ("check", "check_hidden")}
+        self.store.upsert(ARTICLES, [PointData(id=key, dense=vector, payload=kept)])
         return record
 
     def _event(self, record: StoredArticle, who: str, action: str, detail: str = "") -> None:
@@ -448,13 +538,35 @@ class Articles:
                 "or publishes it)",
             )
 
+    def _quotes_no_reply_above(self, article: ArticleDraft, tenant: str) -> None:
+        """422 naming ``access`` when ``article`` quotes a person's reply from a conversation
+        above its level (an internal customer's reply in a public article): it stays at that
+        conversation's level or loses that text."""
+        if self.memory is None:
+            return
+        mine = {k: v for k, v in as_document_fields(article, tenant).items() if k != "tenant"}
+        said = words_of(article.text)
+        for reply in PersonReplies(self.memory).of_tenant(tenant):
+            hidden = above(level_rules(self.rules), mine, reply)
+            if hidden and quotes(said, str(reply.get("answer") or "")):
+                raise ArticleError(
+                    422,
+                    "access",
+                    f"this article quotes a person's reply in a conversation at access "
+                    f"{reply.get('access')!r} (session {reply['session_id']}, turn "
+                    f"{reply['turn_index']}), which readers of access {article.access!r} may "
+                    f"not read: give the article access {reply.get('access')!r}, or take the "
+                    "quoted text out",
+                )
+
     def save(
         self, tenant: str, who: str, slots: Mapping[str, str], article: ArticleDraft, kb: KnowledgeBase
     ) -> StoredArticle:
         """Write the article as a draft (its real slots, hidden from every search but its
         check) and ingest it; a published article of that slug is taken back to draft (a
-        changed text must be checked again)."""
+        changed text must be checked again). Never below a reply it quotes."""
         self._within_reach(slots, article, tenant)
+        self._quotes_no_reply_above(article, tenant)
         record = self.record(tenant, article.slug, None)
         if record is not None and self.record(tenant, article.slug, slots) is None:
             raise ArticleError(
@@ -469,9 +581,11 @@ class Articles:
                 "id": article_id(tenant, article.slug),
                 "status": "draft",
                 "check": None,
+                "check_hidden": False,
                 "preview": preview,
             }
         )
+        self.checks.clear(tenant, article.slug)  # a changed text is checked again
         self._event(record, who, "saved", f"as a draft; to publish as {article.access}")
         return self._write_record(record)
 
@@ -508,7 +622,7 @@ class Articles:
         without = [reply_of(ask(q.text, dict(slots))) for q in near]
         with_it = [reply_of(ask(q.text, under)) for q in near]
         changes = compare(near, without, with_it)
-        record["check"] = {
+        check: ArticleCheck = {
             "at": time.time(),
             "by": who,
             "rows": rows,
@@ -517,8 +631,12 @@ class Articles:
                 "questions": len(changes),
                 "summary": summary(changes),
                 "changes": [cast(ReplayedChange, c.model_dump()) for c in changes if c.change != "same"],
+                "asked": [cast(ReplayedChange, c.model_dump()) for c in changes],
             },
         }
+        # its rows quote what these slots read: kept at their level, shown to keys reaching it
+        self.checks.write(tenant, slug, check, slots)
+        record.update({"check": check, "check_hidden": False})
         self._event(record, who, "checked", f"{passed} of {len(rows)} questions answered from it")
         return self._write_record(record)
 
@@ -530,23 +648,37 @@ class Articles:
         slug: str,
         kb: KnowledgeBase,
         base: str = "",
+        despite: Sequence[str] = (),
     ) -> StoredArticle:
-        """Give the article its real access level (after a check answered from it) and, with
-        ``base`` (the service's address), its URL; only an article the caller may read, so
-        never above its own slots."""
+        """Give the article its real access level (after a check answered from it) and its URL
+        on the service at ``base`` (``pilot.public_url``; "": the path alone); only an
+        article the caller may read, so never above its own slots. While some of its
+        questions still fail the last check, only with each of them named in ``despite`` (the
+        lead's explicit confirmation; 409 naming them, ``failing``, otherwise), and the
+        publication records them."""
         record = self._required(tenant, slug, slots)
         check = record.get("check")
+        if record.get("check_hidden"):
+            raise ArticleError(
+                409,
+                "check",
+                "the last check ran under a key that reads more than yours, so your key may "
+                "not read it: run the check again with your key",
+            )
         if not (check and check["answered"]):
             raise ArticleError(
                 409, "check", "run the check first: no question was answered from this article"
             )
+        failing = still_failing(check, despite)
         article = draft_of(record)
         self._within_reach(slots, article, tenant)
-        url = article_url(base, tenant, slug) if base else record.get("url")
+        self._quotes_no_reply_above(article, tenant)
+        url = article_url(base, tenant, slug)
         self._write(kb, self.path(tenant, slug), front_matter(article, tenant, None, url))
         record.update({"status": "published", "url": url})
         record.pop("preview", None)
-        self._event(record, who, "published", f"as {article.access}")
+        also = f"; {len(failing)} question(s) still failing: " + " / ".join(failing) if failing else ""
+        self._event(record, who, "published", f"as {article.access}{also}")
         return self._write_record(record)
 
     def readable(
@@ -572,17 +704,27 @@ class Articles:
             raise ArticleError(404, "slug", f"no article {slug!r} your key may read in this tenant")
         return record
 
-    def reconcile(self, kb: KnowledgeBase) -> int:
+    def reconcile(
+        self,
+        kb: KnowledgeBase,
+        slots_of: Callable[[str, str], Mapping[str, str] | None] = lambda t, k: None,
+    ) -> int:
         """Bring every stored article's file and document to the current layout, from its
         record (which holds the whole article): files per tenant, ids scoped by tenant, drafts
         hidden by their ``draft`` value. An article another tenant's save overwrote under the
         layout before (one file per name) is written back from its record; the old shared
-        file and document go once their tenant's article stands on its own. Run at start;
-        the number of articles written."""
+        file and document go once their tenant's article stands on its own. A check stored in
+        the record (before checks kept their level) moves to ``checks`` at the level of the key
+        that ran it (``slots_of(tenant, key name)``), or, that key unknown, at the highest
+        level. Run at start; the number of articles written."""
         written = 0
         for found in list(self.store.scroll(ARTICLES)):
             record = cast(StoredArticle, dict(found.payload))
             tenant, slug = record["tenant"], record["slug"]
+            old_check = record.pop("check", None)
+            if old_check:
+                ran_under = slots_of(tenant, str(old_check.get("by", ""))) or highest_levels(self.rules)
+                self.checks.write(tenant, slug, old_check, ran_under)
             draft = record["status"] != "published"
             if draft and not record.get("preview"):
                 record["preview"] = uuid.uuid4().hex
@@ -615,6 +757,55 @@ class Articles:
         if owner == tenant:
             kb.remove(f"articles/{slug}")
             shared.unlink()
+
+
+def still_failing(check: ArticleCheck, despite: Sequence[str]) -> list[str]:
+    """The questions the last check did not answer from the article; 409 (``failing``: them)
+    unless ``despite`` names each of them (publishing anyway is the lead's explicit choice).
+
+    >>> row = {"question": "Mars?", "answered_from_article": False}
+    >>> still_failing({"rows": [row], "answered": 0}, ["Mars?"])
+    ['Mars?']
+    """
+    failing = [r["question"] for r in check["rows"] if not r["answered_from_article"]]
+    unnamed = [q for q in failing if q not in set(despite)]
+    if unnamed:
+        raise ArticleError(
+            409,
+            "despite",
+            f"{len(unnamed)} of the article's questions still fail the check ("
+            + " / ".join(unnamed)
+            + "): fix the article and check it again, or name them in despite to publish anyway",
+            failing=failing,
+        )
+    return failing
+
+
+QUOTED_WORDS = 5  # a reply's sentence of at least this many words, found in an article: quoted
+
+
+def words_of(text: str) -> str:
+    """``text`` as its lower-case words, one space apart (how quotes are found).
+
+    >>> words_of("We **do not** ship\\n to Mars!")
+    'we do not ship to mars'
+    """
+    return " ".join(ALNUM.findall(text.lower()))
+
+
+def quotes(article_words: str, reply: str) -> bool:
+    """Whether an article (its ``words_of``) holds a sentence of ``reply`` of at least
+    ``QUOTED_WORDS`` words, as the draft takes them (without greetings and pasted sources).
+
+    >>> quotes(words_of("# Mars\\n\\nWe do not ship to Mars."), "Hi Ana, we do not ship to Mars.")
+    True
+    """
+    text = impersonal("\n".join(without_pasted_sources(reply)))
+    for sentence in split_sentences(clean(text)):
+        said = words_of(sentence)
+        if len(said.split()) >= QUOTED_WORDS and f" {said} " in f" {article_words} ":
+            return True
+    return False
 
 
 def draft_of(record: Mapping[str, object]) -> ArticleDraft:

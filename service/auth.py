@@ -24,9 +24,10 @@ import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from config.settings import ApiKey
+from config.settings import ApiKey, ConfigError, SlotRule
 from service.errors import ApiError
 from service.widget_tokens import SessionTokens, TokenError, widget_key
+from storage.retrieval.filters import SlotError, build_filters
 
 
 class AuthError(Exception):
@@ -59,6 +60,27 @@ def caller_of(key: ApiKey, session_id: str | None = None) -> Caller:
         session_id,
         key.role == "widget",
     )
+
+
+def check_key_slots(keys: Sequence[ApiKey], rules: Mapping[str, SlotRule]) -> None:
+    """At start: every key's slots are known slots with values the rules accept (those the
+    configuration lists and those the knowledge base's pages name); a
+    :class:`config.settings.ConfigError` naming the key otherwise, so a key that would fail
+    every request stops the start instead.
+
+    >>> from config.settings import load_settings
+    >>> key = ApiKey(name="web", sha256="0" * 64, tenant="acme", slots={"tier": "platinum"})
+    >>> check_key_slots([key], load_settings().slots)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    config.settings.ConfigError: pilot.api_keys: key 'web' of tenant 'acme': slot tier: 'platinum' ...
+    """
+    for key in keys:
+        try:
+            build_filters(rules, key.slots)
+        except SlotError as exc:
+            raise ConfigError(
+                f"pilot.api_keys: key {key.name!r} of tenant {key.tenant!r}: {exc}"
+            ) from None
 
 
 def hash_key(key: str) -> str:

@@ -152,3 +152,13 @@ class ReportCache(Generic[Report]):
         """Forget every kept report (the knowledge base changed: an article went live)."""
         with self._lock:
             self._kept.clear()
+
+    def forget(self, tenant: str) -> None:
+        """Forget the reports of ``tenant`` (keys whose first part it is): one of its
+        conversations changed, so its next report counts it."""
+        with self._lock:
+            self._kept = {k: v for k, v in self._kept.items() if not _of_tenant(k, tenant)}
+
+
+def _of_tenant(key: Hashable, tenant: str) -> bool:
+    return isinstance(key, tuple) and bool(key) and key[0] == tenant

@@ -63,11 +63,13 @@ def mark_remembered(pilot: PilotContext, header: SessionHeader, now: float) -> N
 
 async def sweep_forever(pilot: PilotContext, every_s: float = SWEEP_EVERY_S) -> None:
     """Every minute: idle sessions remembered, conversations' outcomes kept current, the
-    records of spent customer tokens that have expired anyway forgotten."""
+    records of spent customer tokens that have expired anyway forgotten, and the rate
+    counters whose window ended."""
     jobs = (
         (close_idle_sessions, "closing idle sessions"),
         (current, "outcomes"),
         (forget_spent_tokens, "forgetting spent tokens"),
+        (forget_expired_counters, "forgetting expired rate counters"),
     )
     while True:
         await asyncio.sleep(every_s)
@@ -85,3 +87,7 @@ def current(pilot: PilotContext) -> None:
 def forget_spent_tokens(pilot: PilotContext) -> None:
     if pilot.spent_tokens is not None:
         pilot.spent_tokens.forget_expired()
+
+
+def forget_expired_counters(pilot: PilotContext) -> None:
+    pilot.limits.forget_expired(time.time())

@@ -8,12 +8,13 @@ With several workers, set ``PROMETHEUS_MULTIPROC_DIR`` to an empty folder before
 sums them all (the client's multiprocess mode). Without it, one process counts in memory.
 
 Who reads what: the deployment (the metrics port, an admin key without a tenant) every
-series; a tenant's admin key only the series of its own tenant (the others are the whole
-deployment's: every tenant's names and traffic).
+series; a tenant's admin key the series labelled with its own tenant (its turns by verdict,
+their latencies, its conversations waiting, its widget keys' budgets), never the whole
+deployment's (every tenant's names and traffic).
 
 Usage::
 
-    record_turn(result, engine="crewai", seconds=0.42)
+    record_turn(result, engine="crewai", seconds=0.42, tenant="acme")
     record_refusal("messages")
     record_sync(report)
 """
@@ -32,10 +33,17 @@ if TYPE_CHECKING:
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 SECONDS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0)
 
-TURNS = Counter("supportcrew_turns", "Turns finished, by verdict and engine", ["verdict", "engine"])
-TURN_SECONDS = Histogram(
-    "supportcrew_turn_seconds", "Wall time of a turn, message to answer", ["engine"], buckets=SECONDS
+TURNS = Counter(
+    "supportcrew_turns", "Turns finished, by tenant, verdict and engine", ["tenant", "verdict", "engine"]
 )
+TURN_SECONDS = Histogram(
+    "supportcrew_turn_seconds",
+    "Wall time of a turn, message to answer, by tenant",
+    ["tenant", "engine"],
+    buckets=SECONDS,
+)
+# a tenant's admin reads these, its own tenant's series only (service/metrics_scrape.py)
+TENANT_FAMILIES = ("supportcrew_turns", "supportcrew_turn_seconds")
 STEP_SECONDS = Histogram(
     "supportcrew_step_seconds", "Wall time of a turn's step", ["step"], buckets=SECONDS
 )
@@ -54,9 +62,9 @@ SYNC_FAILURES = Counter(
 )
 
 
-def record_turn(result: TurnResult, engine: str, seconds: float) -> None:
-    TURNS.labels(verdict=result.verdict, engine=engine).inc()
-    TURN_SECONDS.labels(engine=engine).observe(seconds)
+def record_turn(result: TurnResult, engine: str, seconds: float, tenant: str = "") -> None:
+    TURNS.labels(tenant=tenant, verdict=result.verdict, engine=engine).inc()
+    TURN_SECONDS.labels(tenant=tenant, engine=engine).observe(seconds)
     for step in result.trace.steps:
         if "skipped" not in step.detail:
             STEP_SECONDS.labels(step=step.name).observe(step.ms / 1000)

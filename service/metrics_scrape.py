@@ -1,7 +1,8 @@
 """What a scrape of the pilot's metrics reads (``prometheus-client``): every worker's samples
-(multiprocess mode, ``PROMETHEUS_MULTIPROC_DIR``) or this process's, and the conversations
-waiting for a person, read from the store when scraped; the deployment's scrape reads every
-series, a tenant's admin key only its own tenant's (:mod:`service.metrics` counts them).
+(multiprocess mode, ``PROMETHEUS_MULTIPROC_DIR``) or this process's, the conversations waiting
+for a person and the widget keys' budgets left, read from the store when scraped; the
+deployment's scrape reads every series, a tenant's admin key only the series labelled with its
+own tenant (:mod:`service.metrics` counts them).
 
 Usage::
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
@@ -29,7 +31,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from service.metrics import MULTIPROCESS_ENV
+from service.metrics import MULTIPROCESS_ENV, TENANT_FAMILIES
 
 if TYPE_CHECKING:
     from service.context import PilotContext
@@ -56,16 +58,55 @@ class WaitingForAPerson(Collector):
         yield family
 
 
+class WidgetBudgets(Collector):
+    """How much is left of each widget key's budgets (``service/key_budget.py``), per
+    tenant (every tenant's, or only ``tenant``'s), read when scraped."""
+
+    def __init__(self, pilot: PilotContext, tenant: str | None = None) -> None:
+        self.pilot = pilot
+        self.tenant = tenant
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "supportcrew_widget_budget_left_ratio",
+            "Share left of a widget key's rolling budget (shared, or kept for newcomers)",
+            labels=["tenant", "key", "limit", "share"],
+        )
+        limits = getattr(self.pilot, "limits", None)
+        if limits is not None:
+            for level in limits.budget_levels(self.tenant, time.time()):
+                family.add_metric([level.tenant, level.key, level.limit, level.share], level.left)
+        yield family
+
+
+class OwnTenant(Collector):
+    """The per-tenant families of ``source`` (``TENANT_FAMILIES``: turns by verdict, their
+    latencies), only the samples labelled with ``tenant``."""
+
+    def __init__(self, source: Collector, tenant: str) -> None:
+        self.source = source
+        self.tenant = tenant
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.source.collect():
+            if family.name not in TENANT_FAMILIES:
+                continue
+            mine = Metric(family.name, family.documentation, family.type, family.unit)
+            mine.samples = [s for s in family.samples if s.labels.get("tenant") == self.tenant]
+            yield mine
+
+
 def registry_for(pilot: PilotContext, tenant: str | None = None) -> CollectorRegistry:
     """What a scrape reads: every worker's samples (multiprocess mode) or this process's,
-    and the waiting conversations; for one ``tenant``, only that tenant's series."""
+    the waiting conversations and the widget keys' budgets; for one ``tenant``, only the
+    series labelled with it."""
     registry = CollectorRegistry()
-    if tenant is None:
-        if os.environ.get(MULTIPROCESS_ENV):
-            multiprocess.MultiProcessCollector(registry)
-        else:
-            registry.register(_Process())
+    counted: Collector = (
+        multiprocess.MultiProcessCollector(None) if os.environ.get(MULTIPROCESS_ENV) else _Process()
+    )
+    registry.register(counted if tenant is None else OwnTenant(counted, tenant))
     registry.register(WaitingForAPerson(pilot, tenant))
+    registry.register(WidgetBudgets(pilot, tenant))
     return registry
 
 

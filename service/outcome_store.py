@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, cast
 from config.settings import PilotSettings
 from service.breakdowns import OutcomeRow
 from service.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
-from service.topics import TopicNamer
+from service.topics import TopicNamer, conversation_topic
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
+from tasks.message_kind import load_message_kinds
 from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, shared_pages
+from tasks.question_behind import pages_reader
 
 if TYPE_CHECKING:
     from service.pilot_store import PilotStore
@@ -73,12 +75,13 @@ def conditions(tenant: str, days: list[str], wanted: ConversationFilter) -> AllO
 
 class OutcomeStore:
     """``name_topic(question, slots)``: the page a conversation none of whose answers cited
-    one is about (``service.topics.topic_namer``); None: such conversations have no topic."""
+    one is about (``service.topics.topic_namer``, read by ``service.topics.conversation_topic``);
+    None: such conversations have no topic."""
 
     def __init__(
         self, store: Store, encoders: Encoders, name_topic: Callable[[str], TopicNamer] | None = None
     ) -> None:
-        self.store = store
+        self.store, self.encoders = store, encoders
         self.name_topic = name_topic  # tenant -> its namer
         self.vector = encoders.dense.encode(["outcome"])[0].dense
         ensure_records(store, OUTCOMES, encoders.dense.dim, INDEXED)
@@ -132,10 +135,8 @@ class OutcomeStore:
             )
             if found is not None:
                 if not found.topic_id and self.name_topic is not None:
-                    asked = next((t for t in turns if t.get("user") == found.first_question), None)
-                    found.topic_id = self.name_topic(tenant)(
-                        found.first_question, (asked or {}).get("slots") or {}
-                    )
+                    pages_of = pages_reader(load_message_kinds(self.encoders))
+                    found.topic_id = conversation_topic(turns, pages_of, self.name_topic(tenant))
                 fresh.setdefault(found.customer_id, []).append(found)
         for customer, mine in fresh.items():
             known = {

@@ -25,8 +25,10 @@ OUTCOMES_LABELLED = "outcomes_labelled"  # every conversation stored had its out
 
 def touched(pilot: PilotContext, tenant: str, session_id: str) -> None:
     """Something happened to the conversation: its outcome is refreshed at the next flush
-    (the minute sweep, or a report read), not in the request that changed it."""
+    (the minute sweep, or a report read), not in the request that changed it; the tenant's
+    kept gap reports are forgotten (the next one counts it, not a minute later)."""
     pilot.dirty.add((tenant, session_id))
+    pilot.gap_reports.forget(tenant)
 
 
 def flush(pilot: PilotContext, now: float) -> int:

@@ -71,7 +71,8 @@ class DayRates(BaseModel):
     handed_off: int
     resolved_by_person: int
     pending: int
-    resolution_rate: float | None
+    resolution_rate: float | None  # (confirmed + assumed) / decided, anonymous marks not in it
+    anonymous_confirmed_rate: float | None = None  # confirmed by anonymous marks / decided
     handoff_rate: float | None
     unanswered_rate: float | None
     suggested_rate: float | None
@@ -178,9 +179,26 @@ CSV_COLUMNS = (
 )
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads such a cell as a formula
+
+
+def spreadsheet_safe(cell: object) -> object:
+    """A CSV cell a spreadsheet shows as text: one beginning with a formula character (a
+    customer's question "=HYPERLINK(...)") gets a leading apostrophe, as OWASP advises;
+    numbers stay numbers.
+
+    >>> [spreadsheet_safe(c) for c in ("=1+1", "-", "Refund?", -1)]
+    ["'=1+1", "'-", 'Refund?', -1]
+    """
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
 def conversations_csv(conversations: list[ConversationOutcome]) -> str:
     """The listed conversations as CSV (``CSV_COLUMNS``; the evidence as JSON): what the API's
-    ``/v1/reports/outcomes.csv`` serves and ``main.py report outcomes --csv`` prints.
+    ``/v1/reports/outcomes.csv`` serves and ``main.py report outcomes --csv`` prints. A text
+    cell that a spreadsheet would run as a formula is escaped (``spreadsheet_safe``).
 
     >>> conversations_csv([]).strip()
     'session_id,customer_id,day,label,topic_id,topic_title,first_question,resolved_by,csat,why,questions,evidence'
@@ -191,7 +209,7 @@ def conversations_csv(conversations: list[ConversationOutcome]) -> str:
     for c in conversations:
         row = {**c.model_dump(), "resolved_by": c.evidence.get("resolved_by", "")}
         row["evidence"] = json.dumps(c.evidence, sort_keys=True)
-        writer.writerow([row[k] for k in CSV_COLUMNS])
+        writer.writerow([spreadsheet_safe(row[k]) for k in CSV_COLUMNS])
     return out.getvalue()
 
 

@@ -31,10 +31,27 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Literal, cast
 
 from service.domain.records import SessionFields, SessionHeader, StoredMark
-from service.session_state import Role, SessionConflict, Status, Verb, legacy_status, move
+from service.session_state import (
+    Role,
+    SessionConflict,
+    Status,
+    Verb,
+    current_format,
+    move,
+    status_of,
+)
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
-from storage.qdrant.store import AllOf, Match, Missing, PointData, Store, ensure_records
+from storage.qdrant.store import (
+    AllOf,
+    AnyOf,
+    Condition,
+    Match,
+    Missing,
+    PointData,
+    Store,
+    ensure_records,
+)
 from tasks.outcomes import day_of
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"
@@ -111,20 +128,20 @@ class PilotStore:
             header = self.session(record.payload["tenant"], record.payload["session_id"])
             if header is None:
                 continue
-            kept = {k: v for k, v in header.items() if k != "handoff"}
-            new = revised(kept, {"status": legacy_status(header).value})
+            new = revised(header, {})  # read in this version's format: status, no flag
             key = f"{header['tenant']}/{header['session_id']}"
             self.store.update_if(SESSIONS, self._point(key, "session", new), expected(header))
             migrated += 1
         return migrated
 
     def session(self, tenant: str, session_id: str) -> SessionHeader | None:
+        """The tenant's session header (in this version's format: ``current_format``)."""
         found = list(
             self.store.scroll(
                 SESSIONS, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
             )
         )
-        return cast(SessionHeader, found[0].payload) if found else None
+        return current_format(cast(SessionHeader, found[0].payload)) if found else None
 
     def apply(
         self,
@@ -205,10 +222,17 @@ class PilotStore:
         )
 
     def resolve(
-        self, tenant: str, session_id: str, note: str, by: str, role: Role = "agent"
+        self,
+        tenant: str,
+        session_id: str,
+        note: str,
+        by: str,
+        role: Role = "agent",
+        replied: bool = True,
     ) -> SessionHeader | None:
         """Close the session (once: a second resolve is a conflict); the caller writes its
-        long-term memory after this."""
+        long-term memory after this. ``replied``: a person replied in it; without a reply it
+        is closed, not resolved (``closed_without_reply``: its customer is not told it was)."""
         now = time.time()
         return self.apply(
             tenant,
@@ -221,13 +245,33 @@ class PilotStore:
                 "resolved_by": by,
                 "resolved_at": now,
                 "memory_written_at": now,
+                **({} if replied else {"closed_without_reply": True}),
+            },
+        )
+
+    def leave(self, tenant: str, session_id: str, replied: bool) -> SessionHeader | None:
+        """The customer leaves a conversation that waits for a person (they start another):
+        the hand-off is closed as left by them (``left_at``; ``closed_without_reply`` when no
+        person had replied), so the queue no longer shows it. The caller writes its long-term
+        memory after this."""
+        now = time.time()
+        return self.apply(
+            tenant,
+            session_id,
+            "leave",
+            "customer",
+            fields=lambda _h, _c: {
+                "left_at": now,
+                "memory_written_at": now,
+                **({} if replied else {"closed_without_reply": True}),
             },
         )
 
     def sessions(self, tenant: str) -> list[SessionHeader]:
         """Every session header of the tenant, oldest first."""
         found = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
-        return sorted((cast(SessionHeader, r.payload) for r in found), key=lambda h: h["created"])
+        headers = (current_format(cast(SessionHeader, r.payload)) for r in found)
+        return sorted(headers, key=lambda h: h["created"])
 
     def session_ids(self, tenant: str) -> Iterator[str]:
         """Every session id of the tenant, in the store's order, read a page at a time (the
@@ -244,19 +288,31 @@ class PilotStore:
         those are read (the status is indexed): a poll costs the same however many sessions
         the tenant has closed."""
         found = self.store.scroll(
-            SESSIONS, AllOf((Match("tenant", (tenant,)), Match("status", (Status.HANDOFF.value,))))
+            SESSIONS, AllOf((Match("tenant", (tenant,)), self._with_status(Status.HANDOFF)))
         )
-        headers = (cast(SessionHeader, r.payload) for r in found)
-        return sorted(headers, key=lambda h: h.get("handoff_at", h["created"]))
+        headers = (current_format(cast(SessionHeader, r.payload)) for r in found)
+        waiting = (h for h in headers if status_of(h) is Status.HANDOFF)
+        return sorted(waiting, key=lambda h: h.get("handoff_at", h["created"]))
+
+    @staticmethod
+    def _with_status(*statuses: Status) -> Condition:
+        """Headers stored with one of ``statuses``, and those in the old format (no status: a
+        restored backup, a worker of the version before), whose flag the caller reads."""
+        return AnyOf((Match("status", tuple(s.value for s in statuses)), Missing("status")))
 
     def unremembered(self) -> list[SessionHeader]:
         """Every tenant's sessions that no person resolved and that had a message since their
         memory was written (the idle sweep's candidates). A new session counts as remembered
         until its first message (``create_session``), so sessions opened and never written
         to are never read."""
-        live = (Status.OPEN.value, Status.HANDOFF.value)
-        candidates = AllOf((Match("status", live), Missing("memory_written_at")))
-        return [cast(SessionHeader, r.payload) for r in self.store.scroll(SESSIONS, candidates)]
+        candidates = AllOf(
+            (self._with_status(Status.OPEN, Status.HANDOFF), Missing("memory_written_at"))
+        )
+        headers = (
+            current_format(cast(SessionHeader, r.payload))
+            for r in self.store.scroll(SESSIONS, candidates)
+        )
+        return [h for h in headers if status_of(h) is not Status.RESOLVED]
 
     def add_feedback(
         self, tenant: str, session_id: str, turn_index: int, rating: Literal["up", "down"], comment: str

@@ -32,8 +32,9 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Mapping
-from typing import NoReturn, TypedDict, cast
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, NoReturn, TypedDict, TypeVar, cast
 
 from limits import RateLimitItem, parse
 from limits.storage import Storage
@@ -42,12 +43,14 @@ from limits.strategies import FixedWindowRateLimiter
 from config.settings import PilotSettings
 from service.auth import Caller
 from service.errors import ApiError
+from service.key_budget import BudgetLevel, KeyBudget
 from service.metrics import record_refusal
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import Match, PointData, Store, ensure_records
 
 COUNTERS = "pilot_rate_counters"
+T = TypeVar("T")
 
 
 class StoredCount(TypedDict):
@@ -56,11 +59,22 @@ class StoredCount(TypedDict):
     key: str
     count: int
     expires_at: float
+    expires_hour: str  # the UTC hour (epoch hours) it expires in: the sweep deletes by it
+
+
+def expiry_hour(expires_at: float) -> str:
+    """The keyword a counter is deleted by once its hour has passed.
+
+    >>> expiry_hour(7200.5)
+    '2'
+    """
+    return str(int(expires_at // 3600))
 
 
 _NAMESPACE = uuid.UUID("2f0c7d1e-9a4b-4e8f-b6d3-5c1a7e9f0b24")
 MAX_TRIES = 16  # compare-and-set attempts against other workers before a counter gives up
 LOCK_STRIPES = 64  # this process's increments of one key wait in line instead of racing
+HOURS_BACK = 48  # the minute sweep deletes counters that expired in this many past hours
 WHAT = {
     "sessions": "new sessions",
     "handoffs": "hand-offs to a person",
@@ -83,7 +97,8 @@ class QdrantCounters(Storage):
         self.store = store
         self.vector = encoders.dense.encode(["rate counter"])[0].dense
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
-        ensure_records(store, COUNTERS, encoders.dense.dim, ("key",))
+        ensure_records(store, COUNTERS, encoders.dense.dim, ("key", "expires_hour"))
+        store.add_keyword_index(COUNTERS, "expires_hour")  # stores made before counters expired
 
     @property
     def base_exceptions(self) -> type[Exception] | tuple[type[Exception], ...]:
@@ -92,36 +107,51 @@ class QdrantCounters(Storage):
     def _point(self, key: str, payload: Mapping[str, object]) -> PointData:
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=self.vector, payload=dict(payload))
 
-    def _read(self, key: str) -> StoredCount | None:
+    def read(self, key: str) -> dict[str, Any] | None:
+        """The record ``key`` as stored (a count or a budget; None: none)."""
         found = list(self.store.scroll(COUNTERS, Match("key", (key,))))
-        return cast(StoredCount, found[0].payload) if found else None
+        return found[0].payload if found else None
+
+    def _read(self, key: str) -> StoredCount | None:
+        return cast(StoredCount | None, self.read(key))
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        """Add ``amount``; the count now. Only other workers race this process (its own
-        increments of the key queue on a lock); a lost race backs off a random while."""
-        with self._stripes[zlib.crc32(key.encode()) % LOCK_STRIPES]:
-            return self._incr(key, expiry, amount)
+        """Add ``amount``; the count now."""
 
-    def _incr(self, key: str, expiry: int, amount: int) -> int:
-        for attempt in range(MAX_TRIES):
-            if attempt:
-                time.sleep(random.uniform(0.0, 0.001 * 2 ** min(attempt, 7)))
-            now = time.time()
-            current = self._read(key)
+        def counted(current: Mapping[str, Any] | None, now: float) -> tuple[dict[str, Any], int]:
             live = current if current is not None and current["expires_at"] > now else None
             count = amount + (live["count"] if live else 0)
-            fields: StoredCount = {
-                "key": key,
-                "count": count,
-                "expires_at": live["expires_at"] if live else now + expiry,
-            }
-            written = revised(current, fields)
-            if current is None:
-                self.store.insert_new(COUNTERS, [self._point(key, written)])
-            else:
-                self.store.update_if(COUNTERS, self._point(key, written), expected(current))
-            if landed(self._read(key), written):
-                return count
+            expires_at = live["expires_at"] if live else now + expiry
+            return {"count": count, "expires_at": expires_at}, count
+
+        return self.swap(key, counted)
+
+    def swap(
+        self,
+        key: str,
+        change: Callable[[Mapping[str, Any] | None, float], tuple[dict[str, Any] | None, T]],
+    ) -> T:
+        """One compare-and-set of the record ``key``: ``change(stored payload or None, now)``
+        gives the fields to store (with their ``expires_at``; None: store nothing) and what
+        to return. Only other workers race this process (its own swaps of the key queue on a
+        lock); a lost race backs off a random while and reads again."""
+        with self._stripes[zlib.crc32(key.encode()) % LOCK_STRIPES]:
+            for attempt in range(MAX_TRIES):
+                if attempt:
+                    time.sleep(random.uniform(0.0, 0.001 * 2 ** min(attempt, 7)))
+                now = time.time()
+                current = self._read(key)
+                fields, result = change(current, now)
+                if fields is None:
+                    return result
+                hour = expiry_hour(float(fields["expires_at"]))
+                written = revised(current, {**fields, "key": key, "expires_hour": hour})
+                if current is None:
+                    self.store.insert_new(COUNTERS, [self._point(key, written)])
+                else:
+                    self.store.update_if(COUNTERS, self._point(key, written), expected(current))
+                if landed(self._read(key), written):
+                    return result
         raise RuntimeError(f"rate counter {key!r} is contended: try again")
 
     def get(self, key: str) -> int:
@@ -144,6 +174,23 @@ class QdrantCounters(Storage):
 
     def clear(self, key: str) -> None:
         self.store.delete(COUNTERS, Match("key", (key,)))
+
+    def forget_expired(self, now: float, everything: bool = False) -> None:
+        """Delete the counters whose window ended before this hour (a window is at most a
+        day: those of the last ``HOURS_BACK`` hours, by their indexed hour); ``everything``
+        (at start, after the service was down longer) reads each counter's expiry instead,
+        those stored before counters had an hour among them."""
+        hour = int(now // 3600)
+        gone = tuple(str(h) for h in range(hour - HOURS_BACK, hour))
+        self.store.delete(COUNTERS, Match("expires_hour", gone))
+        if everything:
+            stale = [
+                r.payload["key"]
+                for r in self.store.scroll(COUNTERS, fields=("key", "expires_at"))
+                if float(r.payload.get("expires_at", 0.0)) <= now
+            ]
+            for start in range(0, len(stale), 256):
+                self.store.delete(COUNTERS, Match("key", tuple(stale[start : start + 256])))
 
 
 # the routes each limit counts: a key (or visitor) whose window is spent is refused there
@@ -189,7 +236,10 @@ class RateLimits:
     widget key, per visitor (``pilot.visitor_limits``)."""
 
     def __init__(self, store: Store, encoders: Encoders, pilot: PilotSettings) -> None:
-        self.limiter = FixedWindowRateLimiter(QdrantCounters(store, encoders))
+        self.counters = QdrantCounters(store, encoders)
+        self.limiter = FixedWindowRateLimiter(self.counters)
+        self.budget = KeyBudget(self.counters, self.limiter, pilot)
+        self.widgets = [k for k in pilot.api_keys if k.role == "widget"]
         self.items: dict[str, RateLimitItem] = {
             name: parse(getattr(pilot.limits, name)) for name in KEY_LIMITS
         }
@@ -219,10 +269,33 @@ class RateLimits:
             counted.append(("key", mine, item))
         return counted
 
+    def forget_expired(self, now: float, everything: bool = False) -> None:
+        """Counters whose window has ended are deleted, and this worker's memory of spent
+        windows that have reset: a flood of addresses leaves nothing behind it."""
+        self.counters.forget_expired(now, everything)
+        self.spent_until = {k: until for k, until in self.spent_until.items() if until > now}
+
+    def budget_levels(self, tenant: str | None, now: float) -> list[BudgetLevel]:
+        """How much is left of each budget of the widget keys of ``tenant`` (None: every
+        tenant's): what the lead's page and ``/metrics`` show."""
+        rows = []
+        for key in self.widgets:
+            if tenant is not None and key.tenant != tenant:
+                continue
+            mine = counter_key(Caller(key.name, key.tenant))
+            items = {n: self.own.get(mine, {}).get(n) or self.items[n] for n in KEY_LIMITS}
+            rows += [
+                replace(level, tenant=key.tenant)
+                for level in self.budget.levels(mine, key.name, items, now)
+            ]
+        return rows
+
     def refuse_if_spent(self, name: str, who: Caller) -> None:
         """429 at once when this worker already saw a window of the caller's spent (no store
         call); call it first in a route, before the work that :meth:`spend` would count."""
         for whose, key, item in self._counters(name, who):
+            if whose == "key" and who.publishable:  # a rolling budget: refills, newcomers' share
+                continue
             until = self.spent_until.get((name, key), 0.0)
             if until > time.time():
                 self._refuse(name, whose, item, until)
@@ -239,6 +312,11 @@ class RateLimits:
         and a visitor refused spends nothing of its key's budget)."""
         self.refuse_if_spent(name, who)
         for whose, key, item in self._counters(name, who):
+            if whose == "key" and who.publishable:
+                wait = self.budget.spend(name, who, key, item, cost)
+                if wait is not None:
+                    self._refuse(name, "key", item, time.time() + wait, rolling=True)
+                continue
             # the limit's name too: two limits of one rate (3/minute) never share a counter
             if self.limiter.hit(item, name, key, cost=cost):
                 continue
@@ -246,10 +324,14 @@ class RateLimits:
             self.spent_until[(name, key)] = reset
             self._refuse(name, whose, item, reset)
 
-    def _refuse(self, name: str, whose: str, item: RateLimitItem, reset: float) -> NoReturn:
+    def _refuse(
+        self, name: str, whose: str, item: RateLimitItem, reset: float, rolling: bool = False
+    ) -> NoReturn:
         record_refusal(name)
         wait = max(1, math.ceil(reset - time.time()))
         who = {"key": "this key has", "session": "this session has"}.get(whose, "this address has")
+        if rolling:  # a widget key's budget, shared by its site's visitors; it refills
+            who = "this site's visitors have"
         raise ApiError(
             429,
             "rate_limited",

@@ -61,6 +61,13 @@ class SessionView(_Record):
     csat_solved: bool | None = None  # "Did we solve your problem today?" (None: not answered)
     csat_at: float | None = None
     csat_skipped_at: float | None = None  # closed without an answer (an answer clears it)
+    taken_at: float | None = None  # a person took the conversation (joined it)
+    # who joined, as the customer reads it: the staff key's display name (None: "a person
+    # from our support team"); staff views carry ``taken_by``, the key's name, instead
+    agent_name: str | None = None
+    # closed with no person's reply: by staff, or left by the customer (``left_at``)
+    closed_without_reply: bool | None = None
+    left_at: float | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -90,8 +97,9 @@ class CitedPage(BaseModel):
     url: str | None = None
 
 
-class CustomerTurnRecord(TurnRecord):
-    """A stored turn as its customer reads it back: each citation the page it showed."""
+class CitedTurnRecord(TurnRecord):
+    """A stored turn as its reader sees it (the customer who had it, a person on the desk, a
+    lead): each citation the page it showed, among those the reader's slots may read."""
 
     citations: list[CitedPage] = []  # type: ignore[assignment]
 
@@ -110,11 +118,13 @@ class SatisfactionAnswer(BaseModel):
     ts: float
     replaced: bool  # an earlier answer of this session was replaced by this one
     skipped: bool = False  # the customer closed the question without answering (kept)
+    reply: str = ""  # what the customer reads next (``tasks.polite_replies.closing_reply``)
+    offers_person: bool = False  # a "no": the chat offers a person with the reply
 
 
 class SessionDetail(BaseModel):
     session: SessionView
-    turns: list[CustomerTurnRecord]
+    turns: list[CitedTurnRecord]
     feedback: list[FeedbackMark]
 
 
@@ -146,8 +156,9 @@ class QueueRow(BaseModel):
     urgent: bool = False
     urgent_why: str = ""
     first_message: str
+    latest_message: str = ""  # the customer's last message: two customers' rows differ by it
     turns: int
-    waiting: int
+    waiting: int  # messages since a person last replied that need an answer (not an email)
 
 
 class QueuePage(BaseModel):
@@ -169,7 +180,7 @@ class SuggestedReply(BaseModel):
 class Conversation(BaseModel):
     session: SessionView
     customer: str
-    turns: list[TurnRecord]
+    turns: list[CitedTurnRecord]  # each reply's sources as the pages the key may read
     citations: list[str]
     entities: list[dict[str, object]]
     memories: list[dict[str, object]]

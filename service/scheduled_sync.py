@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from starlette.concurrency import run_in_threadpool
 
 from service.metrics import record_sync
+from storage.kb.named_values import advice, unlisted
 from storage.kb.sync import SyncReport, sync_sources
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ def sync_once(pilot: PilotContext) -> list[SyncReport]:
         level = logging.INFO if report.complete else logging.WARNING
         log.log(level, "sync %s", {**asdict(report), "complete": report.complete})
         record_sync(report)
+    # values the pages now name beyond what this run accepts: known at the next start
+    for line in advice(unlisted(pilot.runtime.settings.slots, kb), pilot.runtime.settings.slots):
+        log.warning("sync: %s (the service accepts them from its next start)", line)
     return reports
 
 

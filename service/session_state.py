@@ -2,9 +2,12 @@
 who may use it.
 
     open --hand_off--> handoff --resolve--> resolved
-      \\-------------------------resolve----/
+      \\                    \\--leave-------/
+       \\-------------------------resolve----/
 
 ``take`` gives a waiting conversation to one person (an admin may take it from another);
+``leave`` is the customer starting a new conversation while this one waits for a person: the
+hand-off is closed as left by the customer (the queue no longer shows it);
 ``reply`` needs the conversation taken by the person replying; ``message`` and ``feedback``
 (the customer) and ``remember`` (the idle sweep) change no status but are refused once the
 session is resolved; ``satisfaction`` (the customer's closing answer) changes none either and
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, cast
 
 from service.domain.records import SessionFields, SessionHeader
 
@@ -35,7 +38,9 @@ class Status(StrEnum):
     RESOLVED = "resolved"
 
 
-Verb = Literal["hand_off", "take", "reply", "resolve", "message", "feedback", "satisfaction", "remember"]
+Verb = Literal[
+    "hand_off", "take", "reply", "resolve", "leave", "message", "feedback", "satisfaction", "remember"
+]
 Role = Literal["customer", "assistant", "agent", "admin", "sweep"]
 STAFF: frozenset[str] = frozenset({"agent", "admin"})
 RESOLVED_FOR_CUSTOMER = "this conversation was resolved by our support team: start a new session"
@@ -54,6 +59,8 @@ MOVES: dict[Verb, Move] = {
     "take": Move(_LIVE, Status.HANDOFF, STAFF),
     "reply": Move(frozenset({Status.HANDOFF}), None, STAFF),
     "resolve": Move(_LIVE, Status.RESOLVED, STAFF),
+    # the customer leaves a conversation that waits for a person (and starts another)
+    "leave": Move(frozenset({Status.HANDOFF}), Status.RESOLVED, frozenset({"customer"})),
     "message": Move(_LIVE, None, frozenset({"customer"})),
     "feedback": Move(_LIVE, None, frozenset({"customer"})),
     # the closing "did we solve your problem?": also, and mostly, once a person resolved it
@@ -72,18 +79,33 @@ class SessionConflict(Exception):
 
 
 def status_of(header: SessionHeader) -> Status:
-    """The stored status (headers written before it existed get theirs at start:
-    :meth:`service.pilot_store.PilotStore.drop_handoff_flags`)."""
-    return Status(header.get("status") or Status.OPEN)
+    """The session's status: the stored one; a header in the format before ``status`` (a
+    ``handoff`` flag, no status: restored from a backup, or written by a worker still on the
+    version before) reads as its flag says, resolved when it has a resolution time.
 
-
-def legacy_status(header: SessionHeader) -> Status:
-    """The status of a header written when a ``handoff`` flag also said it (the start
-    migration's reading: a status if it had one, else the flag's)."""
+    >>> status_of({"status": "resolved"}), status_of({"handoff": True}), status_of({})
+    (<Status.RESOLVED: 'resolved'>, <Status.HANDOFF: 'handoff'>, <Status.OPEN: 'open'>)
+    """
     stored = header.get("status")
     if stored:
         return Status(stored)
+    if header.get("resolved_at"):
+        return Status.RESOLVED
     return Status.HANDOFF if header.get("handoff") else Status.OPEN
+
+
+def current_format(header: SessionHeader) -> SessionHeader:
+    """``header`` as this version reads and writes it: its status stored, no ``handoff`` flag
+    (the next write of a header read in the old format stores it so).
+
+    >>> current_format({"session_id": "s", "handoff": True})
+    {'session_id': 's', 'status': 'handoff'}
+    """
+    if header.get("status") and "handoff" not in header:
+        return header
+    kept = cast(SessionHeader, {k: v for k, v in header.items() if k != "handoff"})
+    kept["status"] = status_of(header).value
+    return kept
 
 
 def waiting_for_a_person(header: SessionHeader) -> bool:
@@ -104,7 +126,12 @@ def move(header: SessionHeader, verb: Verb, role: Role, actor: str) -> SessionFi
                 "session_resolved",
                 RESOLVED_FOR_CUSTOMER if role == "customer" else "this conversation is already resolved",
             )
-        raise SessionConflict("not_handed_off", "take this conversation before replying")
+        raise SessionConflict(
+            "not_handed_off",
+            "this conversation does not wait for a person"
+            if verb == "leave"
+            else "take this conversation before replying",
+        )
     holder = header.get("taken_by")
     if role in STAFF and verb in ("take", "resolve") and holder and holder != actor and role != "admin":
         raise SessionConflict("taken", f"{holder} has this conversation; an admin can reassign it")

@@ -1,7 +1,9 @@
 """What a staff key may read of a conversation: the same enforced slots as a customer key's
 searches. An agent key with ``access_level: public`` never sees an answer, quote or citation
 from a customer-only or enterprise-only article, even in a transcript it works on; the answer
-is withheld and says so, so the agent knows to ask someone who may read it.
+is withheld and says so, so the agent knows to ask someone who may read it. A person's reply
+is read at its conversation's access level (``storage.replies``): a key below it reads it
+withheld too.
 
 Which articles a key may read is decided in the storage layer
 (:meth:`storage.kb.knowledge_base.KnowledgeBase.readable_sources`, under the filter
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from service.auth import Caller
+from storage.replies import PersonReplies
 from storage.retrieval.filters import build_filters
 
 if TYPE_CHECKING:
@@ -29,6 +32,10 @@ if TYPE_CHECKING:
 
 WITHHELD = (
     "[withheld: this answer cites an article your key may not read; ask a colleague whose key may]"
+)
+WITHHELD_REPLY = (
+    "[withheld: a person's reply in a conversation above what your key may read; ask a "
+    "colleague whose key may]"
 )
 
 
@@ -81,10 +88,13 @@ def with_cited_pages(
 
 
 def withhold_unreadable(
-    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn]
+    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn], reader: str = ""
 ) -> list[StoredTurn]:
     """``turns`` with every answer that cites an article ``slots`` may not read replaced by
-    :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``)."""
+    :data:`WITHHELD`, and such citations left out (counted in ``withheld_citations``); a
+    person's reply in a conversation above ``slots`` replaced by :data:`WITHHELD_REPLY`,
+    unless the ``reader`` (a staff key's name) wrote it."""
+    turns = withhold_replies(runtime, slots, turns, reader)
     cited = sorted({c for t in turns for c in t.get("citations") or []})
     if not cited:
         return list(turns)
@@ -101,6 +111,26 @@ def withhold_unreadable(
             }
         shown.append(turn)
     return shown
+
+
+def withhold_replies(
+    runtime: TurnRuntime, slots: dict[str, str], turns: Sequence[StoredTurn], reader: str = ""
+) -> list[StoredTurn]:
+    """``turns`` with each person's reply that ``slots`` may not read (its conversation's
+    reach is above them, decided in the store: ``storage.replies``) replaced by
+    :data:`WITHHELD_REPLY`; a reply the ``reader`` wrote is theirs to read."""
+    others = [t for t in turns if t.get("from") == "agent" and (not reader or t.get("agent") != reader)]
+    if not others or runtime.memory is None:
+        return list(turns)
+    sessions = sorted({t["session_id"] for t in others})
+    shown = PersonReplies(runtime.memory).readable(others[0]["tenant"], slots, sessions)
+    hidden = {(t["session_id"], t["turn_index"]) for t in others} - shown
+    return [
+        {**t, "answer": WITHHELD_REPLY, "withheld_reply": True}
+        if (t.get("session_id"), t.get("turn_index")) in hidden
+        else t
+        for t in turns
+    ]
 
 
 def only_readable_topics(

@@ -25,7 +25,7 @@ def observe_turn(
 ) -> None:
     engine = getattr(pilot.runtime.engine, "name", "unknown")
     tenant = request.slots.get("tenant", "")
-    record_turn(result, engine, ended_s - started_s)
+    record_turn(result, engine, ended_s - started_s, tenant)
     if pilot.tracer is not None:
         pilot.tracer.record(result, engine, tenant, started_s, ended_s)
     fields: dict[str, object] = {

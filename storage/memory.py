@@ -48,7 +48,7 @@ from storage.qdrant.store import (
     Store,
     ensure_records,
 )
-from storage.retrieval.filters import build_filters, document_fields, widest_reach
+from storage.retrieval.filters import build_filters, document_fields, highest_levels, widest_reach
 
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
@@ -179,6 +179,10 @@ StoredTurn = TypedDict(
         "agent": str,  # the staff key that replied
         "vector": list[float],  # gap_turns only: the message's stored vector
         "withheld_citations": int,  # a staff read's: citations the reader's slots may not see
+        "withheld_reply": bool,  # a staff read's: a person's reply above the reader's slots
+        "access": str,  # a person's reply: its conversation's reach (storage.replies)
+        "tiers": list[str],
+        "reach_kept": bool,
     },
     total=False,
 )
@@ -459,7 +463,7 @@ class MemoryStore:
             scope = Scope(record.payload["customer_id"], record.payload.get("tenant", ""))
             turns = self.session_turns(scope, record.payload["session_id"])
             reads = [t["slots"] for t in turns if isinstance(t.get("slots"), dict)]
-            reach = widest_reach(self.rules, reads) if reads else self._highest()
+            reach = widest_reach(self.rules, reads) if reads else highest_levels(self.rules)
             payload = {
                 **record.payload,
                 **document_fields(self.rules, reach),
@@ -468,9 +472,6 @@ class MemoryStore:
             }
             self.store.upsert(MEMORIES, [PointData(id=record.id, dense=record.dense, payload=payload)])
         return len(old)
-
-    def _highest(self) -> dict[str, str]:
-        return {n: r.levels[-1] for n, r in self.rules.items() if r.match == "at_most" and r.levels}
 
     def clear_memories(self, scope: Scope) -> int:
         """Erase the scope's long-term memories only (sessions and entities stay)."""

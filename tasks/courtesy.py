@@ -70,6 +70,27 @@ def courtesy_only(message: str) -> bool:
     return bool(content_words(message)) and not makes_claim(message)
 
 
+# the words a customer leaves with: a message of courtesy alone that holds one of them is a
+# goodbye, not thanks ("bye", "Thanks, bye!", "see you"); "cheers" is left out (it is thanks)
+FAREWELL = re.compile(
+    r"\b(?:good[\s-]?bye|bye+|bye-bye|farewell|see\s+(?:you|ya)(?:\s+(?:later|soon))?"
+    r"|talk\s+(?:to\s+you\s+)?later|take\s+care|good\s*night"
+    r"|have\s+a\s+(?:good|nice|great|lovely)\s+(?:day|evening|weekend|one))\b",
+    re.IGNORECASE,
+)
+
+
+def says_farewell(message: str) -> bool:
+    """Whether a message of courtesy takes leave (the reply is a goodbye, not "happy to help").
+
+    >>> says_farewell("bye"), says_farewell("Thanks, bye!"), says_farewell("ok thanks, see you later")
+    (True, True, True)
+    >>> says_farewell("Thanks a lot!"), says_farewell("Hi"), says_farewell("Is Bye-Mail supported?")
+    (False, False, False)
+    """
+    return bool(FAREWELL.search(message)) and not asks_something(FAREWELL.sub(" ", message))
+
+
 def asks_something(sentence: str) -> bool:
     """Whether a customer's sentence holds more than small talk.
 

@@ -73,7 +73,8 @@ def intake(state: TurnState, kinds: MessageKinds) -> GateDecision | None:
 NOTHING_ASKED = {
     "decline": "the customer declined the offer of a person",
     "greeting": "the message is a greeting alone: nothing to search",
-    "courtesy": "the customer thanked or said goodbye: nothing to search",
+    "courtesy": "the customer thanked us: nothing to search",
+    "goodbye": "the customer said goodbye: nothing to search",
     "contact": "the message leaves contact details: nothing to search",
 }
 

@@ -11,7 +11,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,9 +146,12 @@ def save_turn_result(
     save_result(memory, request, MemoryContext(scope=scope_of(request), turn_index=turn_index), result)
 
 
-def messages_waiting(turns: Sequence[StoredTurn]) -> int:
+def messages_waiting(
+    turns: Sequence[StoredTurn], counted: Callable[[StoredTurn], bool] = lambda _turn: True
+) -> int:
     """The customer's messages of a session that wait for a person: those since a person last
-    replied (the queue shows this count; the pilot caps it per session).
+    replied (the pilot caps them per session), only those ``counted`` says (the queue counts
+    the ones a person has to answer: :func:`to_answer`).
 
     >>> messages_waiting([{"status": "waiting_for_agent"}, {"from": "agent"},
     ...                       {"status": "waiting_for_agent"}, {"status": "waiting_for_agent"}])
@@ -156,8 +159,19 @@ def messages_waiting(turns: Sequence[StoredTurn]) -> int:
     """
     count = 0
     for turn in turns:
-        count = 0 if turn.get("from") == "agent" else count + (turn.get("status") == WAITING_FOR_AGENT)
+        waits = turn.get("status") == WAITING_FOR_AGENT and counted(turn)
+        count = 0 if turn.get("from") == "agent" else count + waits
     return count
+
+
+def to_answer(turn: StoredTurn) -> bool:
+    """Whether a message to a person needs their answer: not one that only leaves an email or
+    a number, thanks or says goodbye (a "Hello?" does: the customer is waiting).
+
+    >>> to_answer({"user": "jo@example.com", "kind": "contact"}), to_answer({"user": "Hello?"})
+    (False, True)
+    """
+    return turn.get("kind") not in ("contact", "courtesy", "goodbye")
 
 
 def close_session(

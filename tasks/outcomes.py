@@ -11,8 +11,10 @@ evidence that justifies it (turn indices, feedback, timestamps):
     suggested           the last question got "this article may help" (not marked)
     unanswered          the last question got "I could not find this" (or failed, or its
                         answer or suggested article was marked not helpful)
-    handed_off          a person was asked for (by the customer or the assistant)
-    resolved_by_person  ... and a person resolved it
+    handed_off          a person was asked for (by the customer or the assistant), and no
+                        person resolved it: it still waits, the customer left it before a
+                        person replied, or staff closed it without a reply
+    resolved_by_person  ... and a person replied and resolved it
     reopened            confirmed or assumed, but the same customer came back on the same
                         topic within ``reopen_within_s``: not counted as resolved
     pending             still going: not quiet for ``outcome_after_s`` and not closed (a
@@ -23,7 +25,8 @@ Messages of courtesy alone ("Thanks, bye") and yes / no replies to the offer of 
 not questions (``tasks/message_kind.py``); a conversation whose customer wrote again after the
 answer and got only the courtesy reply ("Can you help me?") is never ``assumed``.
 Rates (``daily_rates``): involvement = conversations with a question; resolution =
-(confirmed + assumed) / involved (reopened ones are not in it); hand-off, unanswered and
+(confirmed + assumed) / involved (reopened ones are not in it, nor those an anonymous
+visitor's mark confirmed: ``anonymous_confirmed_rate``, shown apart); hand-off, unanswered and
 suggested likewise over the involved; satisfaction = helpful marks / all marks (on any reply:
 a mark on a refusal or a hand-off line counts here and changes no label); csat = conversations
 whose customer answered "Did we solve your problem today?" yes / those that answered it (the
@@ -96,8 +99,9 @@ class Outcome:
     evidence: dict[str, Any] = field(default_factory=dict)
     topic: list[str] = field(default_factory=list)  # pages its answers cited
     first_question: str = ""
-    # the page it is about: the first its answers cited, else (``OutcomeStore.refresh``) the
-    # article nearest its first question, the gap report's naming; "" where none is known
+    # the page it is about: the page the question it turns on was answered from, else
+    # (``OutcomeStore.refresh``, ``service.topics.conversation_topic``) the page nearest that
+    # question within the reach of the slots it was asked under; "" where none is near
     topic_id: str = ""
     # confirmed by an anonymous visitor's mark: any throwaway session can make one
     anonymous_mark: bool = False
@@ -205,7 +209,7 @@ def label(
         last_activity=last_activity,
         topic=topic,
         first_question=str(asked[0]["user"])[:300],
-        topic_id=next((str(c) for t in asked for c in t.get("citations", [])), ""),
+        topic_id=_answered_from(_last_handled(asked)),
         decided_by=sorted({str(c) for c in _last_handled(asked).get("citations", [])}),
         marks=page_marks(turns, feedback),
     )
@@ -224,11 +228,9 @@ def label(
         evidence["csat"] = {"skipped": True, "ts": header["csat_skipped_at"]}
     if header.get("handoff_at"):
         evidence.update(handoff_at=header["handoff_at"], handoff_reason=header.get("handoff_reason", ""))
-        if closed and header.get("resolved_by"):
-            evidence.update(resolved_by=header["resolved_by"], resolved_at=header.get("resolved_at"))
-            outcome.label, outcome.why = "resolved_by_person", "handed off, then resolved by a person"
-        else:
-            outcome.label, outcome.why = "handed_off", "handed off to a person, not resolved yet"
+        outcome.label, outcome.why = "handed_off", _handoff_ending(header, closed, evidence)
+        if evidence.get("resolved_by"):
+            outcome.label = "resolved_by_person"
     elif rating == "up" and verdict in MARKED:
         outcome.label, outcome.why = "confirmed", MARKED[verdict]
         outcome.verified = not outcome.customer_id.startswith(ANONYMOUS)
@@ -261,6 +263,37 @@ def label(
         outcome.label, outcome.why = "unanswered", f"the last question got {got}"
     outcome.evidence = evidence
     return outcome
+
+
+def _answered_from(turn: StoredTurn) -> str:
+    """The page a question was answered from (its first citation), "" when it was not
+    answered (a page only suggested is no answer)."""
+    cited = turn.get("citations") or []
+    return str(cited[0]) if turn.get("verdict") == "answered" and cited else ""
+
+
+def _handoff_ending(header: Mapping[str, Any], closed: bool, evidence: dict[str, Any]) -> str:
+    """Why a handed-off conversation is where it is, its evidence added: resolved by a person
+    (``resolved_by`` in the evidence: the label is ``resolved_by_person``), left by the
+    customer, closed by staff without a reply, or still waiting.
+
+    >>> found = {}
+    >>> _handoff_ending({"status": "resolved", "resolved_by": "ana", "closed_without_reply": True,
+    ...                  "resolved_at": 9.0}, True, found), found
+    ('handed off, then closed by ana without a reply', {'closed_by': 'ana', 'closed_at': 9.0})
+    """
+    if header.get("left_at"):
+        evidence["left_at"] = header["left_at"]
+        if header.get("closed_without_reply"):
+            return "handed off; the customer left before a person replied"
+        return "handed off; a person replied, then the customer left without it being resolved"
+    if closed and header.get("resolved_by"):
+        if header.get("closed_without_reply"):
+            evidence.update(closed_by=header["resolved_by"], closed_at=header.get("resolved_at"))
+            return f"handed off, then closed by {header['resolved_by']} without a reply"
+        evidence.update(resolved_by=header["resolved_by"], resolved_at=header.get("resolved_at"))
+        return "handed off, then resolved by a person"
+    return "handed off to a person, not resolved yet"
 
 
 def reopened(
@@ -322,7 +355,8 @@ def day_row(
 ) -> dict[str, Any]:
     """One day's counts by label and its rates over the decided conversations (not pending;
     None: none decided), with satisfaction from that day's marks, and how many of the
-    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable), and of its
+    confirmed ones an anonymous visitor's mark confirmed (flagged: unverifiable, so out of
+    the resolution rate and counted apart in ``anonymous_confirmed_rate``), and of its
     conversations how many answered the closing question and how many said yes (``csat_rate``),
     and how many closed it unanswered (``csat_response_rate``: answered / asked).
 
@@ -334,16 +368,22 @@ def day_row(
     involved = sum(by_label.values())
     decided = involved - by_label["pending"]
 
-    def rate(*names: str) -> float | None:
-        return round(sum(by_label[n] for n in names) / decided, 3) if decided else None
+    def share(count: int) -> float | None:
+        return round(count / decided, 3) if decided else None
 
+    def rate(*names: str) -> float | None:
+        return share(sum(by_label[n] for n in names))
+
+    resolved = sum(by_label[n] for n in RESOLVED)
     return {
         "day": day,
         "involved": involved,
         **by_label,
         "confirmed_anonymous": confirmed_anonymous,
         "verified": verified,
-        "resolution_rate": rate(*RESOLVED),
+        # an anonymous visitor's "helpful" is anyone's to give: shown apart, never a resolution
+        "resolution_rate": share(resolved - confirmed_anonymous),
+        "anonymous_confirmed_rate": share(confirmed_anonymous),
         "handoff_rate": rate("handed_off", "resolved_by_person"),
         "unanswered_rate": rate("unanswered"),
         "suggested_rate": rate("suggested"),

@@ -8,7 +8,8 @@ text once. Each is asked as a first turn with no customer id, so nothing is stor
 comparison per question:
 
     newly_answered   refused or offered a page before, answered after
-    lost             answered before, not after (a change that loses answers fails CI)
+    lost             answered before, not after, or failing after (a slot value the rules
+                     refuse, a bug: verdict error): a change that loses answers fails CI
     moved            answered both times, from another page
     same             the same verdict and pages
 
@@ -97,9 +98,12 @@ def change_of(before: Reply, after: Reply) -> ChangeKind:
     >>> change_of(Reply(verdict="idk", pages=[], answer=""),
     ...           Reply(verdict="answered", pages=["a.md"], answer="..."))
     'newly_answered'
+    >>> failed = Reply(verdict="error", pages=[], answer="")
+    >>> change_of(failed, failed)
+    'lost'
     """
     was, now = before.verdict == "answered", after.verdict == "answered"
-    if was and not now:
+    if (was and not now) or after.verdict == "error":  # a turn that fails is no answer kept
         return "lost"
     if now and not was:
         return "newly_answered"

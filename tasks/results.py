@@ -13,6 +13,7 @@ from __future__ import annotations
 from config.settings import Settings
 from tasks.evidence import EvidenceScorer, sentences, verified
 from tasks.gates import evidence_route, model_role
+from tasks.polite_replies import polite_reply
 from tasks.schemas import Citation, DraftAnswer, Passage, TurnResult
 from tasks.state import TurnState
 
@@ -117,9 +118,7 @@ def refuse_result(state: TurnState, settings: Settings) -> TurnResult:
     if state.nothing_asked:
         return TurnResult(
             session_id=session_id,
-            answer={"decline": settings.messages.declined, "contact": settings.messages.contact}.get(
-                state.kind, settings.messages.courtesy
-            ),
+            answer=polite_reply(settings.messages, state.kind),
             verdict="idk",
             judge_verdict=state.verdict,
         )

@@ -65,9 +65,12 @@ DraftRoute = Literal["revise", "done"]
 StepRoute = Literal[Route, PlanRoute, DraftRoute]
 # what a customer message is, read at intake (``tasks/message_kind.py``): a question, a request
 # for a person, courtesy alone, or a yes / no to the assistant's offer of a person
-# courtesy: thanks or goodbye (and every courtesy turn stored before greetings were read
-# apart); greeting: courtesy that opens or asks for help without saying what
-MessageKind = Literal["question", "person", "greeting", "courtesy", "accept", "decline", "contact"]
+# courtesy: thanks (and every courtesy turn stored before greetings and goodbyes were read
+# apart); goodbye: courtesy that takes leave ("bye"); greeting: courtesy that opens or asks for
+# help without saying what
+MessageKind = Literal[
+    "question", "person", "greeting", "courtesy", "goodbye", "accept", "decline", "contact"
+]
 
 
 class HistoryTurn(BaseModel):

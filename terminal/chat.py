@@ -99,6 +99,24 @@ def panel_title(result: TurnResult) -> str:
     return result.kind if result.kind in NOTHING_ASKED else result.verdict
 
 
+def header_lines(parts: list[str], width: int, between: str = " · ") -> list[str]:
+    """The chat's header in lines of at most ``width`` characters, broken only between its
+    parts (a session or customer id is never cut; a part wider than ``width`` stands alone).
+
+    >>> header_lines(["supportcrew chat", "session chat-1", "customer anon-2"], 40)
+    ['supportcrew chat · session chat-1', 'customer anon-2']
+    >>> header_lines(["a", "b"], 80)
+    ['a · b']
+    """
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(between) + len(part) <= width:
+            lines[-1] += between + part
+        else:
+            lines.append(part)
+    return lines
+
+
 class ChatLoop:
     """One terminal conversation. Without ``customer_id`` the session gets an anonymous
     customer id of its own (``anon-...``): its turns are stored and follow-ups read them; a
@@ -253,9 +271,11 @@ class ChatLoop:
             if self.anonymous
             else f"customer {self.customer_id}"
         )
-        self.console.print(
-            visible(f"supportcrew chat · session {self.session_id} · {who} · /help for commands")
-        )
+        parts = ["supportcrew chat", f"session {self.session_id}", who, "/help for commands"]
+        for line in header_lines(parts, self.console.width):
+            # each line fits: an id is never broken by the terminal (a part wider than the
+            # whole terminal folds, on its own line)
+            self.console.print(visible(line), soft_wrap=False, overflow="fold")
         while True:
             try:
                 line = self.prompt.prompt("you> ").strip()

@@ -303,6 +303,19 @@ def pilot_over_own_store(
         store.close()
 
 
+@contextmanager
+def shipped_pilot_client(settings: Any, example_kb: Any, path: Any, *keys: Any) -> Iterator[Any]:
+    """A ``TestClient`` on a pilot over its own embedded store at ``path`` (the example KB
+    ingested), every role on the evidence path as shipped, accepting ``keys``."""
+    from fastapi.testclient import TestClient
+
+    with (
+        pilot_over_own_store(settings, example_kb, path, *keys, roles="evidence") as (app, _),
+        TestClient(app) as client,
+    ):
+        yield client
+
+
 def acme_team() -> list[Any]:
     """The keys of one tenant's support team: a trusted backend (public slots, basic tier),
     an agent ``ana`` and an admin ``lead``; each key's secret is ``<name>-key``."""
@@ -342,3 +355,32 @@ def widget_key(name: str, key: str, origins: list[str], identity_env: str | None
 def bearer(name: str) -> dict[str, str]:
     """The Authorization header of the test key ``name`` (its secret: ``<name>-key``)."""
     return {"Authorization": f"Bearer {name}-key"}
+
+
+def api_key(name: str, tenant: str = "acme", role: str = "customer", **slots: str) -> Any:
+    """A test key ``name`` (its secret: ``<name>-key``) of ``tenant`` with enforced ``slots``;
+    a customer key is a trusted backend (it names customers)."""
+    from config.settings import ApiKey
+    from service.auth import hash_key
+
+    return ApiKey(
+        name=name,
+        sha256=hash_key(f"{name}-key"),
+        tenant=tenant,
+        role=role,
+        slots=slots,
+        trust_customer_id=role == "customer",
+    )
+
+
+def examples_over_a_fixture(count: int) -> Any:
+    """Hypothesis settings for a test that shares a function-scoped fixture (a running
+    pilot) across ``count`` examples, the same ones every run."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=count,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+    )

@@ -33,6 +33,10 @@ class SessionFields(TypedDict, total=False):
     resolution: str  # the resolving person's note (staff only)
     resolved_by: str
     resolved_at: float
+    # closed with no person's reply in it: by staff ("closed without reply"), or left by the
+    # customer (``left_at``); the customer is never told it was resolved
+    closed_without_reply: bool
+    left_at: float  # the customer left it while it waited for a person (a new conversation)
     memory_written_at: float | None  # None: a message came since the memory was written
     contact_email: str  # left by the customer at the hand-off
     csat_solved: bool  # "Did we solve your problem today?"
@@ -95,10 +99,13 @@ class ReplayedChange(TypedDict):
     after: dict[str, object]
 
 
-class Replay(TypedDict):
-    questions: int  # recent questions asked with and without the article
-    summary: dict[str, int]  # how many each kind of change touched
-    changes: list[ReplayedChange]  # those it changes
+class Replay(TypedDict, total=False):
+    questions: Required[int]  # recent questions asked with and without the article
+    summary: Required[dict[str, int]]  # how many each kind of change touched
+    changes: Required[list[ReplayedChange]]  # those it changes
+    # every question asked, its answer before and after ("same" too; a check stored before
+    # this lacks it)
+    asked: list[ReplayedChange]
 
 
 class ArticleCheck(TypedDict, total=False):
@@ -129,6 +136,7 @@ class StoredArticle(TypedDict, total=False):
     status: Literal["draft", "published"]
     url: str | None  # once published
     preview: str  # a draft's hidden ``draft`` value (only its check's search reads it)
-    check: ArticleCheck | None
+    check: ArticleCheck | None  # as read: the last check the reader's slots reach (stored apart)
+    check_hidden: bool  # as read: a last check ran under slots above the reader's
     events: list[ArticleEvent]
     updated_at: float

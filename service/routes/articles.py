@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,13 +60,27 @@ class DraftProposal(BaseModel):
     pages: list[str] = Field(
         default_factory=list, description="the knowledge-base pages the model's draft rests on"
     )
+    access: str = Field(
+        "public",
+        description="the highest access level among the conversations whose replies it "
+        "quotes: save and publish it at this level (lower is refused)",
+    )
+
+
+class PublishRequest(BaseModel):
+    """Publishing while some of the article's questions still fail its last check is the
+    lead's explicit choice: each of them named here (else 409 naming them, ``failing``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    despite: list[PlainText] = Field(default_factory=list, max_length=50)
 
 
 async def _run(call: Callable[..., T], *args: object) -> T:
     try:
         return await run_in_threadpool(call, *args)
     except ArticleError as exc:
-        raise ApiError(exc.status, "invalid_article", str(exc), {"field": exc.field}) from None
+        details = {"field": exc.field, **exc.details}
+        raise ApiError(exc.status, "invalid_article", str(exc), details) from None
 
 
 @router.post("/draft", response_model=DraftProposal)
@@ -74,8 +88,17 @@ async def draft_article(body: DraftRequest, who: Admin, pilot: Pilot) -> DraftPr
     """A draft from the replies people wrote to these questions, each sentence's source;
     where nobody replied, the model's draft checked against the knowledge base (with the
     responder on the model path), else the skeleton of the questions."""
-    write = model_writer(pilot.runtime, staff_slots(who))
-    proposal = await run_in_threadpool(draft, pilot.memory, who.tenant, body.questions, write)
+    slots = staff_slots(who)
+    write = model_writer(pilot.runtime, slots)
+    proposal = await run_in_threadpool(
+        draft,
+        pilot.memory,
+        who.tenant,
+        body.questions,
+        slots,
+        write,
+        pilot.runtime.scorer.answerable,
+    )
     return DraftProposal(**proposal)
 
 
@@ -122,13 +145,18 @@ async def check_article(slug: str, who: Admin, pilot: Pilot) -> ArticleRecord:
 
 
 @router.post("/{slug}/publish", response_model=ArticleRecord)
-async def publish_article(slug: str, who: Admin, pilot: Pilot, request: Request) -> ArticleRecord:
-    """Give the article its access level and its URL on this service (409 before a check
-    answered from it; 404 for an article the key may not read)."""
+async def publish_article(
+    slug: str, who: Admin, pilot: Pilot, body: PublishRequest | None = None
+) -> ArticleRecord:
+    """Give the article its access level and its URL on this service (``pilot.public_url``,
+    never the request's Host; 409 before a check answered from it, and while one of its
+    questions still fails the check unless ``despite`` names each: the answer's ``failing``
+    lists them; 404 for an article the key may not read)."""
     kb = pilot.runtime.knowledge_base()
-    base = str(request.base_url)  # as the lead reached the service (behind nginx: its host)
+    base = pilot.settings.pilot.public_url or ""
+    despite = body.despite if body is not None else []
     record = await _run(
-        pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb, base
+        pilot.articles.publish, who.tenant, who.key_name, staff_slots(who), slug, kb, base, despite
     )
     pilot.gap_reports.clear()  # the gaps it answers read addressed at once
     return ArticleRecord(**record)

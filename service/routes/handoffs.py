@@ -45,10 +45,12 @@ from service.records import (
     SessionView,
 )
 from service.session_state import waiting_for_a_person
-from service.staff_reads import staff_slots, withhold_unreadable
+from service.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
 from storage.memory import Scope, StoredTurn
-from tasks.memory_context import close_session, messages_waiting
-from tasks.message_kind import asked_something, kind_of
+from storage.replies import PersonReplies
+from tasks.memory_context import close_session, messages_waiting, to_answer
+from tasks.message_kind import asked_something, kind_of, load_message_kinds
+from tasks.question_behind import pages_reader, question_behind
 from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
@@ -107,18 +109,19 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> Sessi
 
 def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dict[str, object]:
     """What a person needs to take a conversation over, as far as their key may read it: the
-    transcript, what we know of the customer (entities, the earlier cases its slots may read)
-    and a suggested reply to the last unanswered message, under the key's own slots
-    (``service/agent_assist.py``)."""
+    transcript (each reply's sources as pages, title and link), the customer's marks and
+    closing answer (in ``feedback`` and the session), what we know of the customer (entities,
+    the earlier cases its slots may read) and a suggested reply to the question still open,
+    under the key's own slots (``service/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.memory
     slots = staff_slots(who)
     stored = memory.session_turns(scope, header["session_id"])
-    turns = withhold_unreadable(pilot.runtime, slots, stored)
+    turns = withhold_unreadable(pilot.runtime, slots, stored, who.key_name)
     return {
         "session": header,
         "customer": customer_label(header["customer_id"]),
-        "turns": turns,
+        "turns": with_cited_pages(pilot.runtime, slots, turns),
         "citations": sorted({c for t in turns for c in t.get("citations", [])}),
         "entities": [
             e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)
@@ -143,37 +146,23 @@ def handoff_why(header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
     'Can I talk to a human?'
     >>> handoff_why({}, [{"user": "yes", "verdict": "handoff", "kind": "accept"}])
     'accepted the offer of a person'
+    >>> handoff_why({"handoff_reason": "button"}, [{"user": "bye", "verdict": "idk", "kind": "goodbye"}])
+    'button'
     """
-    asked = [t for t in turns if t.get("user")]
-    for verdicts in (("handoff",), ("idk", "suggest", "error")):
-        found = [t for t in asked if t.get("verdict") in verdicts]
-        if found:
-            if kind_of(found[-1]) == "accept":
-                return ACCEPTED_OFFER
-            return str(found[-1]["user"])
-    return str(header.get("handoff_reason") or "")
+    handed = [t for t in turns if t.get("user") and t.get("verdict") == "handoff"]
+    if handed:
+        return ACCEPTED_OFFER if kind_of(handed[-1]) == "accept" else str(handed[-1]["user"])
+    # a goodbye or thanks got the polite reply, not "I could not find this": it is no question
+    missed = [t for t in turns if asked_something(t) and t.get("verdict") in ("idk", "suggest", "error")]
+    return str(missed[-1]["user"]) if missed else str(header.get("handoff_reason") or "")
 
 
-def problem_of(header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
-    """What the person has to solve: the customer's first question since the last one the
-    assistant answered (later messages add to it; the queue counts them), else their latest
-    request for a person (a bare "yes please" to the offer, thanks and greetings are never
-    it), else why the conversation was handed off.
-
-    >>> problem_of({}, [{"user": "Student discount?", "verdict": "idk", "kind": "question"},
-    ...                 {"user": "yes please", "verdict": "handoff", "kind": "accept"},
-    ...                 {"user": "I study at the OU.", "status": "waiting_for_agent"},
-    ...                 {"user": "Thank you so much!", "status": "waiting_for_agent"}])
-    'Student discount?'
-    """
-    answered = [i for i, t in enumerate(turns) if t.get("verdict") == "answered"]
-    since = turns[answered[-1] + 1 :] if answered else turns
-    asked = [t for t in since if asked_something(t)]
-    for kinds in (("question",), ("person",)):
-        found = [t for t in asked if kind_of(t) in kinds]
-        if found:
-            return str(found[0 if kinds == ("question",) else -1]["user"])
-    return handoff_why(header, turns)
+def problem_of(pilot: PilotContext, header: SessionHeader, turns: Sequence[StoredTurn]) -> str:
+    """What the person has to solve: the customer's message behind the hand-off
+    (:func:`tasks.question_behind.question_behind`: a bare "yes please" to the offer, thanks,
+    greetings and an email are never it), else why the conversation was handed off."""
+    behind = question_behind(turns, pages_reader(load_message_kinds(pilot.memory.encoders)))
+    return str(turns[behind.position]["user"]) if behind else handoff_why(header, turns)
 
 
 def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> str:
@@ -183,7 +172,7 @@ def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> s
     >>> urgency({"handoff_at": 100.0}, [], now=3700.0)
     'waiting 60 min for a person'
     """
-    waiting = messages_waiting(turns)
+    waiting = messages_waiting(turns, to_answer)
     if waiting >= URGENT_WAITING:
         return f"{waiting} messages wait for a person"
     replied = any(t.get("from") == "agent" for t in turns)
@@ -194,23 +183,25 @@ def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> s
 
 
 def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, object]:
-    """One line of the queue: enough to choose a conversation (who, their problem, why, since
-    when, who has it, whether it is urgent), none of its answers."""
+    """One line of the queue: enough to choose a conversation and to tell two customers'
+    apart (who, their problem, why, their latest message, since when, who has it, whether it
+    is urgent), none of its answers."""
     turns = pilot.memory.session_turns(
         Scope(header["customer_id"], header["tenant"]), header["session_id"]
     )
-    first = next((t["user"] for t in turns if t.get("user")), "")
+    said = [str(t["user"]) for t in turns if t.get("user")]
     urgent = urgency(header, turns, time.time())
     return {
         "session": {k: header.get(k) for k in QUEUE_FIELDS},
         "customer": customer_label(header["customer_id"]),
         "why": handoff_why(header, turns),
-        "problem": problem_of(header, turns),
+        "problem": problem_of(pilot, header, turns),
         "urgent": bool(urgent),
         "urgent_why": urgent,
-        "first_message": first,
+        "first_message": said[0] if said else "",
+        "latest_message": said[-1] if said else "",
         "turns": len(turns),
-        "waiting": messages_waiting(turns),
+        "waiting": messages_waiting(turns, to_answer),
     }
 
 
@@ -305,8 +296,11 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
         session_id,
     )
     scope = Scope(header["customer_id"], who.tenant)
-    record = {"user": "", "answer": body.message, "from": "agent", "agent": who.key_name}
-    index = await run_in_threadpool(pilot.memory.claim_turn, scope, session_id, record, "agent_reply")
+    # kept at the conversation's reach: a reader below it never reads the reply
+    replies = PersonReplies(pilot.memory)
+    index = await run_in_threadpool(
+        replies.add, scope, session_id, body.message, who.key_name, staff_slots(who)
+    )
     touched(pilot, who.tenant, session_id)
     return AgentReply(session_id=session_id, turn_index=index, from_="agent", message=body.message)
 
@@ -316,14 +310,27 @@ async def agent_message(session_id: str, body: AgentMessage, who: Staff, pilot: 
 )
 async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -> Resolved:
     """Close the conversation (once: a second resolve, or one racing it, gets 409); its
-    long-term memory is written with the note."""
+    long-term memory is written with the note. A conversation no person replied in is closed
+    without reply (``closed_without_reply``): its customer is told it was closed, never that
+    it was resolved, and the report does not count it as resolved by a person."""
+    before = await run_in_threadpool(tenant_session, pilot, who.tenant, session_id)
+    scope = Scope(before["customer_id"], who.tenant)
+    turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
+    replied = any(t.get("from") == "agent" for t in turns)
     header = found(
         await run_in_threadpool(
-            pilot.store.resolve, who.tenant, session_id, body.note, who.key_name, staff_role(who)
+            pilot.store.resolve,
+            who.tenant,
+            session_id,
+            body.note,
+            who.key_name,
+            staff_role(who),
+            replied,
         ),
         session_id,
     )
-    scope = Scope(header["customer_id"], who.tenant)
-    remembered = await run_in_threadpool(close_session, pilot.memory, scope, session_id, body.note)
+    # a note on a conversation nobody answered is no resolution to remember
+    note = body.note if replied else ""
+    remembered = await run_in_threadpool(close_session, pilot.memory, scope, session_id, note)
     touched(pilot, who.tenant, session_id)
     return Resolved(session=SessionView.model_validate(header), remembered=remembered)

@@ -8,7 +8,9 @@ the store shows to nobody in particular (public access, no tier, no customer) op
 plain text (its Markdown), or to a browser that asks for HTML as a page rendered from it
 (``service.article_page``: raw HTML in the Markdown is shown as text, the page runs no script
 and loads nothing); counted against the key's ``searches``, or a keyless visitor's ``reads``
-per address.
+per address. A keyless path naming a tenant no configured key serves is 404 before anything
+is counted: one address makes at most one ``reads`` counter per served tenant, and it
+expires with its window (``service.rate_limits``).
 
 Usage::
 
@@ -18,11 +20,15 @@ Usage::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
+from config.settings import ApiKey
 from service.article_page import PAGE_HEADERS, article_page, wants_html
+from service.articles import tenant_folder
 from service.auth import Caller
 from service.context import Pilot, caller, require_role
 from service.errors import ApiError
@@ -31,15 +37,24 @@ from service.staff_reads import staff_slots
 router = APIRouter(tags=["articles"])
 
 
-def help_center_visitor(name: str, address: str | None) -> Caller:
-    """A reader without a key: a visitor of the tenant the path names (``acme/...``), no slots,
-    counted per client address like a widget's visitor.
+def help_center_visitor(name: str, address: str | None, keys: Sequence[ApiKey]) -> Caller | None:
+    """A reader without a key: a visitor of the tenant the path names (``acme/...``, its
+    folder: ``service.articles.tenant_folder``), no slots, counted per client address like a
+    widget's visitor; None when no configured key serves that tenant (nothing to read, and
+    nothing is counted: a made-up name never becomes a counter).
 
-    >>> help_center_visitor("acme/mars-shipping", "203.0.113.9").tenant
+    >>> from config.settings import ApiKey
+    >>> keys = [ApiKey(name="lead", sha256="0" * 64, tenant="acme", role="admin")]
+    >>> help_center_visitor("acme/mars-shipping", "203.0.113.9", keys).tenant
     'acme'
+    >>> help_center_visitor("made-up/mars-shipping", "203.0.113.9", keys) is None
+    True
     """
-    tenant = name.split("/", 1)[0] if "/" in name else ""
-    return Caller("help-center", tenant, role="customer", publishable=True, address=address)
+    folder = name.split("/", 1)[0] if "/" in name else ""
+    tenants = {tenant_folder(k.tenant) if k.tenant else "": k.tenant for k in keys}
+    if folder not in tenants:
+        return None
+    return Caller("help-center", tenants[folder], role="customer", publishable=True, address=address)
 
 
 # plain text that no browser sniffs into a page, runs nothing and is never framed
@@ -71,7 +86,11 @@ async def help_article(name: str, request: Request, pilot: Pilot) -> Response:
         require_role(who, "customer", "agent", "admin")
         await run_in_threadpool(pilot.limits.spend, "searches", who)
     else:
-        who = help_center_visitor(name, request.client.host if request.client else None)
+        address = request.client.host if request.client else None
+        visitor = help_center_visitor(name, address, pilot.settings.pilot.api_keys)
+        if visitor is None:  # refused before anything is counted or read
+            raise ApiError(404, "unknown_article", f"no published article {name!r} this key may read")
+        who = visitor
         await run_in_threadpool(pilot.limits.spend, "reads", who)
     kb = pilot.runtime.knowledge_base()
     record = await run_in_threadpool(pilot.articles.readable, who.tenant, staff_slots(who), name, kb)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from service.auth import Caller
 from service.breakdowns import (
@@ -34,13 +35,14 @@ from service.outcomes import (
     conversations_csv,
     window,
 )
-from service.records import FeedbackMark, GapReportPage, SessionView, TurnRecord
+from service.records import CitedTurnRecord, FeedbackMark, GapReportPage, SessionView
 from service.staff_reads import (
     only_readable_topics,
     readable,
     readable_outcomes,
     readable_titles,
     staff_slots,
+    with_cited_pages,
     withhold_unreadable,
 )
 from storage.memory import Scope
@@ -95,6 +97,33 @@ async def gaps(
     }
 
 
+class BudgetRow(BaseModel):
+    """One of a widget key's rolling budgets (``service/key_budget.py``) and how much is left."""
+
+    key: str
+    limit: str
+    share: Literal["shared", "newcomers"]
+    capacity: float
+    per_hour: float = Field(description="units that come back an hour")
+    left: float = Field(description="the share left now, 0 to 1")
+    low: bool = Field(description="below pilot.widget_budget.low_below: a key running low")
+
+
+class BudgetReport(BaseModel):
+    budgets: list[BudgetRow]
+
+
+@router.get("/budgets", response_model=BudgetReport)
+async def budgets(who: Admin, pilot: Pilot) -> BudgetReport:
+    """How much is left of each of the tenant's widget keys' budgets (every tenant's for the
+    deployment's admin key): the shared one and the share kept for new visitors, per limit.
+    A key running low while many addresses spend it may be a crowd draining it."""
+    rows = await run_in_threadpool(pilot.limits.budget_levels, who.tenant or None, time.time())
+    return BudgetReport(
+        budgets=[BudgetRow(**{k: v for k, v in asdict(r).items() if k != "tenant"}) for r in rows]
+    )
+
+
 class ConversationReport(BaseModel):
     """One conversation as a lead audits it: its outcome with the evidence behind the label,
     and its transcript and marks as far as the key may read them."""
@@ -102,7 +131,7 @@ class ConversationReport(BaseModel):
     outcome: ConversationOutcome
     session: SessionView
     customer: str
-    turns: list[TurnRecord]
+    turns: list[CitedTurnRecord]  # each reply's sources as pages (title, link)
     feedback: list[FeedbackMark]
 
 
@@ -207,7 +236,14 @@ def conversation_report(pilot: PilotContext, who: Caller, session_id: str) -> Co
         outcome=shown,
         session=SessionView(**header),
         customer=customer_label(header["customer_id"]),
-        turns=[TurnRecord(**t) for t in withhold_unreadable(pilot.runtime, slots, turns)],
+        turns=[
+            CitedTurnRecord(**t)
+            for t in with_cited_pages(
+                pilot.runtime,
+                slots,
+                withhold_unreadable(pilot.runtime, slots, turns, who.key_name),
+            )
+        ],
         feedback=[FeedbackMark(**f) for f in pilot.store.feedback(who.tenant, session_id)],
     )
 

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from service.context import Customer, Pilot
 from service.errors import ApiError
 from service.search_api import SearchRequest, SearchResponse, to_response
+from storage.retrieval.filters import SlotError
 from storage.retrieval.request import RetrievalRequest
 
 router = APIRouter(tags=["search"])
@@ -24,6 +25,8 @@ async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONRespon
     try:
         request = RetrievalRequest([body.query], slots, advisory=body.advisory_filters(), strict=False)
         found = await run_in_threadpool(pilot.runtime.retriever.search_queries, request)
+    except SlotError as exc:  # slots the rules refuse: the caller's to fix, not an outage
+        raise ApiError(422, "invalid_slot", str(exc), {"field": "slots"}) from None
     except Exception as exc:
         raise ApiError(
             503,

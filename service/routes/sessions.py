@@ -1,6 +1,6 @@
 """Sessions: create, send a message (one turn; JSON or server-sent events), read, rate a
-reply, answer the closing "did we solve your problem?", hand off. Every route needs a key and
-only sees the sessions of keys like it."""
+reply, answer the closing "did we solve your problem?", hand off, leave a conversation that
+waits for a person. Every route needs a key and only sees the sessions of keys like it."""
 
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ from service.records import (
 from service.session_state import move, waiting_for_a_person
 from service.staff_reads import with_cited_pages
 from storage.memory import ANONYMOUS, Scope, ScopeError, check_id
+from storage.retrieval.filters import SlotError, build_filters
+from tasks.memory_context import close_session
+from tasks.polite_replies import closing_reply
 from tasks.schemas import CustomerMessage, PlainText, TurnRequest, TurnResult
 from tasks.state import search_slots
 
@@ -152,6 +155,16 @@ async def turn_events(
     yield sse_event("result" if status == 200 else "error", body)
 
 
+def accepted_slots(pilot: PilotContext, slots: Mapping[str, str]) -> None:
+    """422 naming the slot, its value and the values it takes, when the rules (as the runtime
+    applies them: listed, and named by the knowledge base's pages) refuse one of ``slots``: a
+    request that would fail every turn is told so, never answered "trouble reaching"."""
+    try:
+        build_filters(pilot.runtime.settings.slots, slots, strict=False)
+    except SlotError as exc:
+        raise ApiError(422, "invalid_slot", str(exc), {"field": "slots"}) from None
+
+
 @router.post("", status_code=201, response_model=NewSessionView)
 async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessionView:
     rules = pilot.settings.slots
@@ -162,6 +175,7 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessi
             raise ApiError(
                 403, "enforced_slot", f"slot {name!r} is set by your API key, not by requests"
             )
+    accepted_slots(pilot, {**body.slots, **who.slots})
     if body.customer_id and not who.trust_customer_id:
         raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
     if who.session_id is not None:
@@ -196,6 +210,7 @@ async def message(
     header = await run_in_threadpool(owned_session, pilot, who, session_id)
     streaming = "text/event-stream" in http.headers.get("accept", "")
     move(header, "message", "customer", "")  # 409 for a resolved session, before any count
+    accepted_slots(pilot, turn_slots(header, who))  # 422 for slots the rules now refuse
     await run_in_threadpool(pilot.limits.spend, "message_bytes", who, len(body.message.encode()))
     header = found(
         await run_in_threadpool(pilot.store.reopen, who.tenant, session_id, "message", "customer"),
@@ -242,16 +257,36 @@ CUSTOMER_FIELDS = (
     "csat_solved",
     "csat_at",
     "csat_skipped_at",
+    "taken_at",  # a person joined (who: ``agent_name``, never the staff key's name)
+    "closed_without_reply",
+    "left_at",
 )
-# which staff key replied, the enforced slots the turn ran under, the turn's claim id
-STAFF_ONLY_TURN_FIELDS = ("agent", "slots", "claim", "probability", "drafted")
+# which staff key replied, the enforced slots the turn ran under, the turn's claim id, how
+# sure the decision was, and a reply's reach
+STAFF_ONLY_TURN_FIELDS = (
+    *("agent", "slots", "claim", "probability", "drafted"),
+    *("access", "tiers", "reach_kept"),  # a person's reply's reach (storage/replies.py)
+)
 
 
-def customer_view(header: SessionHeader) -> dict[str, object]:
+def customer_view(header: SessionHeader, pilot: PilotContext) -> dict[str, object]:
     """A session header as its customer sees it: no owner hash, resolution note, resolving
-    agent or memory bookkeeping (staff read those in /v1/handoffs)."""
+    agent or memory bookkeeping (staff read those in /v1/handoffs); once a person took it,
+    the name they chose to show (``agent_name``: the staff key's ``display_name``, None
+    without one: "a person from our support team")."""
     fields: Mapping[str, object] = header
-    return {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
+    view = {k: fields[k] for k in CUSTOMER_FIELDS if k in fields}
+    if header.get("taken_at"):
+        view["agent_name"] = display_name(pilot, header["tenant"], header.get("taken_by", ""))
+    return view
+
+
+def display_name(pilot: PilotContext, tenant: str, key_name: str) -> str | None:
+    """The name a staff key shows customers (its ``display_name``), or None."""
+    key = next(
+        (k for k in pilot.settings.pilot.api_keys if k.name == key_name and k.tenant == tenant), None
+    )
+    return key.display_name if key is not None else None
 
 
 def customer_turn(turn: Mapping[str, object]) -> dict[str, object]:
@@ -269,7 +304,7 @@ async def get_session(session_id: str, who: Customer, pilot: Pilot) -> dict[str,
     slots = search_slots(turn_slots(header, who), header["customer_id"])  # as the turns searched
     shown = await run_in_threadpool(with_cited_pages, pilot.runtime, slots, turns)
     return {
-        "session": customer_view(header),
+        "session": customer_view(header, pilot),
         "turns": [customer_turn(t) for t in shown],
         "feedback": feedback,
     }
@@ -330,6 +365,7 @@ async def satisfaction(
     await _closing_question_header(session_id, who, pilot)
     now = time.time()
     before: dict[str, bool | None] = {}
+    reply = closing_reply(pilot.settings.messages, body.solved)
 
     def answer(current: SessionHeader, _changes: SessionFields) -> SessionFields:
         before["solved"] = current.get("csat_solved")
@@ -342,7 +378,13 @@ async def satisfaction(
         session_id,
     )
     touched(pilot, who.tenant, session_id)
-    return SatisfactionAnswer(solved=body.solved, ts=now, replaced=before.get("solved") is not None)
+    return SatisfactionAnswer(
+        solved=body.solved,
+        ts=now,
+        replaced=before.get("solved") is not None,
+        reply=reply.answer,
+        offers_person=reply.offers_person,
+    )
 
 
 @router.post("/{session_id}/satisfaction/skip", response_model=SatisfactionAnswer)
@@ -375,8 +417,26 @@ async def handoff(session_id: str, body: Handoff, who: Customer, pilot: Pilot) -
     changed, turn_index = await run_in_threadpool(hand_off_on_request, pilot, who, header, body.reason)
     header = found(changed, session_id)
     touched(pilot, who.tenant, session_id)
-    view = SessionView.model_validate(customer_view(header))
+    view = SessionView.model_validate(customer_view(header, pilot))
     return HandedOff(session=view, message=pilot.settings.messages.handoff, turn_index=turn_index)
+
+
+@router.post("/{session_id}/leave", response_model=SessionChange, response_model_exclude_unset=True)
+async def leave(session_id: str, who: Customer, pilot: Pilot) -> SessionChange:
+    """The customer leaves a conversation that waits for a person (the chat's "New
+    conversation", asked first): the hand-off is closed as left by the customer, so the queue
+    no longer shows it waiting for a reply that could never reach them; its memory is
+    written as a resolve writes it. 409 ``not_handed_off`` for a conversation that does not
+    wait for a person, ``session_resolved`` for one already closed."""
+    header = await run_in_threadpool(owned_session, pilot, who, session_id)
+    move(header, "leave", "customer", "")  # 409 before any read of the turns
+    scope = Scope(header["customer_id"], who.tenant)
+    turns = await run_in_threadpool(pilot.memory.session_turns, scope, session_id)
+    replied = any(t.get("from") == "agent" for t in turns)
+    left = found(await run_in_threadpool(pilot.store.leave, who.tenant, session_id, replied), session_id)
+    await run_in_threadpool(close_session, pilot.memory, scope, session_id)
+    touched(pilot, who.tenant, session_id)
+    return SessionChange(session=SessionView.model_validate(customer_view(left, pilot)))
 
 
 @router.post("/{session_id}/contact", response_model=SessionChange, response_model_exclude_unset=True)
@@ -396,4 +456,5 @@ async def contact(session_id: str, body: Contact, who: Customer, pilot: Pilot) -
         lambda _h, _c: {"contact_email": body.email},
     )
     touched(pilot, who.tenant, session_id)
-    return SessionChange(session=SessionView.model_validate(customer_view(found(written, session_id))))
+    view = customer_view(found(written, session_id), pilot)
+    return SessionChange(session=SessionView.model_validate(view))

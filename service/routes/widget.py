@@ -1,7 +1,9 @@
-"""The embeddable widget's one route: a publishable widget key opens a session and gets a
+"""The embeddable widget's routes: a publishable widget key opens a session and gets a
 short-lived token for it (``service/widget_tokens.py``); everything after goes through
-``/v1/sessions/{id}`` with that token. A signed customer token from the team's site names the
-visitor; without one the visitor is anonymous.
+``/v1/sessions/{id}`` with that token. Before it shows its launcher the widget asks whether
+its key may be used on the page's origin (``GET /v1/widget/ready``): on a site the key is
+not for, no launcher shows (and the browser console says why). A signed customer token from
+the team's site names the visitor; without one the visitor is anonymous.
 
 A session's token renews itself before it expires (``POST /v1/widget/sessions/{id}/token``
 with that token): the widget keeps one conversation's token across reloads, never the key's
@@ -46,10 +48,23 @@ class WidgetSession(BaseModel):
     expires_at: float
 
 
+class WidgetReady(BaseModel):
+    ready: bool
+
+
 class RenewedToken(BaseModel):
     session_id: str
     token: str
     expires_at: float
+
+
+@router.get("/ready", response_model=WidgetReady)
+async def widget_ready(_who: Widget) -> WidgetReady:
+    """Whether this widget key may start a chat on the page asking: 200 from one of the key's
+    origins; 403 ``origin_not_allowed`` from another (where no key lists that origin the
+    browser gets no CORS grant at all). Opens no session, stores and counts nothing: the
+    widget asks it on every page view before it shows its launcher."""
+    return WidgetReady(ready=True)
 
 
 @router.post("/sessions", status_code=201, response_model=WidgetSession)

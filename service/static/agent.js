@@ -4,7 +4,7 @@
 const desk = { me: null, session: null, offset: 0, etag: null, page: null, rowState: null, opening: 0 };
 const PAGE = 20;
 const POLL_MS = 10000;
-const { $, call, item, element, ago, guarded, showError } = Staff;
+const { $, call, element, ago, guarded, showError } = Staff;
 
 // The queue a page at a time, oldest first; polls send the last ETag and get 304 when the
 // queue has not changed. The page when it was read again, else null.
@@ -18,8 +18,10 @@ async function loadQueue(force) {
   list.replaceChildren();
   for (const row of page.handoffs) list.append(queueEntry(row));
   const shown = page.handoffs.length;
-  $("queue-count").textContent = page.total ?
-    `${page.offset + 1}-${page.offset + shown} of ${page.total} waiting, oldest first` : "";
+  // "3 waiting" when they all fit on this page, "21-40 of 45 waiting" when they do not
+  $("queue-count").textContent = !page.total ? ""
+    : page.total === shown ? `${page.total} waiting${page.total === 1 ? "" : ", oldest first"}`
+    : `${page.offset + 1}-${page.offset + shown} of ${page.total} waiting, oldest first`;
   $("queue-newer").hidden = page.offset + shown >= page.total;
   $("queue-older").hidden = page.offset === 0;
   $("queue-empty").hidden = page.total > 0;
@@ -45,7 +47,10 @@ async function poll() {
     await openConversation(open, true);
   } catch (err) {
     if (err.status !== 403 && err.status !== 404) throw err;
-    if (desk.session === open) closeConversation("That conversation was taken or resolved elsewhere.");
+    if (desk.session === open) {
+      closeConversation("That conversation left the queue: someone else took it, it was " +
+                        "resolved or closed, or the customer left it.");
+    }
   }
 }
 
@@ -57,17 +62,19 @@ function closeConversation(note) {
   for (const button of $("queue").querySelectorAll("button.row")) markOpened(button);
 }
 
-// One queue row: the customer's problem (their unanswered question) first, an urgency flag
-// saying why, then why it was handed off, since when, who has it and the email they left.
+// One queue row: the customer's problem (the question that led to the hand-off) first, an
+// urgency flag saying why, then why it was handed off, their latest message, since when (the
+// clock time too: two customers' rows never read the same), who has it and their email.
 function queueEntry(row) {
   const clip = (text, width) => (text.length > width ? text.slice(0, width - 1) + "…" : text);
   // only the customer's own words are quoted: with nothing written (the button at once) the
   // service falls back to the hand-off's reason, which the "Handed off:" line says
   const reason = row.session.handoff_reason;
-  const problem = (row.problem !== reason && row.problem) || row.first_message || "";
+  const problem = row.problem !== reason ? row.problem : "";
   const why = row.why && row.why !== problem ? row.why : "";
   const holder = row.session.taken_by ? `taken by ${row.session.taken_by}` : "nobody has it";
   const since = row.session.handoff_at || row.session.created;
+  const clock = new Date(since * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   const unanswered = row.waiting ?
     `; ${row.waiting} later message${row.waiting === 1 ? "" : "s"} unanswered` : "";
   const open = element("button", { type: "button", className: "row" },
@@ -77,8 +84,12 @@ function queueEntry(row) {
     open.append(element("span", { className: "flag urgent" }, `Urgent: ${row.urgent_why}`));
   }
   if (why) open.append(element("span", { className: "meta" }, `Handed off: ${clip(why, 120)}`));
+  const latest = row.latest_message;
+  if (latest && latest !== problem && latest !== why) {
+    open.append(element("span", { className: "meta" }, `Latest: “${clip(latest, 120)}”`));
+  }
   open.append(element("span", { className: "meta" },
-                      `(waiting ${ago(since)}${unanswered}; ${holder})`));
+                      `(handed off at ${clock}, waiting ${ago(since)}${unanswered}; ${holder})`));
   if (row.session.contact_email) {
     open.append(element("span", { className: "meta" }, `Email: ${row.session.contact_email}`));
   }
@@ -103,11 +114,8 @@ function showSuggestion(suggestion) {
     (suggestion.verdict === "suggest" ? " (an article that may help, not a direct answer)" : "");
   $("suggestion-text").textContent = suggestion.answer;
   const sources = $("suggestion-sources");
-  sources.replaceChildren();
-  for (const c of suggestion.citations) {
-    sources.append(Object.assign(document.createElement("li"),
-                                 { textContent: c.title ? `${c.title} (${c.source_id})` : c.source_id }));
-  }
+  sources.replaceWith(Object.assign(SupportcrewChat.sourceList(suggestion.citations),
+                                    { id: "suggestion-sources" }));
   // "Use this reply" keeps the answer's [n] markers meaning something: its sources, numbered
   const cited = suggestion.citations.map((c, i) =>
     `[${i + 1}] ${c.title || c.source_id}${c.url ? ": " + c.url : ""}`);
@@ -139,19 +147,17 @@ async function openConversation(sessionId, refresh = false) {
   const mine = holder === desk.me.key;
   $("take").hidden = mine;
   $("reply").hidden = !mine;
-  const transcript = $("transcript");
-  transcript.replaceChildren();
-  for (const turn of data.turns) {
-    if (turn.user) {
-      const waiting = turn.status === "waiting_for_agent" ? " (waiting for you)" : "";
-      transcript.append(item("user", "Customer" + waiting, turn.user));
-    }
-    if (turn.from === "agent") transcript.append(item("agent", `Agent ${turn.agent}`, turn.answer));
-    else if (turn.answer) {
-      const sources = (turn.citations || []).length ? ` [${turn.citations.join(", ")}]` : "";
-      transcript.append(item("assistant", Staff.replyLabel(turn), turn.answer + sources));
-    }
-  }
+  // the transcript with the customer's marks beside the replies and their sources as links,
+  // then their answer to the closing question
+  Staff.transcript($("transcript"), data.turns, data.feedback, (turn) =>
+    "Customer" + (turn.status === "waiting_for_agent" ? " (waiting for you)" : ""));
+  const closing = Staff.closingWords(Staff.closingAnswer(data.session));
+  $("conversation-closing").textContent = closing ? `The customer ${closing}.` : "";
+  $("conversation-closing").hidden = !closing;
+  // nobody replied yet: closing it is no resolution, and the customer is not told it is
+  desk.replied = data.turns.some((turn) => turn.from === "agent");
+  $("resolve-button").textContent = desk.replied ? "Resolve" : "Close without reply";
+  $("resolve-untouched").hidden = desk.replied;
   const entities = $("entities");
   entities.replaceChildren();
   for (const e of data.entities) {
@@ -208,10 +214,14 @@ $("reply").addEventListener("submit", guarded(async () => {
 }));
 
 $("resolve").addEventListener("submit", guarded(async () => {
-  await call(`/v1/sessions/${desk.session}/resolve`, { note: $("resolve-note").value.trim() });
+  const done = await call(`/v1/sessions/${desk.session}/resolve`,
+                          { note: $("resolve-note").value.trim() });
   // the conversation leaves the queue: say what happened to it
-  closeConversation(`Resolved: ${$("conversation-meta").textContent.split(" · ")[0]}. ` +
-    "The customer is asked whether the problem was solved.");
+  const who = $("conversation-meta").textContent.split(" · ")[0];
+  closeConversation(done.session.closed_without_reply
+    ? `Closed without reply: ${who}. The customer is told the conversation was closed, ` +
+      "not that it was resolved."
+    : `Resolved: ${who}. The customer is asked whether the problem was solved.`);
   $("resolve-note").value = "";
   await loadQueue(true);
 }));

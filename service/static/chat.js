@@ -4,6 +4,10 @@
 "use strict";
 (function () {
   const POLL_MS = 3000;
+  const WAITING = "Waiting for a person: a member of our support team will reply here. " +
+    "You can keep writing.";
+  // why a conversation is handed off from the offer after a "no" to the closing question
+  const NOT_SOLVED = "the customer said the problem was not solved";
   // After a reload, the note the first message to a person got (messages.handoff_waiting's
   // default): the service answers it once and does not store it.
   const WAITING_NOTE = "Thanks, a person from our team will reply here.";
@@ -81,14 +85,50 @@
   }
 
   // Only http(s) links become clickable; anything else (javascript:, data:, ...) is shown as text.
-  function safeUrl(value) {
+  // A path (a desk article's link without pilot.public_url) is the service's: resolved against
+  // its base, never the embedding site.
+  function safeUrl(value, base) {
     if (typeof value !== "string" || !value) return null;
     try {
-      const url = new URL(value, window.location.href);
+      const url = new URL(value, base || window.location.href);
       return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
     } catch {
       return null;
     }
+  }
+
+  // Text with its web addresses as links ("Sources: [1] Refunds: https://..."), the rest as
+  // text; shared with the desk and the lead's page (staff.js).
+  function withLinks(text) {
+    const span = element("span", { className: "text" });
+    for (const part of String(text).split(/(https?:\/\/[^\s<>"]+)/)) {
+      const address = part.replace(/[.,;:!?)\]]+$/, "");
+      const url = /^https?:\/\//.test(part) ? safeUrl(address) : null;
+      if (!url) { span.append(part); continue; }
+      span.append(link(address, url), part.slice(address.length));
+    }
+    return span;
+  }
+
+  // A link that opens in a new tab without handing it this page.
+  function link(text, url) {
+    const anchor = element("a", {}, text);
+    Object.assign(anchor, { href: url, target: "_blank", rel: "noopener noreferrer" });
+    return anchor;
+  }
+
+  // A reply's sources as a list: each page's title, a link where it has a safe address.
+  // base: the service's address where the list is shown on another site (the widget), so a
+  // link that is a path opens on the service.
+  function sourceList(citations, base) {
+    const list = element("ol", { className: "citations" });
+    list.setAttribute("aria-label", "Sources");
+    for (const c of citations.filter((c) => c && typeof c === "object")) {
+      const url = safeUrl(c.url, base);
+      list.append(element("li", {}, url ? link(c.title || c.source_id, url)
+        : element("span", {}, c.title || c.source_id)));
+    }
+    return list;
   }
 
   // options: base, credential (a key or a widget session token), session (its id),
@@ -101,16 +141,24 @@
   function mount(root, options) {
     const chat = { session: options.session, credential: options.credential,
                    seenReplies: new Set(), polling: null, ended: false, handedOff: false,
-                   replied: false, csatAnswered: false, onClosed: null };
+                   joined: false, replied: false, csatAnswered: false, onClosed: null };
     const base = options.base || "";
     const error = element("div", { className: "banner error", hidden: true });
     error.setAttribute("role", "alert");
-    const handoff = element("div", { id: "handoff", className: "banner handoff", hidden: true },
-      "You are now talking to a person: a member of our support team will reply here.");
+    // Handed to people: it says it waits until a person takes it, then who joined.
+    const handoff = element("div", { id: "handoff", className: "banner handoff", hidden: true });
     handoff.setAttribute("role", "status");
-    const ended = element("div", { className: "banner ended", hidden: true },
-      "Our support team resolved this conversation. Your next message starts a new one.");
+    const ended = element("div", { className: "banner ended", hidden: true });
     ended.setAttribute("role", "status");
+    // "New conversation" while a person is to reply: asked first, never dropped silently
+    const leaveYes = element("button", { type: "button" }, "Leave and start a new conversation");
+    const leaveNo = element("button", { type: "button", className: "skip" }, "Stay");
+    const leaving = element("div", { className: "leave", hidden: true },
+      element("p", { id: "leave-question" }, "Our support team has not finished with this " +
+        "conversation. If you start a new one, this one is closed and nobody can reply to it here."),
+      element("div", { className: "choices" }, leaveYes, leaveNo));
+    leaving.setAttribute("role", "group");
+    leaving.setAttribute("aria-labelledby", "leave-question");
     const email = element("input", { id: "contact-email", name: "email", type: "email",
                                      maxLength: 254, autocomplete: "email" });
     const contact = element("form", { className: "contact", hidden: true },
@@ -138,7 +186,7 @@
     const ask = element("form", { className: "ask" },
       element("label", { htmlFor: "question" }, "Your question"), question,
       element("div", { className: "actions" }, send, person, fresh));
-    root.append(messages, handoff, ended, csat, contact, error, ask);
+    root.append(messages, handoff, ended, csat, leaving, contact, error, ask);
 
     function showError(err) {
       const text = typeof err === "string" ? err
@@ -148,24 +196,10 @@
       if (text) error.scrollIntoView({ block: "nearest" });
     }
 
-    // A person's reply with its web addresses as links ("Sources: [1] Refunds: https://..."),
-    // the rest as text.
-    function withLinks(text) {
-      const span = element("span", { className: "text" });
-      for (const part of text.split(/(https?:\/\/[^\s<>"]+)/)) {
-        const address = part.replace(/[.,;:!?)\]]+$/, "");
-        const url = /^https?:\/\//.test(part) ? safeUrl(address) : null;
-        if (!url) { span.append(part); continue; }
-        const link = element("a", {}, address);
-        Object.assign(link, { href: url, target: "_blank", rel: "noopener noreferrer" });
-        span.append(link, part.slice(address.length));
-      }
-      return span;
-    }
-
     function addMessage(role, text) {
       const who = { user: "You: ", agent: "Support team (a person): " }[role] || "Support: ";
-      const body = role === "agent" ? withLinks(text) : element("span", { className: "text" }, text);
+      // a reply's web addresses are links (an answer quoting a page, a person's reply)
+      const body = role === "user" ? element("span", { className: "text" }, text) : withLinks(text);
       const item = element("li", { className: role }, element("strong", {}, who), body);
       messages.append(item);
       item.scrollIntoView({ block: "nearest" });
@@ -173,17 +207,8 @@
     }
 
     function addCitations(item, citations) {
-      const shown = citations.filter((c) => c && typeof c === "object");
-      if (!shown.length) return;
-      const list = element("ol", { className: "citations" });
-      list.setAttribute("aria-label", "Sources");
-      for (const c of shown) {
-        const url = safeUrl(c.url);
-        const link = element(url ? "a" : "span", {}, c.title || c.source_id);
-        if (url) { link.href = url; link.target = "_blank"; link.rel = "noopener noreferrer"; }
-        list.append(element("li", {}, link));
-      }
-      item.append(list);
+      const list = sourceList(citations, base);
+      if (list.children.length) item.append(list);
     }
 
     function addFeedback(item, turnIndex) {
@@ -213,24 +238,32 @@
       return true;
     }
 
-    // answered: whether the customer answered (true) or skipped it (false)
-    function doneAsking(answered) {
+    // answered: whether the customer answered (true) or skipped it (false); stay: the answer
+    // left the customer a next step (a "no" offers a person), so the panel stays open
+    function doneAsking(answered, stay) {
       const closed = chat.onClosed;
       chat.onClosed = null;
-      if (closed) closed(answered);
+      if (closed) closed(answered, Boolean(stay));
     }
 
     async function answerSatisfaction(solved) {
       for (const button of [csatYes, csatNo]) button.disabled = true;
       try {
-        await call(base, `/v1/sessions/${chat.session}/satisfaction`, chat.credential, { solved });
+        const answer = await call(base, `/v1/sessions/${chat.session}/satisfaction`,
+                                  chat.credential, { solved });
         chat.csatAnswered = true;
         showError("");
         csat.hidden = true;
-        const thanks = addMessage("note", solved ? "Thanks for telling us: glad we could help."
-          : "Thanks for telling us: we will use it to do better.");
-        thanks.classList.add("csat-thanks");
-        doneAsking(true);
+        const said = addMessage("note", answer.reply);
+        said.classList.add("csat-thanks");
+        if (answer.offers_person) {
+          // not solved: a person, in this conversation or (once it is closed) a new one
+          const reach = element("button", { type: "button", className: "person" }, "Talk to a person");
+          reach.addEventListener("click", () => askForPerson(NOT_SOLVED));
+          said.append(element("div", { className: "next" }, reach));
+          said.scrollIntoView({ block: "nearest" }); // the offer's button in sight too
+        }
+        doneAsking(true, answer.offers_person);
       } catch (err) { showError(err); }
       finally { for (const button of [csatYes, csatNo]) button.disabled = false; }
     }
@@ -261,31 +294,56 @@
       chat.polling = null;
     }
 
-    // Handed to people: the banner, the optional email (unless given), and polling for replies.
+    // Handed to people: the banner (waiting, or who joined), the optional email (unless
+    // given), and polling for replies.
     function handedOff(session) {
       chat.handedOff = true;
       handoff.hidden = false;
       person.hidden = true;
+      // an offer of a person made before (a "no" to the closing question) is taken up
+      for (const offer of messages.querySelectorAll(".next")) offer.remove();
       contact.hidden = Boolean(session && session.contact_email);
+      if (session && session.taken_at) joined(session, false);
+      else handoff.textContent = WAITING;
       showLatest(); // the banner and the form take room: the last message stays in sight
       waitForPeople();
+    }
+
+    // A person took the conversation: the banner and (said once, as it happens) a note name
+    // who joined.
+    function joined(session, now) {
+      const who = session.agent_name ? `${session.agent_name} from our support team`
+        : "A person from our support team";
+      handoff.textContent = `${who} has joined this conversation and will reply here.`;
+      if (now && !chat.joined) addMessage("note", `${who} joined the conversation.`);
+      chat.joined = true;
     }
 
     function showLatest() {
       if (messages.lastElementChild) messages.lastElementChild.scrollIntoView({ block: "nearest" });
     }
 
-    // A person resolved it: the banner goes, the next message opens a new conversation.
-    function resolved() {
+    // A person resolved it (or closed it without a reply: then the customer is told just
+    // that, and not asked whether it solved the problem): the banner goes, the next message
+    // opens a new conversation.
+    function resolved(session) {
       stopPolling();
       chat.ended = true;
       chat.handedOff = false;
       handoff.hidden = true;
       contact.hidden = true;
-      person.hidden = true;
+      leaving.hidden = true;
       ended.hidden = false;
-      // a resolved conversation takes no more marks: its question is the closing one
+      // a closed conversation takes no more marks: its question is the closing one
       for (const box of messages.querySelectorAll(".feedback")) box.remove();
+      if (session.closed_without_reply) {
+        ended.textContent = "Our support team closed this conversation without a reply. " +
+          "Your next message starts a new one, or talk to a person.";
+        person.hidden = false; // a person, in a new conversation
+        return;
+      }
+      person.hidden = true;
+      ended.textContent = "Our support team resolved this conversation. Your next message starts a new one.";
       askSatisfaction();
     }
 
@@ -309,6 +367,9 @@
     // the person resolving it).
     async function showAgentReplies() {
       const data = await call(base, `/v1/sessions/${chat.session}`, chat.credential);
+      if (data.session.taken_at && !chat.joined && data.session.status === "handoff") {
+        joined(data.session, true);
+      }
       for (const turn of data.turns) {
         if (turn.from === "agent" && !chat.seenReplies.has(turn.turn_index)) {
           chat.seenReplies.add(turn.turn_index);
@@ -316,7 +377,7 @@
           addMessage("agent", turn.answer);
         }
       }
-      if (data.session.status === "resolved") resolved();
+      if (data.session.status === "resolved") resolved(data.session);
     }
 
     function waitForPeople() {
@@ -338,7 +399,7 @@
           noted = true;
         }
       }
-      if (data.session.status === "resolved") resolved();
+      if (data.session.status === "resolved") resolved(data.session);
       else if (data.session.handoff) handedOff(data.session);
       showLatest();
     }
@@ -348,9 +409,9 @@
       const next = await options.restart();
       stopPolling();
       Object.assign(chat, { session: next.session, credential: next.credential, ended: false,
-                            handedOff: false, seenReplies: new Set(), replied: false,
-                            csatAnswered: false, onClosed: null });
-      for (const banner of [handoff, contact, ended, csat, error]) banner.hidden = true;
+                            handedOff: false, joined: false, seenReplies: new Set(),
+                            replied: false, csatAnswered: false, onClosed: null });
+      for (const banner of [handoff, contact, ended, csat, leaving, error]) banner.hidden = true;
       person.hidden = false;
       if (clear) messages.replaceChildren();
       else messages.append(element("li", { className: "divider" }, "New conversation"));
@@ -429,11 +490,15 @@
       }
     });
 
-    person.addEventListener("click", async () => {
+    // The customer asks for a person (the button, or the offer after a "no" to the closing
+    // question, ``reason`` saying so): a closed conversation is followed by a new one. True
+    // once handed off.
+    async function askForPerson(reason) {
       person.disabled = true;
       try {
         if (chat.ended && options.restart) await startOver(false);
-        const data = await call(base, `/v1/sessions/${chat.session}/handoff`, chat.credential, {});
+        const data = await call(base, `/v1/sessions/${chat.session}/handoff`, chat.credential,
+                                reason ? { reason } : {});
         showError("");
         const item = addMessage("assistant", data.message);
         item.dataset.verdict = "handoff";
@@ -441,12 +506,16 @@
         if (typeof data.turn_index === "number") addFeedback(item, data.turn_index);
         handedOff(data.session);
         email.focus();
+        return true;
       } catch (err) {
         showError(err);
+        return false;
       } finally {
         person.disabled = false;
       }
-    });
+    }
+
+    person.addEventListener("click", () => askForPerson());
 
     contact.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -460,11 +529,35 @@
       } catch (err) { showError(err); }
     });
 
+    // A new conversation; while a person is still to reply, asked first (below).
     fresh.addEventListener("click", async () => {
+      if (chat.handedOff && !chat.ended) {
+        leaving.hidden = false;
+        leaveNo.focus();
+        return;
+      }
       try {
         await startOver(true);
         question.focus();
       } catch (err) { showError(err); }
+    });
+
+    leaveNo.addEventListener("click", () => {
+      leaving.hidden = true;
+      question.focus();
+    });
+
+    // Leaving closes the hand-off as left by the customer (the queue stops showing it
+    // waiting), then the new conversation starts.
+    leaveYes.addEventListener("click", async () => {
+      leaveYes.disabled = true;
+      try {
+        await call(base, `/v1/sessions/${chat.session}/leave`, chat.credential, {})
+          .catch((err) => { if (err.status !== 409) throw err; }); // closed meanwhile: fine
+        await startOver(true);
+        question.focus();
+      } catch (err) { showError(err); }
+      finally { leaveYes.disabled = false; }
     });
 
     chat.focus = () => question.focus();
@@ -481,5 +574,5 @@
     return chat;
   }
 
-  window.SupportcrewChat = { mount, call, element };
+  window.SupportcrewChat = { mount, call, element, withLinks, sourceList };
 })();

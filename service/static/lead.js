@@ -3,7 +3,7 @@
 // conversations, each opening its transcript with the label's evidence; the gap report and
 // the article editor (draft, check, publish). Plain JS, no build step, the page's CSP.
 "use strict";
-const { $, call, item, element, guarded } = Staff;
+const { $, call, item, element, guarded, when } = Staff;
 const DAYS = 30;
 const PAGE = 20;
 // every label in the order a lead reads them, with the words and colours the page uses
@@ -13,7 +13,7 @@ const LABELS = [
   { key: "reopened", name: "came back (reopened)", color: "#f9a825" },
   { key: "suggested", name: "article suggested", color: "#8d6e63" },
   { key: "unanswered", name: "unanswered", color: "#c62828" },
-  { key: "handed_off", name: "waiting for a person", color: "#1565c0" },
+  { key: "handed_off", name: "handed off, not resolved", color: "#1565c0" },
   { key: "resolved_by_person", name: "resolved by a person", color: "#64b5f6" },
   { key: "pending", name: "still going", color: "#90a4ae" },
 ];
@@ -21,7 +21,6 @@ const NAME = Object.fromEntries(LABELS.map((l) => [l.key, l.name]));
 const lead = { report: null, offset: 0, article: null };
 
 const percent = (part, whole) => (whole ? `${Math.round((100 * part) / whole)}%` : "–");
-const when = (ts) => new Date(ts * 1000).toISOString().slice(0, 16).replace("T", " ");
 const shorten = (text, n) => (text.length > n ? text.slice(0, n - 1) + "…" : text);
 
 // -- overview: tiles and the daily chart ---------------------------------------------------
@@ -31,6 +30,23 @@ function tile(text, value, detail, onClick) {
     element("small", { textContent: detail }));
   if (onClick) box.addEventListener("click", guarded(onClick));
   return box;
+}
+
+// -- widget keys running low (their rolling budgets: GET /v1/reports/budgets) --------------
+const LIMIT_NAMES = { sessions: "new conversations", handoffs: "hand-offs to a person",
+  message_bytes: "message bytes", turns: "answered messages", searches: "searches",
+  feedback: "ratings" };
+
+async function loadBudgets() {
+  const { budgets } = await call("/v1/reports/budgets");
+  const low = budgets.filter((b) => b.low);
+  $("budgets").hidden = !low.length;
+  $("budgets").replaceChildren(...low.map((b) => element("p", {
+    textContent: `Widget key ${b.key} is running low on ${LIMIT_NAMES[b.limit] || b.limit}: ` +
+      `${Math.round(b.left * 100)}% of its ${b.share === "shared" ? "shared budget" :
+        "share kept for new visitors"} is left; ${Math.round(b.per_hour).toLocaleString("en")} ` +
+      "come back an hour. Many addresses spending it at once may be an attack: see " +
+      "docs/operations.md (widget budgets)." })));
 }
 
 async function loadOverview() {
@@ -56,19 +72,39 @@ async function loadOverview() {
          (report.totals.csat_skipped ? `; ${report.totals.csat_skipped} closed it unanswered ` +
           `(${Math.round((report.totals.csat_response_rate || 0) * 100)}% answered)` : "")),
   );
-  const resolved = tiles.confirmed.count + tiles.assumed.count;
-  const decided = whole - tiles.pending.count;
-  const rate = report.totals.resolution_rate;
-  $("tiles-note").textContent = `Shares of all ${whole} conversations, still-going ones included ` +
-    `(each rounded on its own). Resolved by the assistant: ${percent(resolved, whole)} of all; ` +
-    `${rate === null || rate === undefined ? "–" : `${Math.round(rate * 100)}%`} of the ${decided} ` +
-    "decided ones (the API's resolution_rate), of which " +
-    `${percent(tiles.confirmed.count, resolved)} marked helpful by the customer, ` +
-    `${percent(report.totals.verified || 0, resolved)} verified (marked helpful by a signed-in ` +
-    `customer, or answered with the decision at least 80% sure the page answers).`;
+  $("tiles-note").textContent = tilesNote(report, tiles);
   $("window").textContent = `Last ${DAYS} days, since ${report.since_day} (UTC)`;
   $("chart").replaceChildren(chart(everyDay(report)));
   $("overview").hidden = false;
+}
+
+// What the tiles add up to, in words: never a dash where a number or "none" can be said.
+function tilesNote(report, tiles) {
+  const whole = report.total_conversations;
+  if (!whole) return "No conversation with a question in this window yet.";
+  const resolved = tiles.confirmed.count + tiles.assumed.count;
+  const decided = whole - tiles.pending.count;
+  const shares = `Shares of all ${whole} conversation${whole === 1 ? "" : "s"}, still-going ones ` +
+    "included (each rounded on its own). ";
+  if (!resolved) {
+    return shares + "None was resolved by the assistant yet" +
+      (decided ? ` (0% of the ${decided} decided: the API's resolution_rate).` : ".");
+  }
+  const rate = report.totals.resolution_rate;
+  return shares + `Resolved by the assistant: ${resolved} (${percent(resolved, whole)} of all` +
+    (decided ? `; ${Math.round((rate || 0) * 100)}% of the ${decided} decided ones, the API's ` +
+      "resolution_rate" : "") + "), of which " +
+    `${tiles.confirmed.count} (${percent(tiles.confirmed.count, resolved)}) marked helpful by the ` +
+    `customer and ${report.totals.verified || 0} (${percent(report.totals.verified || 0, resolved)}) ` +
+    "verified (marked helpful by a signed-in customer, or answered with the decision at least " +
+    "80% sure the page answers)" + anonymousNote(report) + ".";
+}
+
+// Confirmations given only by an anonymous visitor's mark: kept out of the resolution rate.
+function anonymousNote(report) {
+  const anonymous = report.totals.confirmed_anonymous;
+  return anonymous ? `; ${anonymous} confirmed only by an anonymous visitor's mark, kept out ` +
+    "of the resolution rate (anyone can give one)" : "";
 }
 
 // Every day of the window, a day without conversations empty: the axis is always DAYS days.
@@ -178,26 +214,47 @@ async function loadList() {
     const open = element("button", { type: "button", className: "link",
                                      textContent: shorten(c.first_question, 90) });
     open.addEventListener("click", guarded(() => openTranscript(c.session_id)));
-    return element("tr", {},
-      element("td", {}, element("span", { className: `label label-${c.label}`,
-                                          textContent: NAME[c.label] })),
-      element("td", { textContent: c.topic_title || "–" }),
-      element("td", {}, open),
-      element("td", { textContent: when(c.started) }),
-      element("td", { textContent: c.evidence.resolved_by ||
-        (["confirmed", "assumed"].includes(c.label) ? "the assistant" : "–") }));
+    // each cell says its column (a phone shows the row as a card, every column labelled)
+    const cell = (label, ...content) => {
+      const td = element("td", {}, ...content);
+      td.setAttribute("role", "cell");
+      td.dataset.label = label;
+      return td;
+    };
+    const row = element("tr", {},
+      cell("Outcome", element("span", { className: `label label-${c.label}`, textContent: NAME[c.label] })),
+      cell("Topic", c.topic_title || "–"),
+      cell("First question", open),
+      cell("When", when(c.started)),
+      cell("Resolved by", resolvedBy(c)));
+    row.setAttribute("role", "row");
+    return row;
   });
   $("list").replaceChildren(...rows);
   const shown = page.conversations.length;
   const described = [...filters().entries()].map(([k, v]) =>
     k === "label" ? NAME[v] : k === "topic" ? `topic ${topicName(v)}` :
       k === "other" ? `topic ${topicName(OTHER)}` : `${k} ${v}`).join(", ");
-  $("list-count").textContent = page.matching ?
-    `${lead.offset + 1}-${lead.offset + shown} of ${page.matching} conversations` +
-    `${described ? ` (${described})` : ""}, newest first` :
-    `No conversation${described ? ` (${described})` : ""} in the last ${DAYS} days.`;
+  const which = described ? ` (${described})` : "";
+  $("list-count").textContent = !page.matching
+    ? `No conversation${which} in the last ${DAYS} days.`
+    : page.matching === 1 ? `1 conversation${which}`
+    : page.matching <= shown ? `${page.matching} conversations${which}, newest first`
+    : `${lead.offset + 1}-${lead.offset + shown} of ${page.matching} conversations${which}, newest first`;
   $("list-older").hidden = lead.offset + shown >= page.matching;
   $("list-newer").hidden = lead.offset === 0;
+}
+
+// Who resolved a conversation, as the list's column says it: a person, the assistant, not
+// yet (still going, or waiting for a person), or nobody (and why: closed without a reply,
+// the customer left).
+function resolvedBy(c) {
+  const e = c.evidence || {};
+  if (e.resolved_by) return e.resolved_by;
+  if (["confirmed", "assumed"].includes(c.label)) return "the assistant";
+  if (e.closed_by) return `nobody: closed by ${e.closed_by} without a reply`;
+  if (e.left_at) return "nobody: the customer left";
+  return c.label === "pending" || c.label === "handed_off" ? "not yet" : "nobody";
 }
 
 function topicName(id) {
@@ -207,7 +264,6 @@ function topicName(id) {
 
 // One piece of a label's evidence in words, the stored code beside it where a lead may search
 // the API or the CSV for it.
-const CLOSING = "“Did we solve your problem today?”";
 function evidenceText(key, value) {
   if (value === null || value === undefined) return "–";
   const at = (ts) => (typeof ts === "number" ? ` at ${when(ts)}` : "");
@@ -219,10 +275,7 @@ function evidenceText(key, value) {
     return `marked ${value.rating === "up" ? "helpful" : "not helpful"}${at(value.ts)}` +
       (value.comment ? `: “${value.comment}”` : "");
   }
-  if (key === "csat") {
-    if (value.skipped) return `closed ${CLOSING} unanswered${at(value.ts)}`;
-    return `said ${value.solved ? "yes" : "no"} to ${CLOSING}${at(value.ts)}`;
-  }
+  if (key === "csat") return Staff.closingWords(value);
   if (key === "probability") return `${Math.round(value * 100)}% sure the page answers`;
   if (/_turn$/.test(key)) return `turn ${value}`;
   if (/_at$|_since$/.test(key) && typeof value === "number") return when(value);
@@ -242,27 +295,24 @@ async function openTranscript(sessionId) {
     element("dd", { textContent: evidenceText(key, value) }),
   ]);
   $("transcript-evidence").replaceChildren(...evidence);
-  const marks = Object.fromEntries(data.feedback.map((f) => [f.turn_index, f]));
-  const transcript = $("transcript");
-  transcript.replaceChildren();
-  for (const turn of data.turns) {
-    if (turn.user) transcript.append(item("user", `Customer (turn ${turn.turn_index})`, turn.user));
-    if (turn.from === "agent") transcript.append(item("agent", `Agent ${turn.agent}`, turn.answer));
-    else if (turn.answer) {
-      const sources = (turn.citations || []).length ? ` [${turn.citations.join(", ")}]` : "";
-      const mark = marks[turn.turn_index] ?
-        ` — marked ${marks[turn.turn_index].rating === "up" ? "helpful" : "not helpful"}` : "";
-      transcript.append(item("assistant", Staff.replyLabel(turn) + mark, turn.answer + sources));
-    }
-  }
+  Staff.transcript($("transcript"), data.turns, data.feedback,
+                   (turn) => `Customer (turn ${turn.turn_index})`);
   $("transcript-section").hidden = false;
   $("transcript-section").scrollIntoView({ block: "start" });
 }
 
 // -- topics and articles --------------------------------------------------------------------
-function share(t, ...labels) {
-  const counts = Object.fromEntries(t.tiles.map((x) => [x.label, x.count]));
-  return percent(labels.reduce((sum, l) => sum + counts[l], 0), t.conversations);
+// A topic's (or article's) conversations by outcome, in the tiles' own words, colours and
+// shares (the service's, as the tiles'): "50% resolved by a person (1)"; each opens its list.
+function outcomeChips(t, wanted) {
+  const counts = Object.fromEntries(t.tiles.map((x) => [x.label, x]));
+  return element("td", { className: "outcomes" }, ...LABELS.filter((l) => counts[l.key].count)
+    .map((l) => {
+      const chip = opener(`${counts[l.key].percent}% ${l.name} (${counts[l.key].count})`,
+                          { ...wanted, label: l.key });
+      chip.className = `chip label-${l.key}`;
+      return chip;
+    }));
 }
 
 function opener(text, wanted) {
@@ -281,9 +331,7 @@ async function loadTopics() {
     return element("tr", {},
       element("td", {}, opener(t.title, { topic: value })),
       element("td", { textContent: String(t.conversations) }),
-      element("td", { textContent: share(t, "confirmed", "assumed") }),
-      element("td", { textContent: share(t, "handed_off", "resolved_by_person") }),
-      element("td", { textContent: share(t, "unanswered", "suggested") }));
+      outcomeChips(t, { topic: value }));
   }));
 }
 
@@ -364,13 +412,18 @@ async function draftArticle(questions) {
   $("article-name").value = proposal.title;
   $("article-slug").value = proposal.slug;
   $("article-text").value = proposal.text;
+  // the highest level among the conversations it quotes: saving it lower is refused
+  $("article-access").value = proposal.access || "public";
   $("article-sources").replaceChildren(
     ...[...new Set(proposal.sources.map((s) => s.session_id))]
       .map((session) => element("li", { textContent: `from the replies in conversation ${session.slice(0, 8)}` })),
     ...proposal.pages.map((page) => element("li", { textContent: `from the knowledge-base page ${page}` })),
     ...proposal.unsupported.map((sentence) => element("li", { textContent: `check, not in the knowledge base: “${sentence}”` })));
   $("article-status").textContent = {
-    replies: "A draft from the replies people wrote: edit, then save.",
+    replies: "A draft from the replies people wrote: edit, then save" +
+      (proposal.access && proposal.access !== "public"
+        ? ` (they were written in ${proposal.access}-level conversations: so is the article).`
+        : "."),
     model: proposal.unsupported.length
       ? `A model's draft from the knowledge base: ${proposal.unsupported.length} sentence(s) marked “(check: …)” are not in it; fix or remove them, then save.`
       : "A model's draft from the knowledge base, every sentence found in it: edit, then save.",
@@ -378,6 +431,7 @@ async function draftArticle(questions) {
   }[proposal.drafted_by];
   $("article-check").hidden = true;
   $("article-publish").hidden = true;
+  $("article-confirm").hidden = true;
   $("article-results").replaceChildren();
   $("article-section").hidden = false;
   $("article-section").scrollIntoView({ block: "start" });
@@ -386,9 +440,18 @@ async function draftArticle(questions) {
 
 function showArticle(record) {
   lead.article.slug = record.slug;
+  lead.article.record = record;
   const last = record.events[record.events.length - 1];
-  $("article-status").textContent = `${record.id}: ${record.status} (${last.action} by ${last.by})`;
+  const status = $("article-status");
+  status.replaceChildren(`${record.id}: ${record.status} (${last.action} by ${last.by})`);
+  if (record.status === "published" && record.url) {
+    // where customers (and their citations) open it; a path (pilot.public_url unset) is on
+    // this service, which serves this page too: shown whole, as a link
+    const live = new URL(record.url, window.location.href).href;
+    status.append(". It is live at ", SupportcrewChat.withLinks(live));
+  }
   $("article-check").hidden = false;
+  $("article-confirm").hidden = true;
   $("article-results").replaceChildren(...((record.check && record.check.rows) || []).map((row) => {
     const verdict = row.answered_from_article ? "answered from the article" :
       `not answered from it (${row.verdict}${row.cited.length ? ", cites " + row.cited.join(", ") : ""})`;
@@ -397,20 +460,50 @@ function showArticle(record) {
       (row.cited.length ? ` (${row.cited[0]})` : "") : "";
     return item(row.answered_from_article ? "assistant" : "user", `“${row.question}”`, verdict + "." + reads);
   }));
-  const replay = record.check && record.check.replay;
-  if (replay) {
-    const s = replay.summary;
-    const said = replay.questions ?
-      `${replay.questions} recent customer questions near it, asked with and without it: ` +
-      `${s.newly_answered} newly answered, ${s.lost} answers lost, ${s.moved} from another page.` :
-      "No recent customer question is near it: nothing to replay.";
-    $("article-results").append(item("meta", "Replay of recent questions", said),
-      ...replay.changes.map((c) => item(c.change === "lost" ? "user" : "assistant", `“${c.question}”`,
-        `${c.change.replace("_", " ")}: ${c.before.verdict} ${c.before.pages[0] || ""} → ` +
-        `${c.after.verdict} ${c.after.pages[0] || ""}`)));
+  if (record.check_hidden) {
+    $("article-results").append(item("meta", "The last check",
+      "It ran under a key that reads more than yours, so yours may not read it: check again " +
+      "with your key before publishing."));
   }
+  const replay = record.check && record.check.replay;
+  if (replay) $("article-results").append(...replayed(replay));
   $("article-publish").hidden = !(record.check && record.check.answered) ||
     record.status === "published";
+}
+
+// The check's replay: how many recent questions were asked with and without the article,
+// then each of them with what the customer read before and would read after.
+function replayed(replay) {
+  const s = replay.summary;
+  const n = replay.questions;
+  const said = n ?
+    `${n} recent customer question${n === 1 ? "" : "s"} near it, asked with and without it: ` +
+    `${s.newly_answered} newly answered, ${s.lost} answer${s.lost === 1 ? "" : "s"} lost, ` +
+    `${s.moved} from another page, ${s.same} the same.` :
+    "No recent customer question is near it: nothing to replay.";
+  const reply = (r) => `${Staff.verdictWords[r.verdict] || r.verdict}` +
+    (r.answer ? `: “${r.answer}”` : "") + (r.pages.length ? ` (${r.pages[0]})` : "");
+  // a check stored before every question was kept lists only the changed ones
+  const asked = replay.asked || replay.changes;
+  return [item("meta", "Replay of recent questions", said), ...asked.map((c) => {
+    const entry = item(c.change === "lost" ? "user" : "assistant",
+                       `“${c.question}” (${c.change.replace("_", " ")})`,
+                       `Before: ${reply(c.before)}\nAfter: ${reply(c.after)}`);
+    entry.classList.add("replayed");
+    return entry;
+  })];
+}
+
+// Publishing while some of the gap's own questions still fail the check: the lead confirms
+// with those questions named (the service refuses it otherwise).
+function failingQuestions(record) {
+  return ((record.check && record.check.rows) || [])
+    .filter((row) => !row.answered_from_article).map((row) => row.question);
+}
+
+async function publish(despite) {
+  showArticle(await call(`/v1/articles/${lead.article.slug}/publish`, despite ? { despite } : {}));
+  await Promise.all([loadGaps(), loadArticles(), loadTopics()]);
 }
 
 // -- wiring ---------------------------------------------------------------------------------
@@ -423,7 +516,7 @@ $("key-form").addEventListener("submit", guarded(async () => {
   await loadOverview();
   $("key-form").hidden = true;
   $("board").hidden = false;
-  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps()]);
+  await Promise.all([loadTopics(), loadArticles(), loadList(), loadGaps(), loadBudgets()]);
 }));
 
 for (const name of ["label", "topic", "day", "article"]) {
@@ -464,6 +557,22 @@ $("article-check").addEventListener("click", guarded(async () => {
   showArticle(await call(`/v1/articles/${lead.article.slug}/check`, {}));
 }));
 $("article-publish").addEventListener("click", guarded(async () => {
-  showArticle(await call(`/v1/articles/${lead.article.slug}/publish`, {}));
-  await Promise.all([loadGaps(), loadArticles(), loadTopics()]);
+  const failing = failingQuestions(lead.article.record);
+  if (!failing.length) {
+    await publish(null);
+    return;
+  }
+  $("article-confirm-text").textContent = `${failing.length} of this gap's questions ` +
+    `${failing.length === 1 ? "is" : "are"} still not answered from the article, and would ` +
+    "keep failing once it is live:";
+  $("article-failing").replaceChildren(...failing.map((q) => element("li", { textContent: `“${q}”` })));
+  $("article-confirm").hidden = false;
+  $("article-keep").focus();
+}));
+$("article-keep").addEventListener("click", () => {
+  $("article-confirm").hidden = true;
+  $("article-text").focus();
+});
+$("article-publish-anyway").addEventListener("click", guarded(async () => {
+  await publish(failingQuestions(lead.article.record));
 }));

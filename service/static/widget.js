@@ -109,22 +109,11 @@
     async function refusal(err) {
       if (err.code === "origin_not_allowed" || (err.unreachable && await serviceAnswers())) {
         // a site not among the key's origins gets no CORS grant: the browser hides why
-        console.error("supportcrew widget: the service refuses this page's origin. Add "
-                      + window.location.origin + " to the origins of the widget key "
-                      + options.key.slice(0, 12) + "… (pilot.api_keys[].origins).");
+        console.error(notForThisSite());
         return "Chat is not enabled on this site.";
       }
       console.error("supportcrew widget: opening a session failed (" + err.message + ")");
       return "The chat cannot start: " + err.message;
-    }
-
-    // Whether the service is up for this page at all: a no-cors request is answered (opaque)
-    // whenever the service is reachable, whatever it thinks of this origin.
-    async function serviceAnswers() {
-      try {
-        await fetch(base + "/healthz", { mode: "no-cors", cache: "no-store" });
-        return true;
-      } catch { return false; }
     }
 
     async function open() {
@@ -166,10 +155,15 @@
     }
 
     // Close: the closing question first when it is due ("Not now" or Close again closes);
-    // answered, the panel closes a moment after the thanks.
+    // answered yes, the panel closes a moment after the thanks; answered no, it stays open on
+    // the offer of a person (Close again closes).
     function hide() {
       if (!panel.hidden && chat && chat.leaving && chat.leaving()) {
-        chat.onClosed = (answered) => (answered ? setTimeout(closePanel, 1500) : closePanel());
+        chat.onClosed = (answered, stay) => {
+          if (stay) return;
+          if (answered) setTimeout(closePanel, 1500);
+          else closePanel();
+        };
         return;
       }
       closePanel();
@@ -186,8 +180,48 @@
     launcher.addEventListener("click", () => (panel.hidden ? open() : hide()));
     close.addEventListener("click", hide);
     panel.addEventListener("keydown", (event) => { if (event.key === "Escape") hide(); });
-    const kept = remembered();
-    if (kept && kept.open) open();
+    launcher.hidden = true; // shown once the service says this page may use the key
+    allowedHere().then((allowed) => {
+      if (!allowed) { host.remove(); return; }
+      launcher.hidden = false;
+      const kept = remembered();
+      if (kept && kept.open) open();
+    });
+  }
+
+  // Whether the key may be used on this page's origin: no launcher where chat cannot start
+  // (the console says why and what to change). A service that cannot be reached gets the
+  // launcher: it may be back by the time the visitor opens it, and says so if not.
+  async function allowedHere() {
+    try {
+      await window.SupportcrewChat.call(base, "/v1/widget/ready", options.key);
+      return true;
+    } catch (err) {
+      if (err.code === "origin_not_allowed" || (err.unreachable && await serviceAnswers())) {
+        console.error(notForThisSite());
+        return false;
+      }
+      if (err.status === 401 || err.status === 403) {
+        console.error("supportcrew widget: the key is refused (" + err.message + "): no chat on this page.");
+        return false;
+      }
+      return true;
+    }
+  }
+
+  function notForThisSite() {
+    return "supportcrew widget: the service refuses this page's origin, so the chat is not " +
+      "shown. Add " + window.location.origin + " to the origins of the widget key " +
+      options.key.slice(0, 12) + "… (pilot.api_keys[].origins).";
+  }
+
+  // Whether the service is up for this page at all: a no-cors request is answered (opaque)
+  // whenever the service is reachable, whatever it thinks of this origin.
+  async function serviceAnswers() {
+    try {
+      await fetch(base + "/healthz", { mode: "no-cors", cache: "no-store" });
+      return true;
+    } catch { return false; }
   }
 
   if (window.SupportcrewChat) { start(); return; }

@@ -103,6 +103,20 @@ def _validated(meta: dict[str, Any], where: str) -> FrontMatter:
         raise DocumentError(f"{where}: bad front matter: {problems}") from None
 
 
+def safe_link(url: str) -> bool:
+    """An http(s) link, or a path on the service that serves it (``/help/articles/...``: a
+    desk article published without ``pilot.public_url``); never ``javascript:``, ``data:``
+    or a scheme-relative ``//host``.
+
+    >>> [safe_link(u) for u in ("https://x.test/a", "/help/a", "//evil.test/a", "javascript:x")]
+    [True, True, False, False]
+    """
+    link = url.strip()
+    if urlsplit(link).scheme.lower() in SAFE_URL_SCHEMES:
+        return True
+    return link.startswith("/") and not link.startswith("//") and "\\" not in link
+
+
 def _make_document(
     text: str, meta: FrontMatter, default_id: str, default_title: str, origin: str
 ) -> Document:
@@ -113,8 +127,8 @@ def _make_document(
     title = fields.pop("title", None) or default_title
     url = fields.pop("url", None)
     warnings = []
-    if url is not None and urlsplit(url.strip()).scheme.lower() not in SAFE_URL_SCHEMES:
-        warnings.append(f"{origin}: url {url[:80]!r} dropped: only http(s) links are kept")
+    if url is not None and not safe_link(url):
+        warnings.append(f"{origin}: url {url[:80]!r} dropped: only http(s) links are kept, and paths")
         url = None
     return Document(
         source_id=source_id,

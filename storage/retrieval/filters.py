@@ -259,3 +259,58 @@ def widest_reach(rules: Mapping[str, SlotRule], reads: Sequence[Mapping[str, Any
         elif values:
             reach[name] = values[0]
     return reach
+
+
+def highest_levels(rules: Mapping[str, SlotRule]) -> dict[str, str]:
+    """The highest level of each enforced ``at_most`` rule: the reach of a record whose
+    reader is unknown (shown only to callers at that level).
+
+    >>> from config.settings import load_settings
+    >>> highest_levels(load_settings().slots)
+    {'access_level': 'internal'}
+    """
+    return {
+        n: r.levels[-1]
+        for n, r in rules.items()
+        if r.mode == "enforced" and r.match == "at_most" and r.levels
+    }
+
+
+def above(
+    rules: Mapping[str, SlotRule], record: Mapping[str, Any], other: Mapping[str, Any]
+) -> list[str]:
+    """The payload fields on which some caller who may read ``record`` may not read
+    ``other`` ([]: every reader of ``record`` reads ``other`` too), each enforced rule
+    weighed over every value a caller could hold (its levels or values, the two records'
+    own, none).
+
+    >>> from config.settings import load_settings
+    >>> rules = load_settings().slots
+    >>> above(rules, {"access": "public"}, {"access": "internal", "tiers": ["pro"]})
+    ['tiers', 'access']
+    >>> above(rules, {"access": "internal", "tiers": ["pro"]}, {"access": "customer"})
+    []
+    """
+    hidden = []
+    for rule in rules.values():
+        if rule.mode != "enforced":
+            continue
+        mine, theirs = record.get(rule.field), other.get(rule.field)
+        if rule.match == "at_most":
+            callers: list[str | None] = [None, *(rule.levels or [])]
+        else:
+            held = [v for field in (mine, theirs) for v in _as_list(field) if v]
+            callers = [None, *(rule.values or []), *held]
+        if any(_admitted(rule, c, mine) and not _admitted(rule, c, theirs) for c in callers):
+            hidden.append(rule.field)
+    return hidden
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def level_rules(rules: Mapping[str, SlotRule]) -> dict[str, SlotRule]:
+    """The ordered enforced rules (``at_most``: the access level). What staff write in a
+    conversation is judged on them: a plan (tier) is no level (``storage.replies``)."""
+    return {n: r for n, r in rules.items() if r.mode == "enforced" and r.match == "at_most"}

@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 from config.settings import ApiKey
 from service.auth import hash_key
 from service.model_draft import UNSUPPORTED
-from tests.helpers import REFUND, acme_team, bearer, pilot_over_own_store
+from tests.helpers import (
+    REFUND,
+    acme_team,
+    api_key,
+    bearer,
+    pilot_over_own_store,
+    shipped_pilot_client,
+)
 from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
@@ -46,6 +53,8 @@ KEYS = [
         role="admin",
         slots={"access_level": "internal"},
     ),
+    api_key("insider", access_level="internal"),
+    api_key("ben", role="agent", access_level="internal"),
     ApiKey(name="lead", sha256=hash_key("globex-lead-key"), tenant="globex", role="admin"),
     ApiKey(
         name="backend",
@@ -92,13 +101,7 @@ ACME_MARS = {
 
 @pytest.fixture
 def client(settings, example_kb, tmp_path):
-    with (
-        pilot_over_own_store(settings, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
-            app,
-            _,
-        ),
-        TestClient(app) as test_client,
-    ):
+    with shipped_pilot_client(settings, example_kb, tmp_path / "data", *KEYS) as test_client:
         yield test_client
 
 
@@ -428,7 +431,7 @@ def test_a_published_articles_citation_opens_within_its_tenant_and_access(client
     reader of the article's tenant, and is 404 (never the text) for another tenant's key, for
     a key below the article's access, and for an article still a draft."""
     published = publish(client, "lead", ACME_MARS)
-    assert published["url"] == "http://testserver/help/articles/acme/mars-shipping"
+    assert published["url"] == "/help/articles/acme/mars-shipping"  # no pilot.public_url: a path
     _, answered = ask(client, "c-1", MARS)
     [citation] = answered["citations"]
     assert citation["url"] == published["url"], citation
@@ -588,3 +591,109 @@ def test_a_draft_from_replies_keeps_only_what_answers_the_question(client):
     body = proposal["text"].split("\n\n", 1)[1]
     assert body.strip() == "About the student discount: we don't have one today, sorry."
     assert [source["session_id"] for source in proposal["sources"]] == [session]
+
+
+def test_an_articles_link_starts_with_the_configured_address_never_the_host_header(
+    settings, example_kb, tmp_path
+):
+    """A publish request's ``Host`` header is the client's to write: the link customers
+    are sent comes from ``pilot.public_url``."""
+    configured = settings.model_copy(
+        update={"pilot": settings.pilot.model_copy(update={"public_url": "https://help.acme.test"})}
+    )
+    with (
+        pilot_over_own_store(configured, example_kb, tmp_path / "data", *KEYS, roles="evidence") as (
+            app,
+            _,
+        ),
+        TestClient(app) as client,
+    ):
+        client.post("/v1/articles", json=ACME_MARS, headers=auth("lead"))
+        client.post("/v1/articles/mars-shipping/check", headers=auth("lead"))
+        published = client.post(
+            "/v1/articles/mars-shipping/publish",
+            headers={**auth("lead"), "Host": "attacker.example", "X-Forwarded-Host": "evil.example"},
+        ).json()
+        assert published["url"] == "https://help.acme.test/help/articles/acme/mars-shipping"
+        _, answered = ask(client, "c-1", MARS)
+        assert [c["url"] for c in answered["citations"]] == [published["url"]]
+
+
+def test_a_check_is_read_only_by_keys_that_reach_as_far_as_the_one_that_ran_it(client):
+    """An internal-level lead checks a public article: its rows quote the internal runbook.
+    A public-level and a customer-level lead of the same tenant list the article without a
+    row of that check (``check_hidden``), cannot publish on it, and run their own."""
+    goodwill = {
+        "slug": "goodwill",
+        "title": "Goodwill gestures",
+        "text": "# Goodwill gestures\n\nWe sometimes send a small gift to say sorry.",
+        "access": "public",
+        "questions": ["Which reason code do I use for a goodwill refund override?"],
+    }
+    assert client.post("/v1/articles", json=goodwill, headers=auth("senior-lead")).status_code == 201
+    senior = client.post("/v1/articles/goodwill/check", headers=auth("senior-lead")).json()
+    assert "internal/runbook-refund-override.md" in senior["check"]["rows"][0]["cited"]
+    for lower in ("public-lead", "junior-lead"):
+        listed = client.get("/v1/articles", headers=auth(lower))
+        [record] = [a for a in listed.json() if a["slug"] == "goodwill"]
+        assert record["check"] is None and record["check_hidden"], record
+        assert "runbook" not in listed.text and "OVR-" not in listed.text
+        refused = client.post("/v1/articles/goodwill/publish", headers=auth(lower))
+        assert refused.status_code == 409 and refused.json()["error"]["field"] == "check"
+        assert "run the check again with your key" in refused.json()["error"]["message"]
+    # the senior lead still reads its own check; one a lower lead runs, both read
+    [mine] = client.get("/v1/articles", headers=auth("senior-lead")).json()
+    assert mine["check"]["rows"][0]["cited"] == senior["check"]["rows"][0]["cited"]
+    own = client.post("/v1/articles/goodwill/check", headers=auth("junior-lead")).json()
+    assert not own["check_hidden"] and "runbook" not in str(own["check"])
+    [seen] = client.get("/v1/articles", headers=auth("senior-lead")).json()
+    assert seen["check"]["by"] == "junior-lead"
+
+
+def test_a_persons_reply_is_read_only_at_its_conversations_level(client):
+    """An internal agent answers an internal customer quoting the refund runbook. A lead
+    whose key reads public pages reads that reply withheld in the conversation, its
+    drill-down and the draft; the internal lead's draft quotes it, carries its level, and
+    cannot be saved or published below it."""
+    question = "Which reason code do I use for a goodwill refund override?"
+    runbook = "Use reason code OVR-9 for a goodwill refund override, and note the ticket."
+    session, _ = ask(client, "staff-7", question, key="insider")
+    client.post(f"/v1/sessions/{session}/handoff", json={"reason": "gap"}, headers=auth("insider"))
+    assert client.post(f"/v1/handoffs/{session}/take", headers=auth("ben")).status_code == 200
+    sent = client.post(
+        f"/v1/sessions/{session}/agent-messages",
+        json={"message": f"Hi Maria,\n\n{runbook}\n\nBest, Ben"},
+        headers=auth("ben"),
+    )
+    assert sent.status_code == 201, sent.text
+    for lower in ("public-lead", "junior-lead"):
+        read = client.get(f"/v1/handoffs/{session}", headers=auth(lower))
+        assert read.status_code == 200 and "OVR-9" not in read.text, read.text
+        [reply] = [t for t in read.json()["turns"] if t.get("from") == "agent"]
+        assert reply["answer"].startswith("[withheld: a person's reply")
+        drill = client.get(f"/v1/reports/outcomes/{session}", headers=auth(lower))
+        assert drill.status_code == 200 and "OVR-9" not in drill.text
+        proposal = client.post("/v1/articles/draft", json={"questions": [question]}, headers=auth(lower))
+        assert "OVR-9" not in proposal.text and proposal.json()["drafted_by"] != "replies"
+    # the internal lead reads it, and its draft quotes it without greeting, sign-off or name
+    assert "OVR-9" in client.get(f"/v1/handoffs/{session}", headers=auth("senior-lead")).text
+    proposal = client.post(
+        "/v1/articles/draft", json={"questions": [question]}, headers=auth("senior-lead")
+    ).json()
+    assert proposal["drafted_by"] == "replies" and runbook in proposal["text"], proposal
+    assert "Maria" not in proposal["text"] and "Ben" not in proposal["text"]
+    assert proposal["access"] == "internal"
+    article = {
+        "slug": "goodwill-override",
+        "title": "Goodwill refund overrides",
+        "text": proposal["text"],
+        "access": "public",
+        "questions": [question],
+    }
+    refused = client.post("/v1/articles", json=article, headers=auth("senior-lead"))
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "access", refused.text
+    assert "quotes a person's reply" in refused.json()["error"]["message"]
+    kept = client.post(
+        "/v1/articles", json={**article, "access": "internal"}, headers=auth("senior-lead")
+    )
+    assert kept.status_code == 201, kept.text

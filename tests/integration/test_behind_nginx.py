@@ -187,3 +187,26 @@ def test_the_local_runner_stops_nginx_on_sigterm(tmp_path):
             runner.kill()
         with contextlib.suppress(ProcessLookupError):  # an nginx left behind (the bug it catches)
             os.killpg(runner.pid, signal.SIGKILL)
+
+
+def test_a_body_trickled_a_byte_every_six_seconds_is_dropped_by_nginx(proxied):
+    """``client_body_timeout`` runs between two reads: short, a trickling client is dropped
+    (408) before its next byte, and the deploy recipe's ``send_timeout`` is as short."""
+    import socket
+
+    host, port = proxied.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(
+            b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer backend-key\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{"
+        )
+        started = time.monotonic()
+        raw.settimeout(9.0)  # the probe's next byte came after 6 s
+        try:
+            answer = raw.recv(4096)
+        except TimeoutError:
+            pytest.fail("nginx still holds a body that stopped arriving 9 s ago")
+    assert time.monotonic() - started < 6.0, "dropped only after the trickle's next byte"
+    assert answer == b"" or b" 408 " in answer.split(b"\r\n", 1)[0], answer[:80]
+    rendered = site_for([9001], 8088)
+    assert "client_body_timeout 5s;" in rendered and "send_timeout 10s;" in rendered

@@ -95,9 +95,9 @@ def test_metrics_show_turns_by_verdict_steps_waiting_and_refusals(service):
         key = (name, tuple(sorted(labels.items())))
         return after.get(key, 0.0) - before.get(key, 0.0)
 
-    assert grew("supportcrew_turns_total", verdict="answered", engine=engine) == 1
-    assert grew("supportcrew_turns_total", verdict="handoff", engine=engine) == 1
-    assert grew("supportcrew_turn_seconds_count", engine=engine) == 2
+    assert grew("supportcrew_turns_total", tenant="acme", verdict="answered", engine=engine) == 1
+    assert grew("supportcrew_turns_total", tenant="acme", verdict="handoff", engine=engine) == 1
+    assert grew("supportcrew_turn_seconds_count", tenant="acme", engine=engine) == 2
     steps = {
         dict(labels)["step"] for (name, labels) in after if name == "supportcrew_step_seconds_count"
     }
@@ -121,13 +121,49 @@ def test_a_tenants_admin_reads_only_its_own_tenants_metrics(service):
     acme = client.get("/metrics", headers=bearer("lead"))
     assert acme.status_code == 200
     mine = samples(acme.text)
-    assert mine == {("supportcrew_handoffs_waiting", (("tenant", "acme"),)): 1.0}, mine
+    assert mine[("supportcrew_handoffs_waiting", (("tenant", "acme"),))] == 1.0, mine
     assert "globex" not in acme.text
+    assert all(dict(labels).get("tenant") == "acme" for _, labels in mine), mine
     globex = samples(client.get("/metrics", headers=bearer("globex-lead")).text)
-    assert globex == {("supportcrew_handoffs_waiting", (("tenant", "globex"),)): 1.0}
+    assert globex[("supportcrew_handoffs_waiting", (("tenant", "globex"),))] == 1.0
+    assert all(dict(labels).get("tenant") == "globex" for _, labels in globex), globex
     everyone = samples(client.get("/metrics", headers=bearer("ops")).text)
     assert everyone[("supportcrew_handoffs_waiting", (("tenant", "globex"),))] == 1.0
     assert everyone[("supportcrew_handoffs_waiting", (("tenant", "acme"),))] == 1.0
+
+
+def test_a_tenants_admin_reads_its_own_turns_by_verdict_and_their_latencies(service):
+    """Since /metrics became per tenant, a tenant's admin read only the waiting conversations;
+    its own turns by verdict and their latencies are labelled with it now, and only its."""
+    client, app, _ = service
+    ask(client)  # acme's
+    session = client.post("/v1/sessions", json={}, headers=bearer("globex-backend")).json()
+    client.post(
+        f"/v1/sessions/{session['session_id']}/messages",
+        json={"message": QUESTION},
+        headers=bearer("globex-backend"),
+    )
+    engine = app.state.pilot.runtime.engine.name
+    acme = client.get("/metrics", headers=bearer("lead")).text
+    mine = samples(acme)
+    assert (
+        mine[
+            (
+                "supportcrew_turns_total",
+                (("engine", engine), ("tenant", "acme"), ("verdict", "answered")),
+            )
+        ]
+        >= 1
+    )
+    assert mine[("supportcrew_turn_seconds_count", (("engine", engine), ("tenant", "acme")))] >= 1
+    assert any(name == "supportcrew_turn_seconds_bucket" for name, _ in mine)
+    assert "globex" not in acme
+    assert all(dict(labels).get("tenant") == "acme" for _, labels in mine)
+    everyone = samples(client.get("/metrics", headers=bearer("ops")).text)
+    tenants = {
+        dict(labels).get("tenant") for name, labels in everyone if name == "supportcrew_turns_total"
+    }
+    assert {"acme", "globex"} <= tenants
 
 
 def test_one_span_a_turn_with_its_steps_inside_it_and_no_customer_words(service):
@@ -200,6 +236,6 @@ def test_metrics_of_several_worker_processes_are_summed(tmp_path, monkeypatch):
         store = None
 
     scraped = samples(generate_latest(registry_for(NoStore())).decode())
-    key = ("supportcrew_turns_total", (("engine", "crewai"), ("verdict", "answered")))
+    key = ("supportcrew_turns_total", (("engine", "crewai"), ("tenant", ""), ("verdict", "answered")))
     assert scraped[key] == 2
-    assert scraped[("supportcrew_turn_seconds_count", (("engine", "crewai"),))] == 2
+    assert scraped[("supportcrew_turn_seconds_count", (("engine", "crewai"), ("tenant", "")))] == 2

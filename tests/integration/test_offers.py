@@ -17,6 +17,7 @@ from tests.scripted_llm import ScriptedLLM
 
 pytestmark = pytest.mark.integration
 SCRIPT = REPO / "examples" / "kickoff" / "offers-and-follow-ups.yaml"
+CLOSING = REPO / "examples" / "kickoff" / "closing.yaml"
 
 
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
@@ -32,6 +33,29 @@ def test_every_turn_of_the_offers_script_does_what_it_expects(settings, example_
     said = {(line["conversation_id"], line["turn_index"]): line for line in lines}
     assert "Request refund" in said[("refund-how-to-ask", 1)]["answer"]
     assert said[("discount-yes", 1)]["handoff"] is True
+
+
+@pytest.mark.parametrize("engine", ["crewai", "autogen"])
+def test_the_closing_script_says_goodbye_and_offers_a_person_after_a_no(
+    settings, example_kb, engine, tmp_path
+):
+    """examples/kickoff/closing.yaml: "bye" gets a goodbye and closes, a "no" to the closing
+    question offers a person, and asking for one then hands off."""
+    runtime = scripted_runtime(
+        settings, example_kb, ScriptedLLM(model="scripted"), engine=engine, roles="evidence"
+    )
+    runtime.memory = MemoryStore(EdgeStore(tmp_path / "memory"), example_kb.encoders)
+    runtime.memory.ensure()
+    lines = list(run_script(load_script(CLOSING), runtime))
+    assert [
+        (line["conversation_id"], line["expect_failures"]) for line in lines if line["expect_failures"]
+    ] == []
+    said = {(line["conversation_id"], line["turn_index"]): line for line in lines}
+    bye, no = said[("refund-bye-not-solved", 1)], said[("refund-bye-not-solved", 2)]
+    assert (bye["kind"], bye["closes"]) == ("goodbye", True) and "Happy to help" not in bye["answer"]
+    assert (no["verdict"], no["offers_person"]) == ("closing answer", True)
+    assert said[("refund-bye-not-solved", 3)]["handoff"] is True
+    assert said[("thanks-is-not-goodbye", 1)]["kind"] == "courtesy"
 
 
 @pytest.fixture
@@ -122,10 +146,12 @@ def test_after_a_hand_off_the_person_gets_the_messages_and_the_queue_shows_the_p
     assert row["problem"] == "Do you offer a student discount?"
     assert row["why"] == "accepted the offer of a person"  # not a bare "Handed off: yes please"
     assert row["session"]["contact_email"] == "sam@example.com"
-    assert (row["waiting"], row["urgent"]) == (2, False)
-    client.post(
-        f"/v1/sessions/{session}/messages", json={"message": "Hello?"}, headers=bearer("backend")
-    )
+    # the messages a person has to answer: the thanks waits for no answer (issue 65)
+    assert (row["waiting"], row["urgent"]) == (1, False)
+    for text in ("Hello?", "Is anyone there?"):
+        client.post(
+            f"/v1/sessions/{session}/messages", json={"message": text}, headers=bearer("backend")
+        )
     [row] = client.get("/v1/handoffs", headers=bearer("ana")).json()["handoffs"]
     assert row["urgent"] is True and "3 messages" in row["urgent_why"]
     whole = client.get(f"/v1/handoffs/{session}", headers=bearer("ana")).json()

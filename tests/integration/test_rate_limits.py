@@ -8,11 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from config.settings import ApiKey, PilotLimits
 from service.auth import hash_key
 from storage.memory import Scope
-from tests.helpers import pilot_over_own_store
+from tests.helpers import examples_over_a_fixture, pilot_over_own_store
 
 pytestmark = pytest.mark.integration
 TIGHT = PilotLimits(
@@ -220,3 +222,60 @@ def test_a_malformed_limit_is_named(field, value):
 
     with pytest.raises(ValidationError, match=field):
         PilotLimits(**{field: value})
+
+
+def counter_records(app_pilot) -> int:
+    from service.rate_limits import COUNTERS
+
+    return app_pilot.limits.limiter.storage.store.count(COUNTERS)
+
+
+@examples_over_a_fixture(40)
+@given(
+    tenant=st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="/?#%"),
+        min_size=1,
+        max_size=40,
+    ).filter(lambda t: t.strip() and t not in (".", "..") and t not in ("acme", "globex")),
+    name=st.from_regex(r"[a-z0-9]{1,12}", fullmatch=True),
+)
+def test_a_keyless_read_of_a_tenant_nobody_serves_is_refused_before_it_is_counted(pilot, tenant, name):
+    """A made-up tenant in ``/help/articles/<tenant>/<name>`` used to leave a rate counter
+    behind for good (4,000 names from one address: 4,000 records); now it is 404 and
+    nothing is stored."""
+    from urllib.parse import quote
+
+    client, app_pilot = pilot
+    before = counter_records(app_pilot)
+    response = client.get(f"/help/articles/{quote(tenant, safe='')}/{name}")
+    assert response.status_code == 404, response.text
+    assert response.json()["error"]["code"] == "unknown_article"
+    assert counter_records(app_pilot) == before
+
+
+def test_one_address_makes_one_counter_per_served_tenant_and_counters_expire(pilot):
+    import time
+
+    client, app_pilot = pilot
+    before = counter_records(app_pilot)
+    for n in range(30):  # made-up tenants and names, then the served tenants' own
+        client.get(f"/help/articles/made-up-{n}/page-{n}")
+        client.get(f"/help/articles/acme/page-{n}")
+        client.get(f"/help/articles/globex/page-{n}")
+    assert counter_records(app_pilot) == before + 2  # acme's and globex's reads, this address
+    assert post(client, "/v1/sessions", "flood").status_code == 201
+    assert counter_records(app_pilot) == before + 3
+    # a day later every window has ended: the minute sweep deletes them all
+    app_pilot.limits.forget_expired(time.time() + 2 * 86_400)
+    assert counter_records(app_pilot) == 0 and app_pilot.limits.spent_until == {}
+    # and a counter stored before counters had an expiry hour goes at the next start's sweep
+    from service.rate_limits import COUNTERS
+
+    app_pilot.limits.limiter.hit(app_pilot.limits.items["sessions"], "sessions", "old")
+    [record] = app_pilot.limits.counters.store.scroll(COUNTERS)
+    record.payload.pop("expires_hour")
+    app_pilot.limits.counters.store.upsert(
+        COUNTERS, [app_pilot.limits.counters._point(record.payload["key"], record.payload)]
+    )
+    app_pilot.limits.forget_expired(time.time() + 2 * 86_400, everything=True)
+    assert counter_records(app_pilot) == 0

@@ -47,7 +47,8 @@ def data_dir(tmp_path_factory) -> Path:
     return folder
 
 
-def start_chat(data_dir: Path, columns: int) -> pexpect.spawn:
+def start_chat(data_dir: Path, columns: int) -> tuple[pexpect.spawn, str]:
+    """The chat started in a pseudo-terminal of ``columns``, and the header it printed."""
     child = pexpect.spawn(
         sys.executable,
         [
@@ -66,9 +67,9 @@ def start_chat(data_dir: Path, columns: int) -> pexpect.spawn:
         dimensions=(50, columns),
         env=ENV,
     )
-    child.expect("anonymous customer anon-")
+    child.expect("supportcrew chat")
     child.expect("you>")
-    return child
+    return child, _ESCAPE.sub("", child.before)
 
 
 def screen_text(raw: str) -> str:
@@ -87,7 +88,11 @@ def ask(child: pexpect.spawn, message: str) -> str:
 
 @pytest.mark.parametrize("columns", [80, 40])
 def test_whole_answers_and_follow_ups_without_a_customer(data_dir, columns):
-    child = start_chat(data_dir, columns)
+    child, header = start_chat(data_dir, columns)
+    # the header breaks between its parts, never inside the session or customer id
+    assert re.search(r"^anonymous customer anon-[0-9a-f]{12}\b", header, re.MULTILINE), header
+    assert re.search(r"session chat-[0-9a-f]{12}\b", header), header
+    assert all(len(line.rstrip()) <= columns for line in header.splitlines()), header
     try:
         shown = ask(child, "How long does a refund take?")
         assert "answered" in shown
@@ -97,13 +102,16 @@ def test_whole_answers_and_follow_ups_without_a_customer(data_dir, columns):
         child.sendline("/memory")
         child.expect("customer anon-")
         child.expect("you>")
+        goodbye = ask(child, "bye")  # a goodbye, not the thanks reply
+        assert "goodbye" in goodbye and "Goodbye, and thanks for contacting us." in goodbye
+        assert "Happy to help" not in goodbye
     finally:
         child.sendeof()
         child.expect(pexpect.EOF)
 
 
 def test_ctrl_c_cancels_a_turn_and_the_chat_goes_on(data_dir):
-    child = start_chat(data_dir, 80)
+    child, _header = start_chat(data_dir, 80)
     try:
         child.sendline("How long does a refund take?")
         child.sendintr()

@@ -77,3 +77,45 @@ def test_the_start_migration_gives_each_header_its_status_and_drops_the_flag(pil
     }
 
     assert pilot.drop_handoff_flags() == 0  # a second start finds nothing to migrate
+
+
+def test_a_header_in_the_old_format_written_after_the_start_is_still_with_a_person(
+    settings, example_kb, tmp_path
+):
+    """A restore, or a worker still on the version before, writes a hand-off as a flag with
+    no status after the start's migration: every read reads it as waiting for a person, so
+    the assistant does not answer the customer again, and the desk lists it."""
+    from fastapi.testclient import TestClient
+
+    from tests.helpers import acme_team, bearer, pilot_over_own_store
+
+    with (
+        pilot_over_own_store(
+            settings, example_kb, tmp_path / "data", *acme_team(), roles="evidence"
+        ) as (app, _),
+        TestClient(app) as client,
+    ):
+        session = client.post(
+            "/v1/sessions", json={"customer_id": "c-1"}, headers=bearer("backend")
+        ).json()["session_id"]
+        pilot = app.state.pilot
+        header = pilot.store.session("acme", session)
+        old = {k: v for k, v in header.items() if k != "status"}
+        old.update(handoff=True, handoff_at=5.0, handoff_reason="asked for a person")
+        pilot.store.store.upsert(SESSIONS, [pilot.store._point(f"acme/{session}", "session", old)])
+
+        reply = client.post(
+            f"/v1/sessions/{session}/messages",
+            json={"message": "How long does a refund take?"},
+            headers=bearer("backend"),
+        ).json()
+        assert reply["verdict"] == "handoff" and reply["handoff"], reply  # a person's, not ours
+        assert "5 to 7 business days" not in reply["answer"]
+        read = client.get(f"/v1/sessions/{session}", headers=bearer("backend")).json()
+        assert read["session"]["status"] == "handoff"
+        queue = client.get("/v1/handoffs", headers=bearer("ana")).json()
+        assert [r["session"]["session_id"] for r in queue["handoffs"]] == [session]
+        assert client.post(f"/v1/handoffs/{session}/take", headers=bearer("ana")).status_code == 200
+        stored = pilot.store.store.scroll(SESSIONS, None)
+        [written] = [r.payload for r in stored if r.payload["session_id"] == session]
+        assert written["status"] == "handoff" and "handoff" not in written  # now the new format

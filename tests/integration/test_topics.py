@@ -22,3 +22,20 @@ def test_a_question_far_from_every_page_is_about_none(example_kb):
     assert name("Can I earn a commission for referring customers?", SLOTS) == ""
     assert name("How do I export our workspace data?", SLOTS) == "data/export.md"
     assert name("How long does a refund take?", SLOTS) == "billing/refunds.md"
+
+
+def test_a_page_near_in_words_that_does_not_answer_is_no_topic(settings, example_kb):
+    """ "Where do I upload my student card?" reads near Payment methods (cards), which the
+    answerability model reads as no answer to it: no topic, not a wrong one."""
+    from tasks.evidence import EvidenceScorer
+
+    retriever = QdrantRetriever(kb=example_kb)
+    scorer = EvidenceScorer(example_kb.encoders, settings.evidence, example_kb.term_statistics)
+    encode = example_kb.encoders.dense.encode
+    words_only = topic_namer(retriever, encode, "acme")
+    name = topic_namer(retriever, encode, "acme", answerable=scorer.answerable)
+    card = "Where do I upload my student card?"
+    assert words_only(card, SLOTS) == "billing/payment-methods.md"  # the cosine floor alone
+    assert name(card, SLOTS) == ""
+    assert name("My refund has not arrived after two weeks.", SLOTS) == "billing/refunds.md"
+    assert name("How do I export our workspace data?", SLOTS) == "data/export.md"

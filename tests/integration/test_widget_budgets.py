@@ -5,6 +5,8 @@ proxy is the one it forwards, and only from a proxy the configuration trusts."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import httpx
 import pytest
 from fastapi.testclient import TestClient
@@ -23,19 +25,22 @@ def configured(settings, **pilot):
     return settings.model_copy(update={"pilot": settings.pilot.model_copy(update=pilot)})
 
 
+@contextmanager
+def site(settings, example_kb, tmp_path, monkeypatch, key=WIDGET, **pilot):
+    """The app of a pilot with the acme team's keys and the widget ``key``, ``pilot``'s
+    settings changed."""
+    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
+    with pilot_over_own_store(
+        configured(settings, **pilot), example_kb, tmp_path / "data", *acme_team(), key, roles="evidence"
+    ) as (app, _):
+        yield app
+
+
 @pytest.fixture
 def widget_app(settings, example_kb, tmp_path, monkeypatch):
-    monkeypatch.setenv(SESSION_SECRET_ENV, "service-secret-" + "x" * 40)
     # the key's day of message bytes: what one visitor drained before (the issue's probe)
     limits = settings.pilot.limits.model_copy(update={"message_bytes": "150000/day"})
-    with pilot_over_own_store(
-        configured(settings, limits=limits),
-        example_kb,
-        tmp_path / "data",
-        *acme_team(),
-        WIDGET,
-        roles="evidence",
-    ) as (app, _):
+    with site(settings, example_kb, tmp_path, monkeypatch, limits=limits) as app:
         yield app
 
 
@@ -197,3 +202,95 @@ def test_a_visitor_renews_its_token_within_its_read_budget(settings, example_kb,
         other = visitor(app, NEIGHBOUR)
         theirs, their_token = open_session(other)
         assert other.post(f"/v1/widget/sessions/{theirs}/token", headers=their_token).status_code == 200
+
+
+WORDS = "a" * 800  # 800 bytes: a long customer message
+
+
+@pytest.fixture
+def small_site(settings, example_kb, tmp_path, monkeypatch):
+    """A widget key whose day of message bytes is 10,000 (8,000 shared, 2,000 kept for new
+    visitors), each address 2,000 a day: five addresses drain what they share."""
+    key = WIDGET.model_copy(update={"limits": {"message_bytes": "10000/day"}})
+    visitors = settings.pilot.visitor_limits.model_copy(update={"message_bytes": "2000/day"})
+    with site(settings, example_kb, tmp_path, monkeypatch, key, visitor_limits=visitors) as app:
+        yield app
+
+
+def waiting_session(client: TestClient) -> tuple[str, dict[str, str]]:
+    """A visitor's session handed to people: its messages wait, no turn runs."""
+    session, token = open_session(client)
+    assert client.post(f"/v1/sessions/{session}/handoff", json={}, headers=token).status_code == 200
+    return session, token
+
+
+def test_a_crowd_of_addresses_cannot_spend_what_is_kept_for_new_visitors(small_site):
+    """The probe: 52 addresses spent a key's day of bytes in 26.5 s and every new visitor got
+    429 until midnight. A crowd still spends what visitors share, but not the share kept for
+    newcomers: the next new visitor is served, and the lead and /metrics see the key low."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.helpers import bearer
+
+    with TestClient(small_site):
+        for n in range(5):  # 5 addresses x 1,600 bytes: the shared 8,000
+            crowd = visitor(small_site, (f"203.0.113.{n}", 40_000))
+            session, token = waiting_session(crowd)
+            for _ in range(2):
+                sent = crowd.post(
+                    f"/v1/sessions/{session}/messages", json={"message": WORDS}, headers=token
+                )
+                assert sent.status_code == 200, sent.text
+        # one of the crowd, 400 bytes left of its own day: the site's share is spent for it
+        again = crowd.post(
+            f"/v1/sessions/{session}/messages", json={"message": "b" * 300}, headers=token
+        )
+        assert again.status_code == 429 and again.json()["error"]["per"] == "key", again.text
+        assert "this site's visitors have" in again.json()["error"]["message"]
+        # a new visitor is served from the share kept for newcomers, up to its allowance
+        newcomer = visitor(small_site, NEIGHBOUR)
+        session, token = waiting_session(newcomer)
+        first = newcomer.post(
+            f"/v1/sessions/{session}/messages", json={"message": "c" * 300}, headers=token
+        )
+        assert first.status_code == 200, first.text
+        more = newcomer.post(
+            f"/v1/sessions/{session}/messages", json={"message": "d" * 300}, headers=token
+        )
+        assert more.status_code == 429 and more.json()["error"]["per"] == "key"
+        # the lead reads the key running low, and so does its tenant's /metrics
+        budgets = TestClient(small_site).get("/v1/reports/budgets", headers=bearer("lead")).json()
+        [shared] = [
+            b for b in budgets["budgets"] if b["limit"] == "message_bytes" and b["share"] == "shared"
+        ]
+        assert shared["low"] and shared["left"] < 0.01 and shared["capacity"] == 8000, shared
+        assert round(shared["per_hour"]) == round(8000 / 24)
+        scraped = TestClient(small_site).get("/metrics", headers=bearer("lead")).text
+        levels = {
+            (s.labels["limit"], s.labels["share"]): s.value
+            for family in text_string_to_metric_families(scraped)
+            for s in family.samples
+            if s.name == "supportcrew_widget_budget_left_ratio"
+        }
+        assert levels[("message_bytes", "shared")] < 0.01
+        assert 0.8 < levels[("message_bytes", "newcomers")] < 0.9  # 300 of 2,000 taken
+
+
+def test_a_widget_keys_budget_refills_as_it_goes(small_site):
+    """A rolling budget: spent, it comes back at its rate (here 4 a second), not at midnight."""
+    import time
+
+    from limits import parse
+
+    from service.auth import Caller
+    from service.rate_limits import counter_key
+
+    with TestClient(small_site):
+        budget = small_site.state.pilot.limits.budget
+        who = Caller("site", "acme", publishable=True, address="192.0.2.50")
+        key, item = counter_key(who), parse("4/second")
+        assert [budget.spend("turns", who, key, item, 1) for _ in range(4)] == [None] * 4
+        wait = budget.spend("turns", who, key, item, 1)
+        assert wait is not None and 0 < wait <= 0.26, wait
+        time.sleep(0.3)
+        assert budget.spend("turns", who, key, item, 1) is None

@@ -136,16 +136,25 @@ def test_an_empty_tier_list_is_refused_naming_the_file(tmp_path):
         " JavaScript:alert(1)",
         "data:text/html,<script>x</script>",
         "vbscript:msgbox",
-        "/relative/link",
+        "//evil.example/link",
+        "/\\\\evil.example/link",
         "ftp://files.example.com/a",
     ],
 )
-def test_only_http_links_are_kept_and_the_rest_reported(tmp_path, url):
+def test_only_http_links_and_paths_are_kept_and_the_rest_reported(tmp_path, url):
     path = write(tmp_path / "a.md", f"---\nurl: '{url}'\n---\nHello there.\n")
     doc = one(path, tmp_path)
     assert doc.url is None
     assert len(doc.warnings) == 1 and "only http(s) links are kept" in doc.warnings[0]
     assert str(path.resolve()) in doc.warnings[0]
+
+
+def test_a_path_is_kept_as_a_link_on_the_service(tmp_path):
+    """A desk article published without ``pilot.public_url`` links to its path on the
+    service (the web chat and the widget open it there)."""
+    path = write(tmp_path / "a.md", "---\nurl: /help/articles/acme/mars\n---\nHello there.\n")
+    doc = one(path, tmp_path)
+    assert doc.url == "/help/articles/acme/mars" and doc.warnings == []
 
 
 @pytest.mark.parametrize("url", ["https://help.example.com/a", "HTTP://help.example.com/b"])

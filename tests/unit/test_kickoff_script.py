@@ -34,6 +34,15 @@ def test_the_bundled_script_loads():
             "conversations:\n  - {id: a, customer_id: 'c-trailing ', turns: [{user: x}]}\n",
             "conversation 'a': customer_id 'c-trailing ' has leading or trailing spaces",
         ),
+        ("conversations:\n  - {id: a, turns: [{user: x, closing: no}]}\n", "either a customer message"),
+        (
+            "conversations:\n  - {id: a, turns: [{expect: {closes: true}}]}\n",
+            "either a customer message",
+        ),
+        (
+            "conversations:\n  - {id: a, turns: [{closing: no, expect: {verdict: idk}}]}\n",
+            r"checked by contains and offers_person only, not \['verdict'\]",
+        ),
     ],
 )
 def test_bad_scripts_are_named(tmp_path, text, message):
@@ -64,3 +73,32 @@ def test_expectations_report_every_failure():
         result,
     )
     assert len(failures) == 4
+
+
+def test_the_closing_script_loads_its_closing_answers():
+    from tests.conftest import REPO
+
+    script = load_script(REPO / "examples" / "kickoff" / "closing.yaml")
+    turns = script.conversations[0].turns
+    assert [t.user for t in turns[:2]] == ["How long does a refund take?", "bye"]
+    assert turns[2].user is None and turns[2].closing is False  # YAML's "no"
+    assert turns[2].expect.offers_person is True
+
+
+def test_a_closing_answer_is_checked_by_what_the_customer_reads():
+    from config.settings import Messages
+    from evaluation.kickoff import check_closing
+    from tasks.polite_replies import closing_reply
+
+    no = closing_reply(Messages(), solved=False)
+    assert check_closing(Expectation(contains=["A person from our team"], offers_person=True), no) == []
+    yes = closing_reply(Messages(), solved=True)
+    assert check_closing(Expectation(offers_person=True), yes) == [
+        "offers a person: False, expected True"
+    ]
+
+
+def test_a_turn_that_should_close_and_offer_no_person_is_checked():
+    bye = TurnResult(session_id="s", answer="Goodbye.", verdict="idk", kind="goodbye", closes=True)
+    assert check(Expectation(closes=True, offers_person=False, contains=["Goodbye"]), bye) == []
+    assert check(Expectation(closes=False), bye) == ["closes True, expected False"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tasks.outcomes import daily_rates, label, reopened, shared_pages
 
 DAY = 86_400.0
@@ -244,3 +247,85 @@ def test_a_customer_who_answers_the_closing_question_has_ended_the_conversation(
     # a message after the closing answer opens the conversation again
     later = asked(1, "And for teachers?", "idk", T0 + 50)
     assert outcome([idk, later], now=T0 + 60, csat_solved=False, csat_at=T0 + 30).label == "pending"
+
+
+def test_a_hand_off_no_person_replied_in_is_never_resolved_by_a_person():
+    """Closed by staff without a reply, or left by the customer: still handed off, saying why
+    (and decided: nothing is pending any more)."""
+    handed = dict(handoff_at=T0 + 15, status="resolved")
+    closed = outcome(
+        [REFUND], resolved_by="ana", resolved_at=T0 + 90, closed_without_reply=True, **handed
+    )
+    assert (closed.label, closed.why) == ("handed_off", "handed off, then closed by ana without a reply")
+    assert closed.evidence["closed_by"] == "ana" and "resolved_by" not in closed.evidence
+    left = outcome([REFUND], left_at=T0 + 60, closed_without_reply=True, **handed)
+    assert (left.label, left.why) == (
+        "handed_off",
+        "handed off; the customer left before a person replied",
+    )
+    assert left.evidence["left_at"] == T0 + 60
+    replied = outcome([REFUND], left_at=T0 + 60, **handed)
+    assert (
+        replied.why == "handed off; a person replied, then the customer left without it being resolved"
+    )
+
+
+def test_the_topic_is_the_page_the_question_behind_was_answered_from():
+    """A page only suggested names no topic; a later unanswered question decides it, not an
+    earlier answer's page."""
+    assert outcome([REFUND]).topic_id == "billing/refunds.md"
+    suggested = asked(0, "Can I pay by PayPal?", "suggest", T0 + 10, ["billing/payment-methods.md"])
+    assert outcome([suggested]).topic_id == ""
+    discount = asked(1, "Do you offer a student discount?", "idk", T0 + 40)
+    assert outcome([REFUND, discount]).topic_id == ""
+
+
+def test_an_anonymous_helpful_mark_is_no_resolution_and_is_shown_apart():
+    """Anyone can open a session, ask and mark the answer helpful: such a confirmation is
+    counted apart (``anonymous_confirmed_rate``), never in the resolution rate."""
+    signed_in = outcome([REFUND], UP, session_id="a")
+    anonymous = outcome([REFUND], UP, session_id="b", customer="anon-visitor-1")
+    unanswered = outcome([asked(0, "Mars?", "idk", T0 + 10)], session_id="c")
+    [day] = daily_rates([signed_in, anonymous, unanswered])
+    assert day["confirmed"] == 2 and day["confirmed_anonymous"] == 1
+    assert day["resolution_rate"] == 0.333  # the signed-in one of 3 decided
+    assert day["anonymous_confirmed_rate"] == 0.333
+
+
+@settings(max_examples=300, deadline=None)
+@given(cells=st.lists(st.text(max_size=30), min_size=1, max_size=4))
+def test_no_csv_cell_is_read_as_a_formula(cells):
+    """Customer words reach ``outcomes.csv`` (the first question, the reasons): a cell that
+    begins with a formula character is escaped, and reads back as the text with an apostrophe."""
+    import csv
+    import io
+
+    from service.outcomes import CSV_COLUMNS, ConversationOutcome, conversations_csv
+
+    rows = [
+        ConversationOutcome(
+            session_id="s",
+            customer_id=cell,
+            day="2026-12-01",
+            label="assumed",
+            why=cell,
+            questions=1,
+            started=T0,
+            last_activity=T0,
+            evidence={"resolved_by": cell},
+            topic=[],
+            first_question=cell,
+            topic_title=cell,
+        )
+        for cell in cells
+    ]
+    read = list(csv.DictReader(io.StringIO(conversations_csv(rows))))
+    assert len(read) == len(cells)
+    for row, cell in zip(read, cells, strict=True):
+        for column in ("customer_id", "why", "first_question", "topic_title", "resolved_by"):
+            shown = row[column]
+            assert not shown.startswith(("=", "+", "-", "@", "\t", "\r")), (column, shown)
+            wanted = "'" + cell if cell.startswith(("=", "+", "-", "@", "\t", "\r")) else cell
+            # csv turns a lone "\r" line end into "\n" only outside quotes: the text is kept
+            assert shown == wanted, (column, shown, wanted)
+    assert list(read[0]) == list(CSV_COLUMNS)

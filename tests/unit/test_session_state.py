@@ -24,6 +24,8 @@ RESOLVED = {"status": "resolved", "handoff_at": 1.0}
         (WAITING, "message", "customer", {}),
         ({**WAITING, "taken_by": "ana"}, "reply", "agent", {}),
         ({**WAITING, "taken_by": "ben"}, "take", "admin", {"taken_by": "ana"}),  # reassign
+        (WAITING, "leave", "customer", {"status": "resolved"}),  # left for a new conversation
+        ({**WAITING, "taken_by": "ana"}, "leave", "customer", {"status": "resolved"}),
     ],
 )
 def test_allowed_moves_change_what_they_say(header, verb, role, changes):
@@ -49,6 +51,9 @@ def test_allowed_moves_change_what_they_say(header, verb, role, changes):
         (OPEN, "resolve", "customer", "wrong_role"),
         (WAITING, "take", "customer", "wrong_role"),
         (OPEN, "hand_off", "agent", "wrong_role"),
+        (OPEN, "leave", "customer", "not_handed_off"),  # nothing waits for a person
+        (RESOLVED, "leave", "customer", "session_resolved"),
+        (WAITING, "leave", "agent", "wrong_role"),  # staff close it (resolve), never leave it
     ],
 )
 def test_refused_moves_name_why(header, verb, role, code):
@@ -60,3 +65,9 @@ def test_refused_moves_name_why(header, verb, role, code):
 def test_a_customer_is_told_to_start_a_new_session():
     with pytest.raises(SessionConflict, match="start a new session"):
         move(RESOLVED, "message", "customer", "")
+
+
+def test_leaving_an_open_conversation_says_nothing_waits_for_a_person():
+    with pytest.raises(SessionConflict) as refused:
+        move(OPEN, "leave", "customer", "")
+    assert refused.value.message == "this conversation does not wait for a person"

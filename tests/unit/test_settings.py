@@ -135,3 +135,17 @@ def test_the_shipped_answerability_model_orders_its_probabilities():
         model.answer_at,
         model.refuse_below,
     )
+
+
+def test_a_staff_keys_display_name_is_one_plain_line():
+    """What a customer reads when this person joins: a name, never markup or a control."""
+    from pydantic import ValidationError
+
+    from config.settings import ApiKey
+
+    base = {"name": "ana", "sha256": "a" * 64, "role": "agent"}
+    assert ApiKey(**base, display_name="Ana").display_name == "Ana"
+    assert ApiKey(**base).display_name is None
+    for bad in ("", "Ana\nHacker", "<b>Ana</b>", "x" * 81):
+        with pytest.raises(ValidationError, match="display_name"):
+            ApiKey(**base, display_name=bad)
