@@ -149,14 +149,9 @@ class ServerStore(BaseStore):
         self, name: str, query: Any, prefetch: list[Any] | None, where: Any, limit: int
     ) -> list[Any]:
         vector, using = query
+        # the hits come with their payloads (the client's default) and without vectors
         response = self._client.query_points(
-            name,
-            query=vector,
-            using=using,
-            prefetch=prefetch,
-            query_filter=where,
-            limit=limit,
-            with_payload=True,
+            name, vector, using=using, prefetch=prefetch, query_filter=where, limit=limit
         )
         return list(response.points)
 
