@@ -13,7 +13,6 @@ Usage::
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
@@ -30,16 +29,15 @@ from autogen_core.tools import Tool, ToolSchema
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 from pydantic import BaseModel
 
-from agents.deadline import call_timeout, check_stream, failed_call
+from agents.deadline import call_timeout, check_stream
 from agents.llm.remote import RemoteModel
-from agents.llm.structured_output import response_format
+from agents.llm.server_call import server_call
+from agents.llm.structured_output import parsed_here
 from agents.usage import (
     UsageLedger,
     acting_as,
     current_role,
     merge_into_current,
-    model_request,
-    record_call,
 )
 
 
@@ -54,6 +52,17 @@ def _text(message: LLMMessage) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(str(getattr(part, "content", part)) for part in content)
+
+
+def _model_info() -> ModelInfo:
+    """What the roles need of a model: tools and JSON output, no vision."""
+    return ModelInfo(
+        vision=False,
+        function_calling=True,
+        json_output=True,
+        family="unknown",
+        structured_output=True,
+    )
 
 
 class BaseLLMChatClient(ChatCompletionClient):
@@ -73,13 +82,7 @@ class BaseLLMChatClient(ChatCompletionClient):
 
     @property
     def model_info(self) -> ModelInfo:
-        return ModelInfo(
-            vision=False,
-            function_calling=True,
-            json_output=True,
-            family="unknown",
-            structured_output=True,
-        )
+        return _model_info()
 
     @property
     def capabilities(self) -> ModelCapabilities:  # type: ignore[override]
@@ -176,26 +179,20 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
         **kwargs: Any,
     ) -> CreateResult:
         bounded = {**extra_create_args, "timeout": call_timeout()}
-        asked = kwargs.get("json_output")
-        if isinstance(asked, type) and self.structured_output != "json_schema":
-            kwargs["json_output"] = None  # asked the way this server accepts, parsed by the agent
-            if self.structured_output == "json_object":
-                bounded["response_format"] = response_format(asked, "json_object")
-        started = time.perf_counter()
-        try:
-            with model_request():
-                if self.stream:
-                    result = await self._streamed(messages, *args, extra_create_args=bounded, **kwargs)
-                else:
-                    result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
-        except Exception as exc:
-            raise failed_call(self.server, exc, started) from exc
-        record_call(
-            result.usage.prompt_tokens,
-            result.usage.completion_tokens,
-            (time.perf_counter() - started) * 1000,
-            purpose="ok",
+        json_output = kwargs.get("json_output")
+        asked, sent = parsed_here(
+            json_output if isinstance(json_output, type) else None, self.structured_output
         )
+        if asked is not None:
+            kwargs["json_output"] = None  # asked the way this server accepts, parsed by the agent
+        if sent is not None:
+            bounded["response_format"] = sent
+        with server_call(self.server) as call:
+            if self.stream:
+                result = await self._streamed(messages, *args, extra_create_args=bounded, **kwargs)
+            else:
+                result = await super().create(messages, *args, extra_create_args=bounded, **kwargs)
+            call.tokens(result.usage.prompt_tokens, result.usage.completion_tokens)
         return result
 
     async def _streamed(
@@ -227,21 +224,12 @@ class TurnBoundOpenAIClient(OpenAIChatCompletionClient):
 def openai_client(remote: RemoteModel) -> Any:
     """autogen-ext's OpenAI client for ``openai/...`` providers or any OpenAI-compatible
     ``base_url`` (vLLM, ``python -m llama_cpp.server``): the model ``build_llm`` resolved."""
+    # the name the OpenAI API asks for, whatever the provider's prefix
+    options = {**remote.client_options(), "model": remote.provider.split("/", 1)[-1]}
     return TurnBoundOpenAIClient(
         structured_output=remote.structured_output,
         stream=remote.stream,
-        model=remote.provider.split("/", 1)[-1],
-        base_url=remote.base_url,
-        api_key=remote.api_key,
-        temperature=remote.temperature,
-        seed=remote.seed,
-        max_tokens=remote.max_tokens,
         max_retries=0,
-        model_info=ModelInfo(
-            vision=False,
-            function_calling=True,
-            json_output=True,
-            family="unknown",
-            structured_output=True,
-        ),
+        model_info=_model_info(),
+        **options,
     )

@@ -11,9 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from crewai.llms.base_llm import BaseLLM
-from crewai.tools.base_tool import BaseTool
-from crewai.utilities.types import LLMMessage
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from agents.llm.local import LocalLlamaLLM
 from agents.llm.remote import RemoteModel
@@ -39,19 +37,9 @@ class CrewAILocalLLM(BaseLLM):
     ) -> int:
         return int(self.core.get_input_tokens_count(messages, tools, response_model))
 
-    def call(
-        self,
-        messages: str | list[LLMMessage],
-        tools: list[dict[str, BaseTool]] | None = None,
-        callbacks: list[Any] | None = None,
-        available_functions: dict[str, Any] | None = None,
-        from_task: Any = None,
-        from_agent: Any = None,
-        response_model: type[BaseModel] | None = None,
-    ) -> str | Any:
-        return self.core.call(
-            messages, tools=tools, available_functions=available_functions, response_model=response_model
-        )
+    def call(self, *args: Any, **kwargs: Any) -> str | Any:
+        """CrewAI's call, answered by the core (which takes CrewAI's arguments as they are)."""
+        return self.core.call(*args, **kwargs)
 
     async def acall(self, *args: Any, **kwargs: Any) -> str | Any:
         return self.call(*args, **kwargs)
@@ -68,24 +56,12 @@ def crewai_llm(llm: Any) -> BaseLLM:
             from agents.crewai.remote_llm import TurnBoundOpenAI
 
             return TurnBoundOpenAI(
-                model=llm.model,
-                base_url=llm.base_url,
-                api_key=llm.api_key,
-                temperature=llm.temperature,
-                seed=llm.seed,
-                max_tokens=llm.max_tokens,
+                **llm.client_options(),
                 max_retries=0,
                 stream=llm.stream,
                 structured_output=llm.structured_output,
             )
         from crewai import LLM
 
-        return LLM(
-            model=llm.model,
-            base_url=llm.base_url,
-            api_key=llm.api_key,
-            temperature=llm.temperature,
-            seed=llm.seed,
-            max_tokens=llm.max_tokens,
-        )
+        return LLM(**llm.client_options())
     raise TypeError(f"not a model CrewAI can call: {type(llm).__name__}")

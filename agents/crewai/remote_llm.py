@@ -24,15 +24,14 @@ Usage::
 from __future__ import annotations
 
 import contextvars
-import time
 from typing import Any
 
 from crewai.llms.providers.openai.completion import OpenAICompletion
 from pydantic import BaseModel
 
-from agents.deadline import DeadlineExceeded, ReplyCut, call_timeout, check_stream, failed_call
-from agents.llm.structured_output import response_format
-from agents.usage import model_request, record_call
+from agents.deadline import ReplyCut, call_timeout, check_stream
+from agents.llm.server_call import server_call
+from agents.llm.structured_output import parsed_here
 from tasks.role_output import RoleFailed, parse_output
 
 _LAST_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -66,27 +65,14 @@ class TurnBoundOpenAI(OpenAICompletion):
         return client
 
     def call(self, *args: Any, response_model: type[BaseModel] | None = None, **kwargs: Any) -> Any:
-        started = time.perf_counter()
         _LAST_USAGE.set(None)
-        asked = None
-        if response_model is not None and self.structured_output != "json_schema":
-            asked, response_model = response_model, None
-        _RESPONSE_FORMAT.set(response_format(asked, self.structured_output) if asked else None)
-        try:
-            kwargs["response_model"] = response_model
-            with model_request():
-                result = super().call(*args, **kwargs)
-        except DeadlineExceeded:
-            raise
-        except Exception as exc:
-            raise failed_call(self.base_url or "api.openai.com", exc, started) from exc
-        usage = _LAST_USAGE.get() or {}
-        record_call(
-            int(usage.get("prompt_tokens", 0)),
-            int(usage.get("completion_tokens", 0)),
-            (time.perf_counter() - started) * 1000,
-            purpose="ok",
-        )
+        asked, sent = parsed_here(response_model, self.structured_output)
+        _RESPONSE_FORMAT.set(sent)
+        kwargs["response_model"] = None if asked is not None else response_model
+        with server_call(self.base_url or "api.openai.com") as call:
+            result = super().call(*args, **kwargs)
+            usage = _LAST_USAGE.get() or {}
+            call.tokens(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
         if asked is not None and isinstance(result, str):
             try:
                 return parse_output(result, asked)

@@ -43,6 +43,20 @@ def response_format(model: type[BaseModel], mode: str) -> dict[str, Any] | None:
     return None
 
 
+def parsed_here(
+    model: type[BaseModel] | None, mode: str
+) -> tuple[type[BaseModel] | None, dict[str, Any] | None]:
+    """For a server that does not take ``json_schema``: the model its reply is parsed into by
+    us, and the ``response_format`` sent instead (None: none); ``(None, None)`` otherwise.
+
+    >>> parsed_here(_Probe, "json_schema"), parsed_here(_Probe, "none")
+    ((None, None), (<class 'agents.llm.structured_output._Probe'>, None))
+    """
+    if model is None or mode == "json_schema":
+        return None, None
+    return model, response_format(model, mode)
+
+
 def probe_structured_output(base_url: str, api_key: str | None, model: str) -> str:
     """The first mode the server answers with a completion (one tiny request each).
 

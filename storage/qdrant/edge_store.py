@@ -15,30 +15,18 @@ import fcntl
 import os
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
 
-from storage.qdrant.store import (
-    TIE_MARGIN,
-    CollectionSpec,
-    Condition,
-    Hit,
-    Nearest,
-    PointData,
-    Record,
-    Rrf,
-    Stage,
-    StoreError,
-    in_stable_order,
-)
-from storage.qdrant.translate import FilterDialect, translate_filter
+from storage.qdrant.base_store import SCROLL_PAGE, BaseStore, IndexKind, PageReader
+from storage.qdrant.store import CollectionSpec, SparseVec, Stage, StoreError
+from storage.qdrant.translate import FilterDialect
 
-_SCROLL_PAGE = 512
 _DATATYPES = {"float32": qe.VectorStorageDatatype.Float32, "float16": qe.VectorStorageDatatype.Float16}
+_INDEX_TYPES = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer}
 
 
 EDGE_DIALECT = FilterDialect(
@@ -50,34 +38,12 @@ EDGE_DIALECT = FilterDialect(
 )
 
 
-def to_edge_filter(condition: Condition | None) -> qe.Filter | None:
-    """Translate a storage condition into a qdrant_edge Filter."""
-    return translate_filter(condition, EDGE_DIALECT)
-
-
-def _as_query(query: Nearest | Rrf) -> Any:
-    if isinstance(query, Rrf):
-        weights = list(query.weights) if query.weights else None
-        return qe.Fusion.Rrf(k=query.k, weights=weights)
-    vector = query.vector
-    if query.using == "bm25":
-        vector = qe.SparseVector(list(vector.indices), list(vector.values))
-    elif hasattr(vector, "tolist"):
-        vector = vector.tolist()
-    return qe.Query.Nearest(vector, using=query.using)
-
-
-def _as_prefetch(stage: Stage, where: qe.Filter | None) -> qe.Prefetch:
-    return qe.Prefetch(
-        limit=stage.limit,
-        query=_as_query(stage.query),
-        prefetches=[_as_prefetch(p, where) for p in stage.prefetch] or None,
-        filter=where,
-    )
-
-
-class EdgeStore:
+class EdgeStore(BaseStore):
     """The embedded store. ``path`` holds one directory per collection and a lock file."""
+
+    DIALECT = EDGE_DIALECT
+    INSERT_ONLY = qe.UpdateMode.InsertOnly
+    UPDATE_ONLY = qe.UpdateMode.UpdateOnly
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -131,7 +97,10 @@ class EdgeStore:
                 self._shards[name] = shard
             return shard
 
-    def create_collection(self, name: str, spec: CollectionSpec) -> None:
+    def _guarded(self) -> threading.RLock:
+        return self._guard
+
+    def _create(self, name: str, spec: CollectionSpec) -> None:
         vectors = {
             "dense": qe.EdgeVectorParams(
                 size=spec.dense_dim,
@@ -152,15 +121,9 @@ class EdgeStore:
             )
         sparse = {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)} if spec.sparse else None
         self.check()
-        with self._guard:
-            shard = qe.EdgeShard.create(
-                str(self._dir(name)), qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
-            )
-            for key in spec.keyword_indexes:
-                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
-            for key in spec.integer_indexes:
-                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
-            self._shards[name] = shard
+        self._shards[name] = qe.EdgeShard.create(
+            str(self._dir(name)), qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse)
+        )
 
     def delete_collection(self, name: str) -> None:
         with self._guard:
@@ -169,84 +132,72 @@ class EdgeStore:
                 shard.close()
             shutil.rmtree(self._dir(name), ignore_errors=True)
 
-    def add_keyword_index(self, name: str, key: str) -> None:
-        with self._guard:
-            shard = self._shard(name)
-            if key not in shard.info().payload_schema:
-                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+    def _index(self, name: str, key: str, kind: IndexKind) -> None:
+        self._shard(name).update(qe.UpdateOperation.create_field_index(key, _INDEX_TYPES[kind]))
+
+    def _indexed(self, name: str) -> dict[str, Any]:
+        return dict(self._shard(name).info().payload_schema)
 
     # -- points ---------------------------------------------------------------------------
-    def upsert(self, name: str, points: Sequence[PointData]) -> None:
-        self._write(name, points, None)
+    def _vector(self, values: Any) -> Any:
+        # numpy arrays go to the engine as they are: no Python float lists in between
+        return np.asarray(values, dtype=np.float32)
 
-    def insert_new(self, name: str, points: Sequence[PointData]) -> None:
-        self._write(name, points, qe.UpdateMode.InsertOnly)
+    def _sparse(self, vector: SparseVec) -> qe.SparseVector:
+        return qe.SparseVector(list(vector.indices), list(vector.values))
 
-    def update_if(self, name: str, point: PointData, where: Condition) -> None:
-        self._write(name, [point], qe.UpdateMode.UpdateOnly, to_edge_filter(where))
+    def _point(self, point_id: str, vector: dict[str, Any], payload: dict[str, Any]) -> qe.Point:
+        return qe.Point(point_id, vector, payload)
 
-    def _write(self, name: str, points: Sequence[PointData], mode: Any, condition: Any = None) -> None:
-        if not points:
-            return
-        edge_points = []
-        for p in points:
-            # numpy arrays go to the engine as they are: no Python float lists in between
-            vector: dict[str, Any] = {"dense": np.asarray(p.dense, dtype=np.float32)}
-            if p.sparse is not None:
-                vector["bm25"] = qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))
-            if p.tokens is not None:
-                vector["tokens"] = np.asarray(p.tokens, dtype=np.float32)
-            edge_points.append(qe.Point(p.id, vector, p.payload))
+    def _upsert(self, name: str, points: list[Any], mode: Any, condition: Any) -> None:
         self._shard(name).update(
-            qe.UpdateOperation.upsert_points(edge_points, condition=condition, update_mode=mode)
+            qe.UpdateOperation.upsert_points(points, condition=condition, update_mode=mode)
         )
 
-    def delete(self, name: str, where: Condition) -> None:
-        edge_filter = to_edge_filter(where)
-        assert edge_filter is not None  # a condition always translates to a filter
-        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(edge_filter))
+    def _delete(self, name: str, where: Any) -> None:
+        assert where is not None  # a condition always translates to a filter
+        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(where))
 
-    def scroll(
-        self,
-        name: str,
-        where: Condition | None = None,
-        fields: Sequence[str] | None = None,
-        dense: bool = False,
-    ) -> Iterator[Record]:
+    def _pages(self, name: str, where: Any, fields: list[str] | None, dense: bool) -> PageReader:
         shard = self._shard(name)
-        with_payload: Any = qe.PayloadSelector.Include(list(fields)) if fields else True
-        offset = None
-        while True:
-            records, offset = shard.scroll(
-                qe.ScrollRequest(
-                    offset=offset,
-                    limit=_SCROLL_PAGE,
-                    filter=to_edge_filter(where),
-                    with_payload=with_payload,
-                    with_vector=["dense"] if dense else False,
-                )
+        with_payload: Any = qe.PayloadSelector.Include(fields) if fields else True
+
+        def read(offset: Any) -> tuple[Any, Any]:
+            request = qe.ScrollRequest(
+                offset=offset,
+                limit=SCROLL_PAGE,
+                filter=where,
+                with_payload=with_payload,
+                with_vector=["dense"] if dense else False,
             )
-            for r in records:
-                yield Record(str(r.id), dict(r.payload or {}), _dense_of(r) if dense else None)
-            if offset is None:
-                return
+            return shard.scroll(request)  # type: ignore[no-any-return]
 
-    def count(self, name: str, where: Condition | None = None) -> int:
-        return self._shard(name).count(qe.CountRequest(filter=to_edge_filter(where), exact=True))
+        return read
 
-    def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]:
-        edge_filter = to_edge_filter(where)
+    def _count(self, name: str, where: Any) -> int:
+        return self._shard(name).count(qe.CountRequest(filter=where, exact=True))
+
+    def _fusion(self, k: int, weights: list[float] | None) -> Any:
+        return qe.Fusion.Rrf(k=k, weights=weights)
+
+    def _nearest(self, vector: Any, using: str) -> Any:
+        return qe.Query.Nearest(vector, using=using)
+
+    def _prefetch(self, stage: Stage, query: Any, where: Any, nested: list[Any] | None) -> qe.Prefetch:
+        return qe.Prefetch(limit=stage.limit, query=query, prefetches=nested, filter=where)
+
+    def _query(
+        self, name: str, query: Any, prefetch: list[Any] | None, where: Any, limit: int
+    ) -> list[Any]:
         request = qe.QueryRequest(
-            limit=stage.limit + TIE_MARGIN,
-            query=_as_query(stage.query),
-            prefetches=[_as_prefetch(p, edge_filter) for p in stage.prefetch] or None,
-            filter=edge_filter,
+            limit=limit,
+            query=query,
+            prefetches=prefetch,
+            filter=where,
             with_payload=True,
             with_vector=False,
         )
-        points = self._shard(name).query(request)
-        hits = [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
-        return in_stable_order(hits, stage.limit)
+        return list(self._shard(name).query(request))
 
     def close(self) -> None:
         try:
@@ -269,9 +220,3 @@ class EdgeStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _dense_of(record: Any) -> np.ndarray | None:
-    vectors = record.vector
-    found = vectors.get("dense") if isinstance(vectors, dict) else vectors
-    return None if found is None else np.asarray(found, dtype=np.float32)

@@ -10,29 +10,16 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
 from qdrant_client import QdrantClient, models
 
-from storage.qdrant.store import (
-    TIE_MARGIN,
-    CollectionSpec,
-    Condition,
-    Hit,
-    Nearest,
-    PointData,
-    Record,
-    Rrf,
-    Stage,
-    StoreError,
-    in_stable_order,
-)
-from storage.qdrant.translate import FilterDialect, translate_filter
+from storage.qdrant.base_store import SCROLL_PAGE, BaseStore, IndexKind, PageReader, plain
+from storage.qdrant.store import CollectionSpec, SparseVec, Stage, StoreError
+from storage.qdrant.translate import FilterDialect
 
-_SCROLL_PAGE = 512
 _DATATYPES = {"float32": models.Datatype.FLOAT32, "float16": models.Datatype.FLOAT16}
+_INDEX_TYPES = {"keyword": models.PayloadSchemaType.KEYWORD, "integer": models.PayloadSchemaType.INTEGER}
 
 
 CLIENT_DIALECT = FilterDialect(
@@ -46,40 +33,12 @@ CLIENT_DIALECT = FilterDialect(
 )
 
 
-def to_client_filter(condition: Condition | None) -> models.Filter | None:
-    """Translate a storage condition into a qdrant-client Filter."""
-    return translate_filter(condition, CLIENT_DIALECT)
-
-
-def _as_query(query: Nearest | Rrf) -> tuple[Any, str | None]:
-    if isinstance(query, Rrf):
-        weights = list(query.weights) if query.weights else None
-        return models.RrfQuery(rrf=models.Rrf(k=query.k, weights=weights)), None
-    vector = query.vector
-    if query.using == "bm25":
-        vector = models.SparseVector(indices=list(vector.indices), values=list(vector.values))
-    elif hasattr(vector, "tolist"):
-        vector = vector.tolist()
-    return vector, query.using
-
-
-def _as_prefetch(stage: Stage, where: models.Filter | None) -> models.Prefetch:
-    query, using = _as_query(stage.query)
-    return models.Prefetch(
-        query=query,
-        using=using,
-        limit=stage.limit,
-        filter=where,
-        prefetch=[_as_prefetch(p, where) for p in stage.prefetch] or None,
-    )
-
-
-def _plain(value: Any) -> Any:
-    return value.tolist() if hasattr(value, "tolist") else value
-
-
-class ServerStore:
+class ServerStore(BaseStore):
     """The store on a Qdrant server (or any ``QdrantClient``)."""
+
+    DIALECT = CLIENT_DIALECT
+    INSERT_ONLY = models.UpdateMode.INSERT_ONLY
+    UPDATE_ONLY = models.UpdateMode.UPDATE_ONLY
 
     def __init__(
         self, url: str | None = None, api_key: str | None = None, client: QdrantClient | None = None
@@ -105,7 +64,7 @@ class ServerStore:
     def has_collection(self, name: str) -> bool:
         return bool(self._client.collection_exists(name))
 
-    def create_collection(self, name: str, spec: CollectionSpec) -> None:
+    def _create(self, name: str, spec: CollectionSpec) -> None:
         vectors = {
             "dense": models.VectorParams(
                 size=spec.dense_dim,
@@ -127,92 +86,74 @@ class ServerStore:
             {"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)} if spec.sparse else None
         )
         self._client.create_collection(name, vectors_config=vectors, sparse_vectors_config=sparse)
-        for key in spec.keyword_indexes:
-            self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
-        for key in spec.integer_indexes:
-            self._client.create_payload_index(name, key, models.PayloadSchemaType.INTEGER)
 
     def delete_collection(self, name: str) -> None:
         self._client.delete_collection(name)
 
-    def add_keyword_index(self, name: str, key: str) -> None:
-        if key not in (self._client.get_collection(name).payload_schema or {}):
-            self._client.create_payload_index(name, key, models.PayloadSchemaType.KEYWORD)
+    def _index(self, name: str, key: str, kind: IndexKind) -> None:
+        self._client.create_payload_index(name, key, _INDEX_TYPES[kind])
 
-    def upsert(self, name: str, points: Sequence[PointData]) -> None:
-        self._write(name, points, None)
+    def _indexed(self, name: str) -> dict[str, Any]:
+        return self._client.get_collection(name).payload_schema or {}
 
-    def insert_new(self, name: str, points: Sequence[PointData]) -> None:
-        self._write(name, points, models.UpdateMode.INSERT_ONLY)
+    # -- points ---------------------------------------------------------------------------
+    def _vector(self, values: Any) -> Any:
+        return plain(values)
 
-    def update_if(self, name: str, point: PointData, where: Condition) -> None:
-        self._write(name, [point], models.UpdateMode.UPDATE_ONLY, to_client_filter(where))
+    def _sparse(self, vector: SparseVec) -> models.SparseVector:
+        return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
-    def _write(self, name: str, points: Sequence[PointData], mode: Any, condition: Any = None) -> None:
-        if not points:
-            return
-        structs = []
-        for p in points:
-            vector: dict[str, Any] = {"dense": _plain(p.dense)}
-            if p.sparse is not None:
-                vector["bm25"] = models.SparseVector(
-                    indices=list(p.sparse.indices), values=list(p.sparse.values)
-                )
-            if p.tokens is not None:
-                vector["tokens"] = _plain(p.tokens)
-            structs.append(models.PointStruct(id=p.id, vector=vector, payload=p.payload))
-        self._client.upsert(name, points=structs, wait=True, update_mode=mode, update_filter=condition)
+    def _point(
+        self, point_id: str, vector: dict[str, Any], payload: dict[str, Any]
+    ) -> models.PointStruct:
+        return models.PointStruct(id=point_id, vector=vector, payload=payload)
 
-    def delete(self, name: str, where: Condition) -> None:
-        self._client.delete(
-            name, points_selector=models.FilterSelector(filter=to_client_filter(where)), wait=True
-        )
+    def _upsert(self, name: str, points: list[Any], mode: Any, condition: Any) -> None:
+        self._client.upsert(name, points=points, wait=True, update_mode=mode, update_filter=condition)
 
-    def scroll(
-        self,
-        name: str,
-        where: Condition | None = None,
-        fields: Sequence[str] | None = None,
-        dense: bool = False,
-    ) -> Iterator[Record]:
-        offset = None
-        while True:
-            records, offset = self._client.scroll(
+    def _delete(self, name: str, where: Any) -> None:
+        self._client.delete(name, points_selector=models.FilterSelector(filter=where), wait=True)
+
+    def _pages(self, name: str, where: Any, fields: list[str] | None, dense: bool) -> PageReader:
+        def read(offset: Any) -> tuple[Any, Any]:
+            return self._client.scroll(
                 name,
-                scroll_filter=to_client_filter(where),
-                limit=_SCROLL_PAGE,
+                scroll_filter=where,
+                limit=SCROLL_PAGE,
                 offset=offset,
-                with_payload=list(fields) if fields else True,
+                with_payload=fields or True,
                 with_vectors=["dense"] if dense else False,
             )
-            for r in records:
-                yield Record(str(r.id), dict(r.payload or {}), _dense_of(r) if dense else None)
-            if offset is None:
-                return
 
-    def count(self, name: str, where: Condition | None = None) -> int:
-        return self._client.count(name, count_filter=to_client_filter(where), exact=True).count
+        return read
 
-    def query(self, name: str, stage: Stage, where: Condition | None = None) -> list[Hit]:
-        client_filter = to_client_filter(where)
-        query, using = _as_query(stage.query)
-        response = self._client.query_points(
-            name,
-            query=query,
-            using=using,
-            prefetch=[_as_prefetch(p, client_filter) for p in stage.prefetch] or None,
-            query_filter=client_filter,
-            limit=stage.limit + TIE_MARGIN,
-            with_payload=True,
+    def _count(self, name: str, where: Any) -> int:
+        return self._client.count(name, count_filter=where, exact=True).count
+
+    # a query is the client's (query, using) pair: fusion uses no named vector
+    def _fusion(self, k: int, weights: list[float] | None) -> tuple[Any, str | None]:
+        return models.RrfQuery(rrf=models.Rrf(k=k, weights=weights)), None
+
+    def _nearest(self, vector: Any, using: str) -> tuple[Any, str | None]:
+        return vector, using
+
+    def _prefetch(
+        self, stage: Stage, query: Any, where: Any, nested: list[Any] | None
+    ) -> models.Prefetch:
+        vector, using = query
+        return models.Prefetch(
+            query=vector, using=using, limit=stage.limit, filter=where, prefetch=nested
         )
-        hits = [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
-        return in_stable_order(hits, stage.limit)
+
+    def _query(
+        self, name: str, query: Any, prefetch: list[Any] | None, where: Any, limit: int
+    ) -> list[Any]:
+        vector, using = query
+        # the hits come with their payloads (the client's default) and without vectors
+        response = self._client.query_points(
+            name, vector, using=using, prefetch=prefetch, query_filter=where, limit=limit
+        )
+        return list(response.points)
 
     def close(self) -> None:
         self._client.close()
-
-
-def _dense_of(record: Any) -> np.ndarray | None:
-    vectors = record.vector
-    found = vectors.get("dense") if isinstance(vectors, dict) else vectors
-    return None if found is None else np.asarray(found, dtype=np.float32)
