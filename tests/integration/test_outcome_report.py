@@ -93,6 +93,15 @@ def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tm
             == 200
         )
         rate(client, person, 0, "up")  # helpful, but after the hand-off: a person resolves it
+        # a person takes it and answers first (closing an untouched one is no resolution)
+        taken = client.post(f"/v1/handoffs/{person}/take", headers=auth("ana"))
+        assert taken.status_code == 200
+        replied = client.post(
+            f"/v1/sessions/{person}/agent-messages",
+            json={"message": "I have re-sent the refund."},
+            headers=auth("ana"),
+        )
+        assert replied.status_code == 201
         resolved = client.post(
             f"/v1/sessions/{person}/resolve", json={"note": "refund sent"}, headers=auth("ana")
         )
@@ -219,6 +228,12 @@ def test_the_lead_drills_from_tiles_to_transcripts(settings, example_kb, tmp_pat
             f"/v1/sessions/{person}/handoff", json={"reason": "asked"}, headers=auth("backend")
         )
         assert handed.status_code == 200
+        client.post(f"/v1/handoffs/{person}/take", headers=auth("ana"))
+        client.post(
+            f"/v1/sessions/{person}/agent-messages",
+            json={"message": "We have no student discount."},
+            headers=auth("ana"),
+        )
         client.post(f"/v1/sessions/{person}/resolve", json={"note": "no"}, headers=auth("ana"))
         inside, _ = conversation(
             client, "c-5", "Which reason code do I use for a goodwill refund override?", key="intranet"
