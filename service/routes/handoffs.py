@@ -278,7 +278,7 @@ async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) ->
     }
     if body.agent not in staff:
         raise ApiError(
-            422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant", {"field": "agent"}
+            422, "unknown_agent", f"no staff key named {body.agent!r} in this tenant", field="agent"
         )
     header = await run_in_threadpool(pilot.store.take, who.tenant, session_id, body.agent, "admin")
     touched(pilot, who.tenant, session_id)
