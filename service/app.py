@@ -34,7 +34,7 @@ from config.settings import Settings
 from service.articles import Articles
 from service.auth import authenticate, check_key_slots
 from service.context import PilotContext
-from service.errors import ERROR_RESPONSES, ApiError, error_body, field_of
+from service.errors import ERROR_RESPONSES, ApiError, ErrorField, error_body, invalid_fields
 from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
@@ -188,9 +188,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(
-            error_body(exc.code, exc.message, **exc.extra), status_code=exc.status, headers=exc.headers
-        )
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(SessionConflict)
     async def _conflict(_request: Request, exc: SessionConflict) -> JSONResponse:
@@ -210,7 +208,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [{"field": field_of(e), "problem": e["msg"]} for e in exc.errors()]
+        details = invalid_fields(exc.errors())
         return JSONResponse(
             error_body("invalid_request", "the request is not valid", details=details), status_code=422
         )
@@ -224,7 +222,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
                 error_body(
                     "invalid_request",
                     "the request is not valid",
-                    details=[{"field": "body", "problem": problem}],
+                    details=[ErrorField(field="body", problem=problem)],
                 ),
                 status_code=422,
             )

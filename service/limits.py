@@ -69,7 +69,7 @@ class RequestLimits:
                 return
             except ApiError as exc:  # e.g. this key's rate limit for the route is spent: 429
                 await JSONResponse(
-                    self.error_body(exc.code, exc.message, **exc.extra),
+                    exc.body(),
                     status_code=exc.status,
                     headers=exc.headers,
                 )(scope, receive, send)

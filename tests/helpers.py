@@ -384,3 +384,11 @@ def examples_over_a_fixture(count: int) -> Any:
         derandomize=True,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
+
+
+def fields_at_fault(answer: Any) -> list[str]:
+    """The fields an error answer names: ``error.details[].field``, the one spelling (a
+    refusal of a route and a validation error alike; ``error.field`` is never written)."""
+    error = answer.json()["error"]
+    assert "field" not in error, error
+    return [d["field"] for d in error.get("details") or []]

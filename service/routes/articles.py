@@ -79,8 +79,7 @@ async def _run(call: Callable[..., T], *args: object) -> T:
     try:
         return await run_in_threadpool(call, *args)
     except ArticleError as exc:
-        details = {"field": exc.field, **exc.details}
-        raise ApiError(exc.status, "invalid_article", str(exc), details) from None
+        raise ApiError(exc.status, "invalid_article", str(exc), exc.details, field=exc.field) from None
 
 
 @router.post("/draft", response_model=DraftProposal)

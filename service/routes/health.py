@@ -20,6 +20,7 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     response_model=Readiness,
+    # the one answer outside the error envelope: a probe reads which check failed (docs/pilot.md)
     responses={503: {"model": Readiness, "description": "a check failed"}},
 )
 async def readyz(pilot: Pilot) -> JSONResponse:

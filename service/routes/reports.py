@@ -69,7 +69,7 @@ async def gaps(
     try:
         start = parse_since(since, now)
     except ValueError as exc:
-        raise ApiError(422, "invalid_request", str(exc), {"field": "since"}) from None
+        raise ApiError(422, "invalid_request", str(exc), field="since") from None
     minute = int(start // 60) * 60.0  # "7d" asked twice a second apart is one window
     key = (who.tenant, minute, json.dumps(sorted(who.slots.items())))
     report = await run_in_threadpool(

@@ -26,7 +26,7 @@ async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONRespon
         request = RetrievalRequest([body.query], slots, advisory=body.advisory_filters(), strict=False)
         found = await run_in_threadpool(pilot.runtime.retriever.search_queries, request)
     except SlotError as exc:  # slots the rules refuse: the caller's to fix, not an outage
-        raise ApiError(422, "invalid_slot", str(exc), {"field": "slots"}) from None
+        raise ApiError(422, "invalid_slot", str(exc), field="slots") from None
     except Exception as exc:
         raise ApiError(
             503,

@@ -162,7 +162,7 @@ def accepted_slots(pilot: PilotContext, slots: Mapping[str, str]) -> None:
     try:
         build_filters(pilot.runtime.settings.slots, slots, strict=False)
     except SlotError as exc:
-        raise ApiError(422, "invalid_slot", str(exc), {"field": "slots"}) from None
+        raise ApiError(422, "invalid_slot", str(exc), field="slots") from None
 
 
 @router.post("", status_code=201, response_model=NewSessionView)
@@ -170,14 +170,25 @@ async def new_session(body: NewSession, who: Customer, pilot: Pilot) -> NewSessi
     rules = pilot.settings.slots
     for name in body.slots:
         if name not in rules:
-            raise ApiError(422, "unknown_slot", f"unknown slot {name!r}", {"known": sorted(rules)})
+            raise ApiError(
+                422,
+                "unknown_slot",
+                f"unknown slot {name!r}",
+                {"known": sorted(rules)},
+                field=f"slots.{name}",
+            )
         if rules[name].mode == "enforced":
             raise ApiError(
-                403, "enforced_slot", f"slot {name!r} is set by your API key, not by requests"
+                403,
+                "enforced_slot",
+                f"slot {name!r} is set by your API key, not by requests",
+                field=f"slots.{name}",
             )
     accepted_slots(pilot, {**body.slots, **who.slots})
     if body.customer_id and not who.trust_customer_id:
-        raise ApiError(403, "customer_not_allowed", "this API key cannot name customers")
+        raise ApiError(
+            403, "customer_not_allowed", "this API key cannot name customers", field="customer_id"
+        )
     if who.session_id is not None:
         raise ApiError(
             403,
@@ -325,12 +336,15 @@ async def feedback(session_id: str, body: Feedback, who: Customer, pilot: Pilot)
     )
     turn = next((t for t in turns if t["turn_index"] == body.turn_index), None)
     if turn is None:
-        raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}")
+        raise ApiError(404, "unknown_turn", f"session has no turn {body.turn_index}", field="turn_index")
     # any reply of the assistant's (an answer, "I could not find this", "this article may
     # help", a hand-off line, a courtesy reply); not a person's reply, nor a message that waits
     if not turn.get("answer") or turn.get("from") == "agent":
         raise ApiError(
-            409, "not_rateable", f"turn {body.turn_index} has no reply of the assistant to rate"
+            409,
+            "not_rateable",
+            f"turn {body.turn_index} has no reply of the assistant to rate",
+            field="turn_index",
         )
     mark = await run_in_threadpool(
         pilot.store.add_feedback, who.tenant, session_id, body.turn_index, body.rating, body.comment

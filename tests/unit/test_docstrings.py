@@ -39,6 +39,7 @@ DOCTESTED = (
     "terminal.chat",
     "terminal.safe_text",
     "service.routes.handoffs",
+    "service.domain.queue",
     "service.domain.conversation",
     "service.rate_limits",
     "tasks.page_choice",
