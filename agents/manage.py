@@ -27,6 +27,7 @@ Usage::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,9 +37,12 @@ from agents.deadline import expired
 from agents.roles import ROLES
 from config.settings import Settings
 from tasks.gates import model_role
+from tasks.schemas import Step
 from tasks.state import TurnState
 
 POLICY = "policy: the step table, no model call"
+# what a manage step says when the turn's result was made while the manager worked
+UNFINISHED = "the turn ended (its deadline, or a cancel) before the manager finished"
 EVIDENCE = "evidence path"
 LATE = "evidence path (the deadline passed)"
 # the task each coworker is handed (``config/tasks.yaml``)
@@ -54,6 +58,11 @@ class Management:
     picks: list[dict[str, Any]] = field(default_factory=list)
     completed: bool = False
     why: str = ""
+    live: Step | None = None  # the trace's manage step while the manager works
+
+    def _sync(self) -> None:
+        if self.live is not None:
+            self.live.detail = self.detail()
 
     @property
     def by_model(self) -> bool:
@@ -69,11 +78,13 @@ class Management:
         self.delegations.append(
             {"to": coworker, "task": COWORKER_TASK.get(coworker, coworker), "ran": ran, **detail}
         )
+        self._sync()
 
     def picked(self, picked: str, expected: list[str]) -> bool:
         """The model's pick; False (and traced) when the table expected another coworker."""
         kept = picked in expected
         self.picks.append({"picked": picked, "expected": list(expected), "kept": kept})
+        self._sync()
         return kept
 
     def finished(self) -> None:
@@ -113,21 +124,38 @@ def manager_name(settings: Settings, model: str) -> str:
 
 @contextmanager
 def managing(state: TurnState, settings: Settings, model: str) -> Iterator[Management]:
-    """The ``manage`` step around the manager's work, recorded before the steps it ran."""
+    """The ``manage`` step around the manager's work, placed before the steps it ran.
+
+    The step is in the trace from the start and follows each hand-off, so a turn that its
+    deadline ends while the manager works (the result is then made from the live state) shows
+    what the manager had handed out, with ``completed: false``.
+    """
     management = Management(manager_name(settings, model))
-    start = len(state.trace.steps)
+    management.why = UNFINISHED
+    live = Step(name="manage", detail=management.detail(), at=round(time.time(), 4))
+    management.live = live
+    steps = state.trace.steps
+    start = len(steps)
+    steps.append(live)
     try:
         with state.step("manage") as info:
             try:
                 yield management
             finally:
+                if management.why == UNFINISHED:
+                    management.why = ""
                 info.update(management.detail())
     finally:
-        steps = state.trace.steps
-        if len(steps) > start and steps[-1].name == "manage":
-            at = start  # the manager's step first, the work after it (after the context)
-            while at < len(steps) - 1 and steps[at].name in ("context", "intake"):
+        management.live = None
+        steps[:] = [step for step in steps if step is not live]
+        if steps and steps[-1].name == "manage":
+            manage = steps.pop()
+            at = start  # the manager's step before the work it handed out (after the context)
+            while at < len(steps) and steps[at].name in ("context", "intake"):
                 at += 1
-            steps.insert(at, steps.pop())
+            if management.delegations or not management.completed:
+                steps.insert(at, manage)
+            # else the turn ended at intake (a hand-off, a courtesy), before any step a manager
+            # hands out: CrewAI's manager never runs then, so neither engine records one
     if not management.completed:
         state.note(f"manager: {management.why or 'it did not finish the turn'}")

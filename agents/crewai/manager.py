@@ -150,14 +150,16 @@ class ManagedTurn:
                 f"{coworker!r} is not the coworker for this step: the turn is at its "
                 f"{COWORKER_TASK[expected]} step, which goes to {self.role_text(expected)}."
             )
-        note = f"The manager asks: {task}\n{context}".strip()
+        # the coworker's task is its own (tasks.yaml, this turn's inputs); a model manager's
+        # words go along as context (the policy's are that task already)
+        note = f"The manager asks: {task}\n{context}".strip() if self.management.by_model else ""
         try:
             return self._run(expected, note)
         except BaseException as exc:  # the flow raises it after the crew: outage, deadline, bug
             self.failure = exc
             return f"The {COWORKER_TASK[expected]} step stopped: {type(exc).__name__}."
 
-    def _work(self, coworker: str, uses_model: bool, note: str) -> Any:
+    def _work(self, coworker: str, uses_model: bool, note: str = "") -> Any:
         """The coworker executes its task (as CrewAI's delegation does), on its model or its
         evidence-path policy; a model role past the deadline does not run."""
         agent = self.coworkers[coworker]
@@ -176,7 +178,7 @@ class ManagedTurn:
         output = None
         with tolerated(self.state, task) as failure:
             with acting_as(coworker):
-                result = agent.execute_task(work, context=note)
+                result = agent.execute_task(work, context=note or None)
             output = parse_output(result, typed) if typed is not None else None
         self.error = failure.error
         return output

@@ -213,3 +213,27 @@ def test_autogen_selector_past_the_deadline_is_the_table(settings, example_kb, m
     result = ask(selector(settings, example_kb, ["judge"]), QUESTION)
     assert "selector" not in roles(result)
     assert manage_step(result)["delegated_to"][0] == "retriever"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_manager_still_at_work_at_the_deadline_says_so_in_the_trace(settings, example_kb, engine):
+    """A coworker's model hangs: the turn ends at its deadline with the evidence-based answer,
+    and its trace keeps the manage step as far as it got (never a quiet sequential run)."""
+    import time
+
+    def hang(_prompt: str) -> dict:
+        time.sleep(8.0)
+        return {"answer": REFUND, "passage_ids": [1]}
+
+    llm = ScriptedLLM(model="scripted").script(tools=[SEARCH], DraftAnswer=[hang])
+    ask(
+        managed(settings, example_kb, ScriptedLLM(model="scripted"), engine, roles_on="evidence"),
+        QUESTION,
+    )
+    runtime = managed(settings.model_copy(update={"turn_timeout_s": 3.0}), example_kb, llm, engine)
+    result = ask(runtime, QUESTION)
+    assert result.verdict == "answered" and "5 to 7 business days" in result.answer
+    detail = manage_step(result)
+    assert detail["completed"] is False and "deadline" in detail["why"]
+    assert detail["delegated_to"] == ["retriever", "responder"]
+    assert any("ran out during respond" in n for n in result.trace.notes), result.trace.notes
