@@ -11,9 +11,9 @@ runs the whole set again.
 
 Writes bench/results/processes.{md,json}: per configuration the p50 / p95 of the searched
 turns' time (the trace's ``duration_ms``), its ratio to the same engine's sequential p50, the
-turns whose verdict or citations differ from sequential, and for the hierarchical runs how many
-searched turns have a ``manage`` step that handed the retrieve step to the retriever (and made
-no model call).
+median time it adds to the same turn run beside it sequentially, the turns whose verdict or
+citations differ from sequential, and how many searched turns have a ``manage`` step that
+handed the retrieve step to the retriever and finished the turn.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def delegated(line: dict[str, Any]) -> bool:
 
 
 def figures(lines: list[dict[str, Any]], plain: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The figures of one configuration's turns, beside its engine's sequential ones."""
     turns = [t for t in lines if searched(t)]
     seconds = sorted(t["trace"]["duration_ms"] / 1000 for t in turns)
     row: dict[str, Any] = {
@@ -58,14 +59,18 @@ def figures(lines: list[dict[str, Any]], plain: list[dict[str, Any]] | None) -> 
         "llm_calls": sum(t["trace"]["llm_calls"] for t in lines),
         "expectations_failed": sum(bool(t["expect_failures"]) for t in lines),
     }
-    if plain is not None:
-        row["differs_from_sequential"] = [
-            f"{a['conversation_id']}#{a['turn_index']}"
-            for a, b in zip(lines, plain, strict=True)
-            if (a["verdict"], [c["chunk_id"] for c in a["citations"]])
-            != (b["verdict"], [c["chunk_id"] for c in b["citations"]])
-        ]
-        row["delegated"] = f"{sum(delegated(t) for t in turns)}/{len(turns)}"
+    plain = plain or lines
+    pairs = [(a, b) for a, b in zip(lines, plain, strict=True) if searched(a)]
+    row["differs_from_sequential"] = [
+        f"{a['conversation_id']}#{a['turn_index']}"
+        for a, b in zip(lines, plain, strict=True)
+        if (a["verdict"], [c["chunk_id"] for c in a["citations"]])
+        != (b["verdict"], [c["chunk_id"] for c in b["citations"]])
+    ]
+    # the same turn, the same moment (interleaved): what the process adds to it
+    added = [(a["trace"]["duration_ms"] - b["trace"]["duration_ms"]) / 1000 for a, b in pairs]
+    row["p50_added_s"] = round(statistics.median(added), 3)
+    row["delegated"] = f"{sum(delegated(t) for t in turns)}/{len(turns)}"
     return row
 
 
@@ -103,21 +108,30 @@ def main() -> None:
             runtime.close()
     rows = []
     for engine, process in CONFIGS:
-        plain = lines[engine, "sequential"] if process == "hierarchical" else None
+        plain = lines[engine, "sequential"]
         row = {"engine": engine, "process": process, **figures(lines[engine, process], plain)}
-        if plain is not None:
-            base = figures(plain, None)["p50_s"]
-            row["p50_vs_sequential"] = round(row["p50_s"] / base, 2) if base else None
+        base = figures(plain, None)["p50_s"]
+        row["p50_vs_sequential"] = round(row["p50_s"] / base, 2) if base else None
         rows.append(row)
         print(json.dumps(row), flush=True)
-    columns = ("turns", "searched", "p50_s", "p95_s", "llm_calls", "delegated", "p50_vs_sequential")
+    columns = (
+        "turns",
+        "searched",
+        "p50_s",
+        "p95_s",
+        "p50_vs_sequential",
+        "p50_added_s",
+        "llm_calls",
+        "delegated",
+    )
     lines_md = [
         "# Sequential and hierarchical processes, embedded defaults",
         "",
         f"examples/kb; scripts {args.scripts} (x{args.repeats}), the four configurations "
         "interleaved per conversation. Seconds: searched turns' `duration_ms`. delegated: "
         "searched turns whose `manage` step handed the retrieve step to the retriever and "
-        "finished the turn.",
+        "finished the turn. p50_added_s: the median over searched turns of (this run's turn "
+        "time - the same turn's sequential time, run beside it).",
         "",
         *table(
             ("engine", "process", *columns),
@@ -132,7 +146,7 @@ def main() -> None:
             if r["process"] == "hierarchical"
         ],
     ]
-    write_results("processes", lines_md, rows)
+    write_results("processes", lines_md, {f"{r['engine']} {r['process']}": r for r in rows})
 
 
 if __name__ == "__main__":
