@@ -41,6 +41,9 @@ from tasks.schemas import Step
 from tasks.state import TurnState
 
 POLICY = "policy: the step table, no model call"
+# a model manager's own calls end by this share of the time its turn had left when it began;
+# the table picks after that, so the turn's own steps (the search, at least) keep their time
+MANAGER_SHARE = 0.5
 # what a manage step says when the turn's result was made while the manager worked
 UNFINISHED = "the turn ended (its deadline, or a cancel) before the manager finished"
 EVIDENCE = "evidence path"

@@ -8,8 +8,9 @@ follow their ``route`` (the diagram: ``agents/topology.py``, also in the README)
 ``selector_func`` is the manager: with the step table's policy (the default with the embedded
 model) it returns the speaker the table and the evidence dictate, without a model call; when
 the model manages (``manager:``) it returns ``None`` at each hand-off to a role agent and the
-model picks among ``candidate_func``'s; a pick out of turn does nothing and is corrected. The
-run is the trace's ``manage`` step, with every hand-off (``agents/manage.py``).
+model picks among ``candidate_func``'s (for half the time the turn has left, then the table
+picks); a pick out of turn does nothing and is corrected. The run is the trace's ``manage``
+step, with every hand-off (``agents/manage.py``).
 
 Usage::
 
@@ -19,12 +20,14 @@ Usage::
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from autogen_agentchat.conditions import MaxMessageTermination, SourceMatchTermination
 from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, SelectorGroupChat
-from autogen_core.models import ChatCompletionClient
+from autogen_core.models import ChatCompletionClient, CreateResult, ModelInfo, RequestUsage
 
 from agents.autogen.agents import (
     ClosingAgent,
@@ -40,9 +43,9 @@ from agents.autogen.agents import (
     decision_of,
 )
 from agents.autogen.client import BaseLLMChatClient
-from agents.deadline import expired
+from agents.deadline import current_deadline, expired, time_left, turn_deadline
 from agents.failures import TurnFailed
-from agents.manage import POLICY, Management, managing, path_of
+from agents.manage import MANAGER_SHARE, POLICY, Management, managing, path_of
 from agents.roles import ROLES, RoleSpecs
 from agents.runtime import TurnRuntime
 from agents.topology import EDGES, ENTRY, next_node
@@ -87,6 +90,53 @@ def model_name(client: Any) -> str:
     return str(named or type(client).__name__)
 
 
+class SelectorClient(ChatCompletionClient):
+    """The selector's model client: a selection the model cannot make (it failed, or its reply
+    was cut at the turn's deadline) is the table's, and the trace says so; the roles' own
+    model calls are the roles' clients' business."""
+
+    def __init__(self, inner: ChatCompletionClient, policy: EvidencePolicy) -> None:
+        self.inner, self.policy = inner, policy
+
+    async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
+        try:
+            with turn_deadline(self.policy.until, current_deadline()[1]):
+                return await self.inner.create(messages, **kwargs)
+        except Exception as exc:  # the table picks; a cancelled turn still stops
+            return CreateResult(
+                finish_reason="stop",
+                content=self.policy.model_failed(f"{type(exc).__name__}: {str(exc)[:160]}"),
+                usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
+                cached=False,
+            )
+
+    def create_stream(self, messages: Sequence[Any], **kwargs: Any) -> Any:
+        return self.inner.create_stream(messages, **kwargs)
+
+    async def close(self) -> None:
+        return None  # the engine's client outlives the turn's team
+
+    def actual_usage(self) -> RequestUsage:
+        return self.inner.actual_usage()
+
+    def total_usage(self) -> RequestUsage:
+        return self.inner.total_usage()
+
+    def count_tokens(self, messages: Sequence[Any], **kwargs: Any) -> int:
+        return self.inner.count_tokens(messages, **kwargs)
+
+    def remaining_tokens(self, messages: Sequence[Any], **kwargs: Any) -> int:
+        return self.inner.remaining_tokens(messages, **kwargs)
+
+    @property
+    def capabilities(self) -> Any:  # type: ignore[override]
+        return self.inner.capabilities
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return self.inner.model_info
+
+
 class EvidencePolicy:
     """``selector_func`` / ``candidate_func`` of the hierarchical team: its manager.
 
@@ -105,6 +155,11 @@ class EvidencePolicy:
         self.management = management
         self.expected: list[str] = ["context"]
         self.asked = False  # the last speaker was the model's pick
+        # a model manager's own calls end by a share of the time the turn has left
+        left = time_left()
+        self.until = time.monotonic() + MANAGER_SHARE * left if left < math.inf else None
+        self.fell_back = False  # ... or the table's, the model having failed to choose
+        self.out_of_time = False
 
     def select(self, messages: Sequence[Any]) -> str | None:
         """The speaker evidence dictates; None (the model picks) where the model manages."""
@@ -113,8 +168,8 @@ class EvidencePolicy:
         if last is None or source == "user":
             return self._choose("context")
         if self.asked:  # the model's pick spoke (or, out of turn, did nothing)
-            self.asked = False
-            if self.management.picked(source, self.expected) and source in ROLES:
+            by_table, self.asked, self.fell_back = self.fell_back, False, False
+            if (by_table or self.management.picked(source, self.expected)) and source in ROLES:
                 self.management.handed(source, ran=path_of(self.settings, source))
         if source not in self.expected:  # the model's pick (or AutoGen's fallback) was wrong
             speaker = self.expected[0]
@@ -133,7 +188,7 @@ class EvidencePolicy:
         self.expected = [speaker]
         if speaker == "judge" and self.state.round_index < self.settings.max_rounds:
             self.expected = ["judge", "reformulator"]  # undecided: judge, or a new query
-        if ask and speaker in ROLES and self.management.by_model and not expired():
+        if ask and speaker in ROLES and self.management.by_model and self._in_time():
             self.asked = True
             self.services.expected = list(self.expected)  # a pick out of turn does nothing
             return None
@@ -141,6 +196,21 @@ class EvidencePolicy:
         self.services.expected = [speaker]
         if speaker in ROLES:
             self.management.handed(speaker, ran=path_of(self.settings, speaker))
+        return speaker
+
+    def _in_time(self) -> bool:
+        """Whether the model may still pick: the turn's deadline and the manager's share of it."""
+        if self.until is not None and time.monotonic() >= self.until:
+            if not self.out_of_time:
+                self.out_of_time = True
+                self.state.note("selector: the manager's time ran out; the table picks")
+            return False
+        return not expired()
+
+    def model_failed(self, error: str) -> str:
+        """The table's pick when the model could not choose (traced)."""
+        speaker, self.fell_back = self.expected[0], True
+        self.state.note(f"selector: the model could not choose ({error}); the table picked {speaker}")
         return speaker
 
     def candidates(self, messages: Sequence[Any]) -> list[str]:
@@ -186,7 +256,7 @@ class AutoGenEngine:
             policy = EvidencePolicy(services, management or Management(POLICY))
             return SelectorGroupChat(
                 list(agents.values()),
-                model_client=self.selector_client,
+                model_client=SelectorClient(self.selector_client, policy),
                 selector_func=policy.select,
                 candidate_func=policy.candidates,
                 termination_condition=SourceMatchTermination(["closer"]) | stop,

@@ -14,9 +14,11 @@ step of the turn to the coworker the step table (``agents/topology.py``) names.
 - A coworker whose role is on the evidence path (``roles:``) works with its
   :class:`RolePolicy`: the retriever calls its bound search tool, the others leave their step
   to the evidence path. A role on the model path uses the turn's model.
-- When the manager ends before the table reaches the closer (it stopped, failed, or ran out
-  of iterations or time), the ``manage`` step says why and the flow's own steps finish the
-  turn from where the table stands (:meth:`ManagedTurn.route_onward`).
+- A model manager's own calls have half the time the turn has left (``MANAGER_SHARE``); a
+  delegated step has the turn's. When the manager ends before the table reaches the closer
+  (it stopped, failed, or ran out of iterations or of its time), the ``manage`` step says why
+  and the flow's own steps finish the turn from where the table stands
+  (:meth:`ManagedTurn.route_onward`).
 
 Usage::
 
@@ -26,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -36,8 +39,9 @@ from crewai.utilities.i18n import I18N_DEFAULT
 from pydantic import BaseModel, Field, PrivateAttr
 
 from agents.crewai.crews import MANAGER_ROLE, ManagedSupportCrew, release
+from agents.deadline import budget, current_deadline, turn_deadline
 from agents.failures import is_outage, tolerated
-from agents.manage import COWORKER_TASK, EVIDENCE, LATE, Management, managing
+from agents.manage import COWORKER_TASK, EVIDENCE, LATE, MANAGER_SHARE, Management, managing
 from agents.roles import ROLES
 from agents.tools.search import TOOL_NAME
 from agents.topology import next_node
@@ -75,6 +79,8 @@ class ManagedTurn:
 
     def __init__(self, flow: Any, management: Management) -> None:
         self.steps, self.state = flow.steps, flow.state
+        # the turn's own deadline: a delegated step has it, whatever the manager's time is
+        self.deadline = current_deadline()
         self.management = management
         self.coworkers: dict[str, Any] = {}  # role key -> the crew's agent (:meth:`staff`)
         self.tasks: dict[str, Any] = {}  # tasks.yaml
@@ -154,7 +160,8 @@ class ManagedTurn:
         # words go along as context (the policy's are that task already)
         note = f"The manager asks: {task}\n{context}".strip() if self.management.by_model else ""
         try:
-            return self._run(expected, note)
+            with turn_deadline(*self.deadline):
+                return self._run(expected, note)
         except BaseException as exc:  # the flow raises it after the crew: outage, deadline, bug
             self.failure = exc
             return f"The {COWORKER_TASK[expected]} step stopped: {type(exc).__name__}."
@@ -386,6 +393,7 @@ def run_managed_turn(flow: Any) -> str:
                 llm=llm if by_model else StepTablePolicy(model=StepTablePolicy.name_, turn=turn),
                 allow_delegation=True,
                 max_iter=manager_iterations(settings.max_rounds),
+                max_retry_limit=0,  # a failed manager is not rerun from the first step
                 max_rpm=MANAGER_MAX_RPM if by_model else None,
                 verbose=False,
             )
@@ -399,13 +407,18 @@ def run_managed_turn(flow: Any) -> str:
             instance.manager_agent = manager
             instance.max_rpm = MANAGER_MAX_RPM if by_model else None
             failure = ""
+            # a model manager has a share of the turn's time for its own calls; then the
+            # table's steps take the rest (so the search, at least, has time)
+            share = MANAGER_SHARE if by_model else 1.0
             try:
-                with acting_as("manager"):
+                with acting_as("manager"), budget(share) as ends:
                     instance.crew().kickoff(inputs=role_inputs("manage", state))
             except Exception as exc:  # the manager's own failure is traced, never fatal
                 if turn.failure is None and is_outage(exc):
                     raise
                 failure = f"failed ({type(exc).__name__}: {str(exc)[:160]})"
+                if time.monotonic() >= ends:
+                    failure = f"its time ({share:.0%} of what the turn had left) ran out"
         finally:
             release(instance)
         pending = turn.next_coworker()
