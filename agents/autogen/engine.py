@@ -49,6 +49,7 @@ from agents.manage import MANAGER_SHARE, POLICY, Management, managing, path_of
 from agents.roles import ROLES, RoleSpecs
 from agents.runtime import TurnRuntime
 from agents.topology import EDGES, ENTRY, next_node
+from agents.usage import acting_as
 from storage.coroutines import run_coroutine
 from tasks.state import TurnState
 
@@ -100,7 +101,7 @@ class SelectorClient(ChatCompletionClient):
 
     async def create(self, messages: Sequence[Any], **kwargs: Any) -> CreateResult:
         try:
-            with turn_deadline(self.policy.until, current_deadline()[1]):
+            with acting_as("selector"), turn_deadline(self.policy.until, current_deadline()[1]):
                 return await self.inner.create(messages, **kwargs)
         except Exception as exc:  # the table picks; a cancelled turn still stops
             return CreateResult(
@@ -158,7 +159,6 @@ class EvidencePolicy:
         # a model manager's own calls end by a share of the time the turn has left
         left = time_left()
         self.until = time.monotonic() + MANAGER_SHARE * left if left < math.inf else None
-        self.fell_back = False  # ... or the table's, the model having failed to choose
         self.out_of_time = False
 
     def select(self, messages: Sequence[Any]) -> str | None:
@@ -168,8 +168,8 @@ class EvidencePolicy:
         if last is None or source == "user":
             return self._choose("context")
         if self.asked:  # the model's pick spoke (or, out of turn, did nothing)
-            by_table, self.asked, self.fell_back = self.fell_back, False, False
-            if (by_table or self.management.picked(source, self.expected)) and source in ROLES:
+            self.asked = False
+            if self.management.picked(source, self.expected) and source in ROLES:
                 self.management.handed(source, ran=path_of(self.settings, source))
         if source not in self.expected:  # the model's pick (or AutoGen's fallback) was wrong
             speaker = self.expected[0]
@@ -209,9 +209,9 @@ class EvidencePolicy:
 
     def model_failed(self, error: str) -> str:
         """The table's pick when the model could not choose (traced)."""
-        speaker, self.fell_back = self.expected[0], True
-        self.state.note(f"selector: the model could not choose ({error}); the table picked {speaker}")
-        return speaker
+        self.state.note(f"selector: the model could not choose ({error}); the table picks")
+        self.asked = False  # the table's pick, not the model's
+        return str(self._choose(self.expected[0], ask=False))
 
     def candidates(self, messages: Sequence[Any]) -> list[str]:
         """What the model picks among: the judge or a new query where the evidence is

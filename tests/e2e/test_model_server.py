@@ -156,8 +156,14 @@ def test_turns_against_a_real_model_server_hold_their_deadline(
         for turn in turns:
             [manage] = [s["detail"] for s in turn["trace"]["steps"] if s["name"] == "manage"]
             assert manage["manager"].startswith("model: ") and "smollm2" in manage["manager"]
-            # what it picked (kept or refused), or why it did not finish
-            assert manage["picks"] or (not manage["completed"] and manage["why"]), manage
+            # what it picked (kept or refused), or why the table picked instead
+            notes = " ".join(turn["trace"]["notes"])
+            assert (
+                manage["picks"]
+                or (not manage["completed"] and manage["why"])
+                or "the model could not choose" in notes
+                or "the manager's time ran out" in notes
+            ), (manage, notes)
     # start-up (models, engine, the structured-output probe) plus the turns: no wait at exit
     # for abandoned requests
     assert elapsed < 60 + len(TURNS) * (TIMEOUT_S + 1)
