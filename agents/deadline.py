@@ -41,6 +41,28 @@ def turn_deadline(at: float | None, cancel: threading.Event | None = None) -> It
         _DEADLINE.reset(token)
 
 
+def current_deadline() -> tuple[float | None, threading.Event | None]:
+    """The running turn's deadline and cancel event (to restore with :func:`turn_deadline`)."""
+    return _DEADLINE.get()
+
+
+@contextmanager
+def budget(share: float) -> Iterator[float]:
+    """Model calls inside end by ``share`` of the time the running turn has left (or once it
+    is cancelled): a part of the turn for one purpose (a hierarchical manager's own calls).
+    Yields when the budget ends (monotonic seconds; infinite outside a turn)."""
+    at, cancel = _DEADLINE.get()
+    if at is None:
+        yield math.inf
+        return
+    end = time.monotonic() + share * max(0.0, at - time.monotonic())
+    token = _DEADLINE.set((end, cancel))
+    try:
+        yield end
+    finally:
+        _DEADLINE.reset(token)
+
+
 def time_left() -> float:
     """Seconds until the running turn's deadline (infinite outside a turn; 0 once cancelled)."""
     at, cancel = _DEADLINE.get()

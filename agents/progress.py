@@ -21,7 +21,6 @@ LABELS = {
     "retrieve": "searching the help articles",
     "evidence_gate": "checking the evidence",
     "judge_gate": "checking the evidence",
-    "manager_check": "checking the evidence",
     "respond": "writing the answer",
     "revise": "writing the answer",
     "support_check": "checking the answer against the articles",

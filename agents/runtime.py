@@ -30,13 +30,16 @@ PROCESSES = ("sequential", "hierarchical")
 
 def calls_a_model(settings: Settings, process: str) -> bool:
     """Whether turns of this configuration may call the model: a role on its model path, or
-    a hierarchical manager (which delegates with the model whatever the roles say).
+    a hierarchical manager that is the model (``manager:``; the step table's policy is not).
 
     >>> from config.settings import Settings
     >>> calls_a_model(Settings(), "hierarchical")
+    False
+    >>> calls_a_model(Settings(manager="model"), "hierarchical")
     True
     """
-    return process == "hierarchical" or any(model_role(settings, role) for role in ROLE_NAMES)
+    manager = process == "hierarchical" and settings.model_manages()
+    return manager or any(model_role(settings, role) for role in ROLE_NAMES)
 
 
 class Engine(Protocol):

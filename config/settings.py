@@ -592,6 +592,10 @@ class Settings(BaseSettings):
     llm: LlmSettings = LlmSettings()
     engine: Literal["crewai", "autogen"] = "crewai"
     process: Literal["sequential", "hierarchical"] = "sequential"
+    # who picks each coworker in ``process: hierarchical``: policy = the step table
+    # (agents/topology.py, no model call), model = the model, auto = the policy with the local
+    # model and the model with any other provider
+    manager: Literal["policy", "model", "auto"] = "auto"
     max_rounds: int = Field(2, ge=0, le=5)
     turn_timeout_s: float = Field(15.0, gt=0, le=600)
     roles: RoleSettings = RoleSettings()
@@ -600,6 +604,14 @@ class Settings(BaseSettings):
     observability: Observability = Observability()
     sources: list[SourceSettings] = Field(default_factory=list)
     telemetry: bool = False
+
+    def model_manages(self) -> bool:
+        """Whether a hierarchical process's manager is the model rather than the step table.
+
+        >>> Settings().model_manages(), Settings(manager="model").model_manages()
+        (False, True)
+        """
+        return self.manager == "model" or (self.manager == "auto" and self.llm.provider != "local")
 
     def for_serving(self) -> Settings:
         """These settings as the pilot service runs them: encodings of ``pilot.encoder_threads``

@@ -20,6 +20,8 @@ class RoleFailed(RuntimeError):
 
 def parse_output(result: Any, output_model: type[Any]) -> Any:
     """A role's typed output from a crew result, its raw text, or JSON inside text."""
+    if isinstance(result, output_model):
+        return result
     if isinstance(getattr(result, "pydantic", None), output_model):
         return result.pydantic
     raw = str(getattr(result, "raw", result))

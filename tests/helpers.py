@@ -175,19 +175,14 @@ def prompt_driven_llm() -> Any:
     )
 
 
-TASK_COWORKERS = [
-    ("Rewrite the latest message", "Query reformulator"),
-    ("Search the knowledge base", "Knowledge base retriever"),
-    ("Do these passages answer", "Evidence judge"),
-    ("Answer in one to three", "Support responder"),
-]
-
-
-def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None) -> Any:
-    """A test double for a CrewAI hierarchical crew: the manager delegates each task to a
-    coworker (the right one, or ``delegate[task role] -> other role``), then passes the
-    coworker's answer on; coworkers answer in their role's JSON shape."""
-    import json
+def managed_crew_llm(
+    draft: str = REFUND, delegate: dict[str, str] | None = None, first: str = "Knowledge base retriever"
+) -> Any:
+    """A test double for CrewAI's hierarchical manager as a model: it delegates to ``first``,
+    then to the coworker each delegation names next ("... for <role>." or "goes to <role>."),
+    or to ``delegate[that role]`` instead; it gives the final answer once told the turn is
+    done. Coworkers answer in their role's JSON shape; the retriever searches."""
+    import re
 
     from tests.scripted_llm import ScriptedLLM
 
@@ -199,30 +194,27 @@ def managed_crew_llm(draft: str = REFUND, delegate: dict[str, str] | None = None
         if "search_knowledge_base" in names:
             return {"name": "search_knowledge_base", "arguments": {"queries": ["refund time"]}}
         messages = llm.last_messages
+        told = str(messages[-1]["content"]) if isinstance(messages, list) else ""
         if isinstance(messages, list) and messages[-1].get("role") == "tool":
-            return str(messages[-1]["content"])  # the coworker's work is the task's answer
-        task = prompt.split("Current Task")[-1]
-        role = next(r for marker, r in TASK_COWORKERS if marker in task)
+            if "final answer" in told:
+                return told.split("final answer:", 1)[-1].strip()
+            named = re.search(r"(?:, for|goes to) ([A-Z][a-z]+(?: [a-z]+)*)\.", told)
+            role = named.group(1) if named else first
+        else:
+            role = first
         delegate_tool = next(n for n in names if "elegate" in n)
+        coworker = wrong.get(role, role)
         return {
             "name": delegate_tool,
-            "arguments": {"task": task[-600:], "context": "see task", "coworker": wrong.get(role, role)},
+            "arguments": {"task": "do your step", "context": "see task", "coworker": coworker},
         }
-
-    def text(prompt: str) -> str:
-        if "You are Query reformulator" in prompt:
-            return json.dumps({"standalone_query": "refund time"})
-        if "You are Evidence judge" in prompt:
-            return json.dumps({"verdict": "sufficient", "reason": "it says"})
-        if "You are Support responder" in prompt:
-            return json.dumps({"answer": draft, "passage_ids": [1]})
-        return "I have nothing to add."
 
     return llm.script(
         tools=[tools],
-        text=[text],
+        text=["I have nothing to add."],
         Reformulation=[{"standalone_query": "refund time"}],
-        DraftAnswer=[{"answer": REFUND, "passage_ids": [1]}],
+        Judgement=[{"verdict": "sufficient", "reason": "it says"}],
+        DraftAnswer=[{"answer": draft, "passage_ids": [1]}],
     )
 
 

@@ -59,6 +59,8 @@ class TurnServices:
     steps: TurnSteps = field(init=False)
     attempts: dict[str, int] = field(default_factory=dict)
     failure: BaseException | None = None
+    # who may act now, as a hierarchical team's manager decided (None: whoever is picked)
+    expected: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.steps = TurnSteps(self.state, self.runtime)
@@ -96,7 +98,9 @@ class _TurnAgent(BaseChatAgent):
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> Response:
-        if not self.ready():
+        if not self.ready() or (
+            self.services.expected is not None and self.name not in self.services.expected
+        ):
             self.state.note(
                 f"{self.name} was picked out of turn (route {self.state.route!r}); it did nothing"
             )
@@ -235,7 +239,12 @@ class RetrieverAgent(_ModelRole):
 
     async def act(self, cancellation_token: CancellationToken) -> str:
         with self.steps.retrieval() as search:
-            await self.ask(cancellation_token, tools=[AutoGenToolAdapter(search.tool)])
+            tool = AutoGenToolAdapter(search.tool)
+            if search.uses_model:
+                await self.ask(cancellation_token, tools=[tool])
+            elif self.services.expected is not None:  # handed the step by the manager: the
+                # agent runs its tool on the customer's words (the round's queries are bound)
+                await tool.run_json({"queries": [self.state.message]}, cancellation_token)
             for helper in self.extra:
                 search.extra.extend(await helper.evidence(cancellation_token))
         return f"{len(self.state.passages)} passages"

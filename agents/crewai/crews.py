@@ -3,9 +3,10 @@ agents and tasks come from ``config/agents.yaml`` and ``config/tasks.yaml``.
 
 One crew per step of the turn's ``Flow`` (``agents/crewai/flow.py``): reformulate, retrieve,
 judge, respond; and, for ``process: hierarchical``, one ``Process.hierarchical`` crew whose
-manager delegates the whole turn to the four coworkers. Inputs reach the task descriptions
-through ``kickoff(inputs=...)``; the flow builds the crews for each turn (the retriever's
-search tool is bound to that turn's enforced slots) and releases them afterwards.
+manager hands each step of the turn to one of the four coworkers (``agents/crewai/manager.py``).
+Inputs reach the task descriptions through ``kickoff(inputs=...)``; the flow builds the crews
+for each turn (the retriever's search tool is bound to that turn's enforced slots) and releases
+them afterwards.
 
 Adding an agent with its own tool to the retrieval step takes one entry in each YAML file
 (the task named like the agent) and one ``@agent`` method on a subclass of ``RetrieveCrew``;
@@ -43,23 +44,17 @@ from agents.roles import CONFIG_DIR, ROLES
 from tasks.schemas import DraftAnswer, Judgement, Reformulation
 
 MANAGER_ROLE = "Support manager"
-MANAGER_MAX_ITER = 2
-MANAGER_MAX_RPM = 30
 # absolute, so a crew subclassed in another package still reads our YAML (CrewAI resolves
 # relative paths against the module that defines the class)
 AGENTS_CONFIG = str(CONFIG_DIR / "agents.yaml")
 TASKS_CONFIG = str(CONFIG_DIR / "tasks.yaml")
 
 
-class ManagerOffTrack(RuntimeError):
-    """The manager's crew went where no answer can come from; the flow falls back."""
-
-
 class SupportAgents:
     """The four role agents of ``config/agents.yaml``, shared by every support crew.
 
-    ``tools`` maps an agent's name to the tools it holds for this turn; ``step_callback``
-    sees every step of every agent (the hierarchical crew uses it to know who worked).
+    ``tools`` maps an agent's name to the tools it holds for this turn, ``llms`` to a model
+    of its own (the turn's ``llm`` otherwise); ``step_callback`` sees every step of every agent.
     """
 
     agents_config: Any = AGENTS_CONFIG
@@ -72,8 +67,10 @@ class SupportAgents:
         step_callback: Callable[[str], None] | None = None,
         guardrail: Callable[[Any], tuple[bool, Any]] | None = None,
         turn: Any = None,
+        llms: dict[str, Any] | None = None,
     ) -> None:
         self.llm = llm
+        self.llms = llms or {}
         self.turn = turn  # this turn's TurnState: what added agents' tools scope by
         self.tools = tools or {}
         self.on_step = step_callback
@@ -88,7 +85,7 @@ class SupportAgents:
             held = tools if tools is not None else self.tools.get(name, [])
             return Agent(
                 config=self.agents_config[name],
-                llm=self.llm,
+                llm=self.llms.get(name, self.llm),
                 tools=[crewai_tool(t) for t in held],
                 allow_delegation=False,
                 max_iter=1,
@@ -184,41 +181,16 @@ class RespondCrew(SupportAgents):
 
 @CrewBase
 class ManagedSupportCrew(SupportAgents):
-    """``process: hierarchical``: a manager owns the whole turn and delegates each task."""
+    """``process: hierarchical``: one task, the turn, owned by a manager that hands each step
+    to the coworker the step table names (``agents/crewai/manager.py`` builds the manager and
+    its delegation tool; ``llms`` gives each coworker the model, or its evidence-path policy)."""
 
-    def manager(self) -> Agent:
-        return Agent(
-            role=MANAGER_ROLE,
-            goal="Delegate each task to the one coworker whose role fits it.",
-            backstory="You run a customer-support crew and never do the work yourself.",
-            llm=self.llm,
-            allow_delegation=True,
-            max_iter=MANAGER_MAX_ITER,
-            max_rpm=MANAGER_MAX_RPM,
-            verbose=False,
-        )
+    manager_agent: Agent | None = None
+    max_rpm: int | None = None
 
     @task
-    def reformulate(self) -> Task:
-        return self.role_task("reformulate", None, output_pydantic=Reformulation)
-
-    @task
-    def retrieve(self) -> Task:
-        return self.role_task("retrieve", None, callback=self.require_a_search)
-
-    @task
-    def judge_task(self) -> Task:
-        return self.role_task("judge", None, output_pydantic=Judgement)
-
-    def require_a_search(self, _output: Any) -> None:
-        """Stop the manager's turn as soon as its retrieval task ends without a search:
-        nothing after it could pass the evidence gate, so its model calls would be wasted."""
-        if not any(tool.calls for tool in self.tools.get("retriever", [])):
-            raise ManagerOffTrack("the retriever coworker never searched")
-
-    @task
-    def respond(self) -> Task:
-        return self.role_task("respond", None, output_pydantic=DraftAnswer)
+    def manage(self) -> Task:
+        return self.role_task("manage", None)
 
     @crew
     def crew(self) -> Crew:
@@ -227,8 +199,8 @@ class ManagedSupportCrew(SupportAgents):
             agents=coworkers,
             tasks=self.tasks,
             process=Process.hierarchical,
-            manager_agent=self.manager(),
-            max_rpm=MANAGER_MAX_RPM,
+            manager_agent=self.manager_agent,
+            max_rpm=self.max_rpm,
             verbose=False,
         )
 

@@ -7,23 +7,17 @@ context variable set for a turn tells a handler which turn an event belongs to.
   ``LLMCallCompletedEvent``; it goes into the turn's usage ledger (our own backends record
   their calls themselves and are skipped).
 - every CrewAI agent's LLM call is attributed to that agent (its ``agents.yaml`` key), also
-  inside a hierarchical crew where the manager delegates (a ``before_llm_call`` hook);
-- ``agents_at_work``: the roles of the agents that completed work (including coworkers a
-  manager delegated to), for checking a hierarchical crew's delegation.
+  inside a hierarchical crew where the manager delegates (a ``before_llm_call`` hook).
 
 Usage::
 
     listen_to_crewai_llm_calls()
-    with agents_at_work() as worked:
-        crew.kickoff(inputs=...)
-    worked   # ["Knowledge base retriever", "Support responder"]
+    crew.kickoff(inputs=...)
+    flush_events()      # a remote model's usage has reached the turn's ledger
 """
 
 from __future__ import annotations
 
-import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,9 +25,6 @@ from typing import Any
 from agents.usage import attribute_calls_to, record_call
 
 FLUSH_TIMEOUT_S = 5.0
-_WORKED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "supportcrew_agents_at_work", default=None
-)
 _LISTENING: list[bool] = []
 
 
@@ -41,7 +32,6 @@ def _listen() -> None:
     if _LISTENING:
         return
     from crewai.events import crewai_event_bus
-    from crewai.events.types.agent_events import AgentExecutionCompletedEvent
     from crewai.events.types.llm_events import LLMCallCompletedEvent
     from crewai.hooks import register_before_llm_call_hook
 
@@ -53,18 +43,12 @@ def _listen() -> None:
             int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), 0.0, "crewai"
         )
 
-    def record_agent(source: object, event: AgentExecutionCompletedEvent) -> None:
-        worked = _WORKED.get()
-        if worked is not None:
-            worked.append(str(event.agent.role))
-
     def attribute(context: Any) -> None:
         role = getattr(getattr(context, "agent", None), "role", None)
         if role:
             attribute_calls_to(role_keys().get(role, role))
 
     crewai_event_bus.on(LLMCallCompletedEvent)(record_usage)
-    crewai_event_bus.on(AgentExecutionCompletedEvent)(record_agent)
     register_before_llm_call_hook(attribute)
     _LISTENING.append(True)
 
@@ -99,16 +83,3 @@ def flush_events() -> None:
     from crewai.events import crewai_event_bus
 
     crewai_event_bus.flush(timeout=FLUSH_TIMEOUT_S)
-
-
-@contextmanager
-def agents_at_work() -> Iterator[list[str]]:
-    """Collect the roles of agents that complete work inside the block."""
-    _listen()
-    worked: list[str] = []
-    token = _WORKED.set(worked)
-    try:
-        yield worked
-        flush_events()
-    finally:
-        _WORKED.reset(token)

@@ -8,9 +8,10 @@ evidence gate: answer | retry | refuse | ask_judge) -> ``@router`` ``judge`` -> 
 guardrail is the verifier's support check) | ``finish`` (the closer).
 
 With ``process: hierarchical`` the ``@start`` context routes to ``delegate_turn`` first: one
-``Process.hierarchical`` crew whose manager delegates the whole turn to the four coworkers.
-Its retrieval and draft pass the same gates; when the manager fails (it does with a small
-local model), the flow continues on the sequential path and the trace says where and why.
+``Process.hierarchical`` crew whose manager hands each step to a coworker in the order of the
+same table (``agents/crewai/manager.py``); each delegation runs that step here and its gate.
+When the manager ends before the turn is done, the flow's own steps finish it from where the
+table stands, and the trace's ``manage`` step says why.
 
 Usage::
 
@@ -125,13 +126,12 @@ class SupportTurnFlow(Flow[TurnFlowState]):
 
     @router("manage")
     def delegate_turn(self) -> str:
-        """The hierarchical crew's turn, accepted only when its work passes the gates; else
-        the sequential path from the plan on."""
+        """The hierarchical crew's turn: its manager hands each step to a coworker in the
+        table's order; the route onward is the closer's once it finished (else the route into
+        the step it did not hand over, which the flow's own steps take from there)."""
         from agents.crewai.manager import run_managed_turn
 
-        if run_managed_turn(self) == "accepted":
-            return "accepted"
-        return self.steps.plan().route
+        return run_managed_turn(self)
 
     @listen(or_(*routes_into("reformulator")))
     def reformulate(self) -> None:

@@ -82,7 +82,12 @@ def data_dir(tmp_path_factory):
 
 @pytest.mark.parametrize(
     ("engine", "process"),
-    [("crewai", "sequential"), ("autogen", "sequential"), ("crewai", "hierarchical")],
+    [
+        ("crewai", "sequential"),
+        ("autogen", "sequential"),
+        ("crewai", "hierarchical"),
+        ("autogen", "hierarchical"),
+    ],
 )
 def test_turns_against_a_real_model_server_hold_their_deadline(
     server, data_dir, tmp_path, engine, process
@@ -147,6 +152,18 @@ def test_turns_against_a_real_model_server_hold_their_deadline(
         assert turn["trace"]["duration_ms"] <= (TIMEOUT_S + 1) * 1000, turn["trace"]["notes"]
         assert "knowledge base" not in turn["answer"]
     assert sum(t["trace"]["llm_calls"] for t in turns) >= 1  # the model path was taken
+    if process == "hierarchical":  # the model manages, and the trace shows what it chose
+        for turn in turns:
+            [manage] = [s["detail"] for s in turn["trace"]["steps"] if s["name"] == "manage"]
+            assert manage["manager"].startswith("model: ") and "smollm2" in manage["manager"]
+            # what it picked (kept or refused), or why the table picked instead
+            notes = " ".join(turn["trace"]["notes"])
+            assert (
+                manage["picks"]
+                or (not manage["completed"] and manage["why"])
+                or "the model could not choose" in notes
+                or "the manager's time ran out" in notes
+            ), (manage, notes)
     # start-up (models, engine, the structured-output probe) plus the turns: no wait at exit
     # for abandoned requests
     assert elapsed < 60 + len(TURNS) * (TIMEOUT_S + 1)

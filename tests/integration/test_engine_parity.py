@@ -22,8 +22,8 @@ SCRIPT = REPO / "examples" / "kickoff" / "support-demo.yaml"
 ENGINE_SHAPED = {"respond", "revise"}
 
 
-def outcomes(engine: str, settings, example_kb) -> list[tuple]:
-    runtime = scripted_runtime(settings, example_kb, prompt_driven_llm(), engine=engine)
+def outcomes(engine: str, settings, example_kb, process: str = "sequential") -> list[tuple]:
+    runtime = scripted_runtime(settings, example_kb, prompt_driven_llm(), engine=engine, process=process)
     return [
         (
             line["conversation_id"],
@@ -32,7 +32,12 @@ def outcomes(engine: str, settings, example_kb) -> list[tuple]:
             line["answer"],
             tuple(c["source_id"] for c in line["citations"]),
             tuple(
-                (s["name"], s["detail"].get("route", ""), s["detail"].get("unsupported"))
+                (
+                    s["name"],
+                    s["detail"].get("route", ""),
+                    s["detail"].get("unsupported"),
+                    s["detail"].get("delegated_to"),
+                )
                 for s in line["trace"]["steps"]
                 if s["name"] not in ENGINE_SHAPED
             ),
@@ -54,3 +59,20 @@ def test_both_engines_give_the_same_answers_citations_and_steps(settings, exampl
     assert "answered" in verdicts and "handoff" in verdicts
     if evidence == "always undecided":  # the judge's prompt-driven verdicts decide here
         assert any("judge" in row[6] for row in crewai)
+
+
+@pytest.mark.parametrize("evidence", ["calibrated", "always undecided"])
+def test_both_managers_hand_the_same_steps_to_the_same_coworkers(settings, example_kb, evidence):
+    """``process: hierarchical``: CrewAI's manager crew and AutoGen's selector team, both on the
+    step table's policy, delegate the same steps and reach the same results, as sequential."""
+    turn_settings = settings if evidence == "calibrated" else undecided(settings)
+    crewai = outcomes("crewai", turn_settings, example_kb, "hierarchical")
+    autogen = outcomes("autogen", turn_settings, example_kb, "hierarchical")
+    sequential = outcomes("crewai", turn_settings, example_kb)
+    for ours, theirs, plain in zip(crewai, autogen, sequential, strict=True):
+        assert ours == theirs
+        assert ours[:5] == plain[:5]  # verdict, answer, citations: the sequential process's
+    searched = [row for row in crewai if any(step[0] == "retrieve" for step in row[5])]
+    assert searched and all(
+        "retriever" in next(step[3] for step in row[5] if step[0] == "manage") for row in searched
+    )
