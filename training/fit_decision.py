@@ -495,6 +495,17 @@ def main() -> None:
         print(f"written: {FITTED_PAGE_CHOICE.name}, {FITTED_ANSWERABILITY.name}, {CARD.name}")
 
 
+def figures_table(title: str, figures_by_part: dict[str, dict[str, str]]) -> list[str]:
+    """One Markdown table of held-out figures, a row per part (``figures``' output)."""
+    return table(
+        (title, "rows", "answered right", "refused (unanswerable)", "precision", "wrong answers"),
+        [
+            (name, f["rows"], f["answered_right"], f["refused"], f["precision"], f["wrong_answers"])
+            for name, f in figures_by_part.items()
+        ],
+    )
+
+
 def report(
     card: dict[str, Any],
     rows_decided: Sequence[Decided],
@@ -513,37 +524,11 @@ def report(
         "Held out: each row decided by the models fitted without its fold (5 folds, the pack's by "
         "page cluster); 95 % bootstrap intervals over held-out groups.",
         "",
-        *table(
-            (
-                "held out",
-                "rows",
-                "answered right",
-                "refused (unanswerable)",
-                "precision",
-                "wrong answers",
-            ),
-            [
-                (name, f["rows"], f["answered_right"], f["refused"], f["precision"], f["wrong_answers"])
-                for name, f in card["held_out"].items()
-            ],
-        ),
+        *figures_table("held out", card["held_out"]),
         "",
         f"The models shipped before, on the same rows (fitted on other data; answer_at {shipped_at}):",
         "",
-        *table(
-            (
-                "shipped before",
-                "rows",
-                "answered right",
-                "refused (unanswerable)",
-                "precision",
-                "wrong answers",
-            ),
-            [
-                (name, f["rows"], f["answered_right"], f["refused"], f["precision"], f["wrong_answers"])
-                for name, f in card["shipped_before_in_sample"].items()
-            ],
-        ),
+        *figures_table("shipped before", card["shipped_before_in_sample"]),
         "",
         "Gate weights (standardised): "
         + ", ".join(f"{n} {w:+.2f}" for n, w in card["models"]["gate"].items()),
