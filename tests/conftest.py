@@ -12,6 +12,10 @@ from config.settings import Settings, load_settings
 from config.telemetry import apply_telemetry_policy
 
 apply_telemetry_policy()
+# an xdist worker inherits COLUMNS from the controller's terminal: a CLI's rich console would
+# freeze that width at import, where a test's own COLUMNS could no longer widen it
+for _size in ("COLUMNS", "LINES"):
+    os.environ.pop(_size, None)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_KB = REPO / "examples" / "kb"

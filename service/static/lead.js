@@ -204,12 +204,19 @@ async function showList(wanted) {
   $("list-section").scrollIntoView({ block: "start" });
 }
 
+// Only the latest request's answer is shown: one that was asked for earlier (the page's first
+// list, still on its way when a tile is clicked) and answers later is dropped.
+let listAsked = 0;
+
 async function loadList() {
-  const query = filters();
+  const wanted = filters();
+  const query = new URLSearchParams(wanted);
   query.set("days", DAYS);
   query.set("limit", PAGE);
   query.set("offset", lead.offset);
+  const asked = ++listAsked;
   const page = await call(`/v1/reports/outcomes?${query}`);
+  if (asked !== listAsked) return;
   const rows = page.conversations.map((c) => {
     const open = element("button", { type: "button", className: "link",
                                      textContent: shorten(c.first_question, 90) });
@@ -232,7 +239,7 @@ async function loadList() {
   });
   $("list").replaceChildren(...rows);
   const shown = page.conversations.length;
-  const described = [...filters().entries()].map(([k, v]) =>
+  const described = [...wanted.entries()].map(([k, v]) =>
     k === "label" ? NAME[v] : k === "topic" ? `topic ${topicName(v)}` :
       k === "other" ? `topic ${topicName(OTHER)}` : `${k} ${v}`).join(", ");
   const which = described ? ` (${described})` : "";

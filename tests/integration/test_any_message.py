@@ -17,7 +17,7 @@ from tests.helpers import scripted_runtime
 from tests.messages import CHARGED_TWICE, REAL_TURNS, customer_messages
 from tests.scripted_llm import ScriptedLLM
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # bounds each turn by its deadline
 ENDED = {"answered", "suggest", "idk", "handoff"}
 CUSTOMER = "c-any"
 _sessions = itertools.count()

@@ -189,6 +189,7 @@ def test_the_local_runner_stops_nginx_on_sigterm(tmp_path):
             os.killpg(runner.pid, signal.SIGKILL)
 
 
+@pytest.mark.serial
 def test_a_body_trickled_a_byte_every_six_seconds_is_dropped_by_nginx(proxied):
     """``client_body_timeout`` runs between two reads: short, a trickling client is dropped
     (408) before its next byte, and the deploy recipe's ``send_timeout`` is as short."""

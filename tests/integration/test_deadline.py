@@ -14,7 +14,7 @@ from tests.helpers import REFUND, scripted_runtime
 from tests.integration.test_turn import ask
 from tests.scripted_llm import ScriptedLLM
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # each turn has a few seconds
 ENGINES = ["crewai", "autogen"]
 
 

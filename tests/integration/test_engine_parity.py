@@ -15,7 +15,7 @@ from tests.conftest import REPO
 from tests.helpers import prompt_driven_llm, scripted_runtime
 from tests.integration.test_turn import undecided
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # both engines' steps within one turn's time
 SCRIPT = REPO / "examples" / "kickoff" / "support-demo.yaml"
 # CrewAI retries a task under its guardrail inside one "respond" step; AutoGen's responder
 # speaks again ("revise"). Both record every support check and every model call.

@@ -210,6 +210,7 @@ def test_autogen_model_selector_picking_out_of_turn_is_traced_and_corrected(sett
     assert result.verdict == "answered" and result.answer == REFUND
 
 
+@pytest.mark.serial
 def test_autogen_selector_past_the_deadline_is_the_table(settings, example_kb, monkeypatch):
     monkeypatch.setattr("agents.autogen.engine.expired", lambda: True)
     result = ask(selector(settings, example_kb, ["judge"]), QUESTION)
@@ -217,6 +218,7 @@ def test_autogen_selector_past_the_deadline_is_the_table(settings, example_kb, m
     assert manage_step(result)["delegated_to"][0] == "retriever"
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_manager_still_at_work_at_the_deadline_says_so_in_the_trace(settings, example_kb, engine):
     """A coworker's model hangs: the turn ends at its deadline with the evidence-based answer,
@@ -277,6 +279,7 @@ def slow_manager(engine: str):
     return llm.script(tools=[tools], DraftAnswer=draft)
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_model_manager_has_half_the_turn_then_the_table_goes_on(settings, example_kb, engine):
     llm = slow_manager(engine)

@@ -102,6 +102,7 @@ def runtime_for(settings, example_kb, engine: str, base_url: str) -> TurnRuntime
     )
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 @pytest.mark.parametrize("mode", ["down", "hang", "500", "garbage"])
 def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(
@@ -127,6 +128,7 @@ def test_a_faulty_model_server_gives_the_evidence_outcome_in_time(
         assert result.trace.llm_calls == Faulty.requests
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("engine", ["crewai", "autogen"])
 def test_a_reply_still_streaming_at_the_deadline_is_cut_and_its_stream_closed(
     server, settings, example_kb, engine, monkeypatch

@@ -154,6 +154,7 @@ def test_a_server_refusing_json_schema_is_asked_for_json_objects(endpoint, setti
     assert not [n for n in result.trace.notes if "failed" in n]
 
 
+@pytest.mark.serial
 def test_a_busy_server_holds_the_start_for_one_probe_timeout_only(endpoint, monkeypatch):
     """A probe that times out says nothing about the modes: no second probe waits too, and the
     prompt's own JSON instructions (``none``, which every server takes) are used."""

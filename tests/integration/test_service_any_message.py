@@ -18,7 +18,7 @@ from tests.helpers import scripted_runtime, with_api_keys
 from tests.messages import CHARGED_TWICE, REAL_TURNS, customer_messages
 from tests.scripted_llm import ScriptedLLM
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.serial]  # bounds each turn by its deadline
 HEADERS = {"Authorization": "Bearer widget-key"}
 ENDED = {"answered", "suggest", "idk", "handoff"}
 

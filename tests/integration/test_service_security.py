@@ -308,6 +308,7 @@ def read_until_closed(sock: socket.socket, limit_s: float) -> bytes:
         reply += part
 
 
+@pytest.mark.serial
 def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(
     settings, example_kb, tmp_path
 ):
@@ -351,6 +352,7 @@ def test_headers_that_trickle_in_get_408_and_every_held_connection_is_freed(
     store.close()
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("sender", ["stops", "trickles"])
 def test_a_body_not_arrived_in_time_gets_408_and_the_connection_is_freed(
     settings, example_kb, tmp_path, sender

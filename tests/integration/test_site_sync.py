@@ -368,6 +368,7 @@ def test_a_redirect_within_the_site_gets_the_slots_of_where_it_lands(site, kb):
 TRICKLE_S = 20.0  # a page that sends one byte every quarter second for this long
 
 
+@pytest.mark.serial
 def test_a_page_that_trickles_is_cut_at_its_deadline(site, kb):
     site.add_trap("/trickle.html", trickle(seconds=TRICKLE_S, every_s=0.25), listed=False)
     site.sitemaps["/slow.xml"] = ["/trickle.html"]
@@ -379,6 +380,7 @@ def test_a_page_that_trickles_is_cut_at_its_deadline(site, kb):
     assert took < 5.0, f"the sync took {took:.1f} s with a 1 s page deadline"
 
 
+@pytest.mark.serial
 def test_the_sync_command_ends_and_frees_the_store_at_the_page_deadline(site, tmp_path, settings):
     site.add_trap("/trickle.html", trickle(seconds=TRICKLE_S, every_s=0.25), listed=False)
     site.sitemaps["/slow.xml"] = ["/billing/refunds.html", "/trickle.html"]

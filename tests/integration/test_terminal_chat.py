@@ -99,6 +99,7 @@ def test_chat_answers_takes_commands_and_stores_the_session(tmp_path):
     assert (tmp_path / "history").read_text().count("How long does a refund take?") == 1
 
 
+@pytest.mark.serial
 def test_ctrl_c_cancels_the_turn_and_the_next_message_is_answered(tmp_path):
     """The responder would take 120 s; Ctrl-C stops the turn, and the next command is served
     long before that (pexpect's 90 s timeout would fail the test otherwise)."""

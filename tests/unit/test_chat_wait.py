@@ -16,6 +16,7 @@ def test_the_wait_returns_the_turns_result():
     assert wait_interruptibly(future) == "answered"
 
 
+@pytest.mark.serial
 def test_ctrl_c_delivered_to_another_thread_still_interrupts_the_wait():
     let_ctrl_c_through()  # as the chat does first: whatever an earlier test left behind
     future: concurrent.futures.Future[str] = concurrent.futures.Future()
