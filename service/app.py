@@ -54,6 +54,7 @@ from service.routes import (
     page,
     reports,
     search,
+    session_actions,
     sessions,
     widget,
 )
@@ -176,6 +177,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         health.router,
         me.router,
         sessions.router,
+        session_actions.router,
         handoffs.router,
         reports.router,
         articles.router,

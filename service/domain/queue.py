@@ -8,7 +8,7 @@ the reply and the resolution a person writes (:func:`reply`, :func:`resolve`). T
 
 Usage::
 
-    page = queue_page(pilot, "acme", limit=20, offset=0)   # {"handoffs", "total", ...}
+    page = queue_page(pilot, "acme", limit=20, offset=0)   # QueuePage: handoffs, total
     header = readable_session(pilot, who, session_id)      # 404/403 for another's
     whole = conversation(pilot, who, header)               # transcript, customer, suggestion
 """
@@ -25,6 +25,16 @@ from service.domain.conversation import customer_label
 from service.domain.records import SessionHeader
 from service.errors import ApiError
 from service.outcome_upkeep import touched
+from service.records import (
+    CitedTurnRecord,
+    Conversation,
+    FeedbackMark,
+    QueuePage,
+    QueueRow,
+    QueueSession,
+    SessionView,
+    SuggestedReply,
+)
 from service.session_state import waiting_for_a_person
 from service.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
 from storage.memory import Scope, StoredTurn
@@ -33,17 +43,6 @@ from tasks.memory_context import close_session, messages_waiting, to_answer
 from tasks.message_kind import asked_something, kind_of, load_message_kinds
 from tasks.question_behind import pages_reader, question_behind
 
-QUEUE_FIELDS = (
-    "session_id",
-    "customer_id",
-    "status",
-    "handoff_reason",
-    "handoff_at",
-    "taken_by",
-    "taken_at",
-    "created",
-    "contact_email",
-)
 URGENT_AFTER_S = 15 * 60  # handed off this long ago and no person has replied: urgent
 URGENT_WAITING = 3  # this many messages wait for a person: urgent
 # why a conversation waits when the customer said a bare "yes" to the offer of a person
@@ -71,7 +70,7 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> Sessi
     return header
 
 
-def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dict[str, object]:
+def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> Conversation:
     """What a person needs to take a conversation over, as far as their key may read it: the
     transcript (each reply's sources as pages, title and link), the customer's marks and
     closing answer (in ``feedback`` and the session), what we know of the customer (entities,
@@ -82,25 +81,27 @@ def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dic
     slots = staff_slots(who)
     stored = memory.session_turns(scope, header["session_id"])
     turns = withhold_unreadable(pilot.runtime, slots, stored, who.key_name)
-    return {
-        "session": header,
-        "customer": customer_label(header["customer_id"]),
-        "turns": with_cited_pages(pilot.runtime, slots, turns),
-        "citations": sorted({c for t in turns for c in t.get("citations", [])}),
-        "entities": [
-            e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)
-        ],
-        "memories": [
+    suggestion = suggested_reply(pilot.runtime, turns, slots, header["session_id"])
+    return Conversation(
+        session=SessionView.model_validate(header),
+        customer=customer_label(header["customer_id"]),
+        turns=[CitedTurnRecord.model_validate(t) for t in with_cited_pages(pilot.runtime, slots, turns)],
+        citations=sorted({c for t in turns for c in t.get("citations", [])}),
+        entities=[e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)],
+        memories=[
             m.model_dump(include={"session_id", "summary", "resolution", "ts"})
             for m in memory.memories(scope, slots=slots)
             if m.session_id != header["session_id"]
         ],
-        "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),
-        "suggestion": suggested_reply(pilot.runtime, turns, slots, header["session_id"]),
-    }
+        feedback=[
+            FeedbackMark.model_validate(m)
+            for m in pilot.store.feedback(header["tenant"], header["session_id"])
+        ],
+        suggestion=SuggestedReply.model_validate(suggestion) if suggestion else None,
+    )
 
 
-def read_conversation(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, object]:
+def read_conversation(pilot: PilotContext, who: Caller, session_id: str) -> Conversation:
     """:func:`conversation` of a session this staff key may read (:func:`readable_session`)."""
     return conversation(pilot, who, readable_session(pilot, who, session_id))
 
@@ -151,7 +152,7 @@ def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> s
     return ""
 
 
-def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, object]:
+def queue_row(pilot: PilotContext, header: SessionHeader) -> QueueRow:
     """One line of the queue: enough to choose a conversation and to tell two customers'
     apart (who, their problem, why, their latest message, since when, who has it, whether it
     is urgent), none of its answers."""
@@ -160,26 +161,26 @@ def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, object]:
     )
     said = [str(t["user"]) for t in turns if t.get("user")]
     urgent = urgency(header, turns, time.time())
-    return {
-        "session": {k: header.get(k) for k in QUEUE_FIELDS},
-        "customer": customer_label(header["customer_id"]),
-        "why": handoff_why(header, turns),
-        "problem": problem_of(pilot, header, turns),
-        "urgent": bool(urgent),
-        "urgent_why": urgent,
-        "first_message": said[0] if said else "",
-        "latest_message": said[-1] if said else "",
-        "turns": len(turns),
-        "waiting": messages_waiting(turns, to_answer),
-    }
+    return QueueRow(
+        session=QueueSession.model_validate(header),
+        customer=customer_label(header["customer_id"]),
+        why=handoff_why(header, turns),
+        problem=problem_of(pilot, header, turns),
+        urgent=bool(urgent),
+        urgent_why=urgent,
+        first_message=said[0] if said else "",
+        latest_message=said[-1] if said else "",
+        turns=len(turns),
+        waiting=messages_waiting(turns, to_answer),
+    )
 
 
-def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dict[str, object]:
+def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> QueuePage:
     """Handed-off, unresolved conversations of ``tenant``, oldest hand-off first: a page of
     :func:`queue_row` lines and the total."""
     waiting = pilot.store.handoffs(tenant)
     rows = [queue_row(pilot, h) for h in waiting[offset : offset + limit]]
-    return {"handoffs": rows, "total": len(waiting), "limit": limit, "offset": offset}
+    return QueuePage(handoffs=rows, total=len(waiting), limit=limit, offset=offset)
 
 
 def take(pilot: PilotContext, who: Caller, session_id: str) -> SessionHeader:
