@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, cast
+from typing import Literal
 
 from service.domain.records import SessionFields, SessionHeader
 
@@ -103,8 +103,8 @@ def current_format(header: SessionHeader) -> SessionHeader:
     """
     if header.get("status") and "handoff" not in header:
         return header
-    kept = cast(SessionHeader, {k: v for k, v in header.items() if k != "handoff"})
-    kept["status"] = status_of(header).value
+    kept: SessionHeader = {**header, "status": status_of(header).value}
+    kept.pop("handoff", None)
     return kept
 
 
