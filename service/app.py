@@ -31,19 +31,16 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from config.settings import Settings
-from service.articles import Articles
 from service.auth import authenticate, check_key_slots
 from service.context import PilotContext
+from service.domain.session_state import SessionConflict
+from service.domain.topics import topic_namer
 from service.errors import ERROR_RESPONSES, ApiError, ErrorField, error_body, invalid_fields
-from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.logs import SessionLogContext
 from service.metrics_scrape import serve_metrics_port
-from service.outcome_store import OutcomeStore
 from service.outcome_upkeep import catch_up, stop_cleanly
-from service.pilot_store import PilotStore
-from service.rate_limits import RateLimits
 from service.routes import (
     articles,
     handoffs,
@@ -60,10 +57,13 @@ from service.routes import (
 )
 from service.routes.page import PAGE_HEADERS, STATIC
 from service.scheduled_sync import sync_forever
-from service.session_state import SessionConflict
-from service.topics import topic_namer
+from service.stores.articles import Articles
+from service.stores.outcome_store import OutcomeStore
+from service.stores.pilot_store import PilotStore
+from service.stores.rate_limits import RateLimits
+from service.stores.upkeep_marks import UpkeepMarks
 from service.tracing import TurnTracer
-from service.upkeep_marks import UpkeepMarks
+from service.web.headers import SecurityHeaders
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.qdrant.store import StoreError
 from storage.replies import PersonReplies

@@ -19,18 +19,18 @@ from fastapi import Depends, Query, Request
 
 from agents.runtime import TurnRuntime
 from config.settings import Settings
-from service.articles import Articles
 from service.auth import AuthError, Caller, authenticate
+from service.domain.gaps import ReportCache
+from service.domain.outcomes import ConversationFilter
 from service.domain.records import SessionHeader
+from service.domain.session_state import Role
 from service.errors import ApiError
-from service.gaps import ReportCache
-from service.outcome_store import OutcomeStore
-from service.outcomes import ConversationFilter
-from service.pilot_store import PilotStore
-from service.rate_limits import RateLimits
-from service.session_state import Role
+from service.stores.articles import Articles
+from service.stores.outcome_store import OutcomeStore
+from service.stores.pilot_store import PilotStore
+from service.stores.rate_limits import RateLimits
+from service.stores.upkeep_marks import UpkeepMarks
 from service.tracing import TurnTracer
-from service.upkeep_marks import UpkeepMarks
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.memory import MemoryStore
 from tasks.gap_report import GapReport

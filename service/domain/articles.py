@@ -1,4 +1,4 @@
-"""The article flow's rules beside the article store (``service/articles.py``): a draft from
+"""The article flow's rules beside the article store (``service/stores/articles.py``): a draft from
 people's replies (else the model's, checked, else a skeleton) under the lead's own slots, and
 the check that replays the article's questions and the recent customer questions nearest it
 (the last :data:`REPLAY_DAYS` days, at most :data:`REPLAY_NEAR`). The routes
@@ -15,13 +15,13 @@ from __future__ import annotations
 import time
 
 from agents.turn import run_turn
-from service.articles import draft, normal
 from service.auth import Caller
 from service.context import PilotContext
+from service.domain.model_draft import model_writer
 from service.domain.records import StoredArticle
-from service.model_draft import model_writer
-from service.records import DraftProposal
-from service.staff_reads import staff_slots
+from service.domain.staff_reads import staff_slots
+from service.domain.views import DraftProposal
+from service.stores.articles import draft, normal
 from tasks.replay import Asked, nearest_questions, recent_questions
 from tasks.schemas import TurnRequest, TurnResult
 

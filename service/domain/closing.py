@@ -20,10 +20,10 @@ from typing import Literal
 from service.auth import Caller
 from service.context import PilotContext, found, owned_session
 from service.domain.records import SessionFields, SessionHeader, StoredMark
+from service.domain.session_state import move
+from service.domain.views import SatisfactionAnswer
 from service.errors import ApiError
 from service.outcome_upkeep import touched
-from service.records import SatisfactionAnswer
-from service.session_state import move
 from storage.memory import Scope
 from tasks.polite_replies import closing_reply
 

@@ -26,9 +26,9 @@ from service.auth import Caller
 from service.context import PilotContext, owner_of
 from service.domain.records import SessionHeader
 from service.domain.session_slots import turn_slots
+from service.domain.session_state import SessionConflict, waiting_for_a_person
 from service.errors import ApiError
 from service.outcome_upkeep import touched
-from service.session_state import SessionConflict, waiting_for_a_person
 from service.turn_observer import observe_turn
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result

@@ -18,8 +18,8 @@ from service.auth import Caller
 from service.context import PilotContext, owned_session
 from service.domain.records import SessionHeader, StaffOnlyTurn
 from service.domain.session_slots import turn_slots
-from service.records import CitedTurnRecord, FeedbackMark, SessionDetail, SessionView
-from service.staff_reads import with_cited_pages
+from service.domain.staff_reads import with_cited_pages
+from service.domain.views import CitedTurnRecord, FeedbackMark, SessionDetail, SessionView
 from storage.memory import Scope
 from tasks.state import search_slots
 

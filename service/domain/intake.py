@@ -17,9 +17,9 @@ from service.auth import Caller
 from service.context import PilotContext, found, owned_session
 from service.domain.conversation import open_session, wait_for_agent
 from service.domain.session_slots import accepted_slots, check_new_session, turn_slots
+from service.domain.session_state import move, waiting_for_a_person
+from service.domain.views import NewSessionView
 from service.outcome_upkeep import touched
-from service.records import NewSessionView
-from service.session_state import move, waiting_for_a_person
 from tasks.schemas import TurnRequest, TurnResult
 
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from service.agent_assist import suggested_reply
 from service.auth import Caller
 from service.context import PilotContext, found, staff_role
+from service.domain.agent_assist import suggested_reply
 from service.domain.conversation import customer_label
 from service.domain.records import SessionHeader
-from service.errors import ApiError
-from service.outcome_upkeep import touched
-from service.records import (
+from service.domain.session_state import waiting_for_a_person
+from service.domain.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
+from service.domain.views import (
     CitedTurnRecord,
     Conversation,
     FeedbackMark,
@@ -35,8 +35,8 @@ from service.records import (
     SessionView,
     SuggestedReply,
 )
-from service.session_state import waiting_for_a_person
-from service.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
+from service.errors import ApiError
+from service.outcome_upkeep import touched
 from storage.memory import Scope, StoredTurn
 from storage.replies import PersonReplies
 from tasks.memory_context import close_session, messages_waiting, to_answer
@@ -75,7 +75,7 @@ def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> Con
     transcript (each reply's sources as pages, title and link), the customer's marks and
     closing answer (in ``feedback`` and the session), what we know of the customer (entities,
     the earlier cases its slots may read) and a suggested reply to the question still open,
-    under the key's own slots (``service/agent_assist.py``)."""
+    under the key's own slots (``service/domain/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.memory
     slots = staff_slots(who)

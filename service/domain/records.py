@@ -32,9 +32,9 @@ R = TypeVar("R")
 @with_config(ConfigDict(extra="allow"))  # a field a newer version wrote is kept on rewrite
 class SessionFields(TypedDict, total=False):
     """The fields of a session header that change over its life (each write one move of
-    :mod:`service.session_state`, or the fields a move brings with it)."""
+    :mod:`service.domain.session_state`, or the fields a move brings with it)."""
 
-    status: str  # a :class:`service.session_state.Status` value
+    status: str  # a :class:`service.domain.session_state.Status` value
     handoff: bool  # in headers written before ``status``; removed at start (drop_handoff_flags)
     handoff_reason: str
     handoff_at: float

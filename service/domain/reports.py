@@ -20,7 +20,8 @@ from dataclasses import asdict
 from pydantic import BaseModel
 
 from service.auth import Caller
-from service.breakdowns import (
+from service.context import PilotContext
+from service.domain.breakdowns import (
     ROW_FIELDS,
     ArticleReport,
     OutcomeRow,
@@ -29,21 +30,10 @@ from service.breakdowns import (
     by_topic,
     pages,
 )
-from service.context import PilotContext
 from service.domain.conversation import customer_label
-from service.errors import ApiError
-from service.gaps import published_articles, tenant_gap_report
-from service.outcome_upkeep import flush
-from service.outcomes import ConversationFilter, ConversationOutcome, OutcomeReport, window
-from service.records import (
-    BudgetReport,
-    BudgetRow,
-    CitedTurnRecord,
-    FeedbackMark,
-    GapReportPage,
-    SessionView,
-)
-from service.staff_reads import (
+from service.domain.gaps import published_articles, tenant_gap_report
+from service.domain.outcomes import ConversationFilter, ConversationOutcome, OutcomeReport, window
+from service.domain.staff_reads import (
     only_readable_topics,
     readable,
     readable_outcomes,
@@ -52,6 +42,16 @@ from service.staff_reads import (
     with_cited_pages,
     withhold_unreadable,
 )
+from service.domain.views import (
+    BudgetReport,
+    BudgetRow,
+    CitedTurnRecord,
+    FeedbackMark,
+    GapReportPage,
+    SessionView,
+)
+from service.errors import ApiError
+from service.outcome_upkeep import flush
 from storage.memory import Scope
 from tasks.gap_report import parse_since
 

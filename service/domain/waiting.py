@@ -15,9 +15,9 @@ from service.auth import Caller
 from service.context import PilotContext, found, owned_session
 from service.domain.conversation import hand_off_on_request
 from service.domain.customer_view import customer_view
+from service.domain.session_state import move
+from service.domain.views import HandedOff, SessionChange
 from service.outcome_upkeep import touched
-from service.records import HandedOff, SessionChange
-from service.session_state import move
 from storage.memory import Scope
 from tasks.memory_context import close_session
 

@@ -17,8 +17,8 @@ import time
 from service.auth import Caller
 from service.context import PilotContext, owned_session
 from service.domain.conversation import open_session
+from service.domain.views import RenewedToken, WidgetSession
 from service.errors import ApiError
-from service.records import RenewedToken, WidgetSession
 from service.widget_tokens import TokenError, read_customer_token, secret_from_environment, widget_key
 from storage.memory import ANONYMOUS, ScopeError, check_id
 

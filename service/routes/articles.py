@@ -1,4 +1,4 @@
-"""From a knowledge gap to a tested article (admin keys; ``service/articles.py``): draft from
+"""From a knowledge gap to a tested article (admin keys; ``service/stores/articles.py``): draft from
 people's replies, save as a hidden draft, check against the gap's questions, publish.
 
 Usage (an admin key)::
@@ -20,12 +20,12 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.articles import ArticleDraft, ArticleError, ArticleRecord
 from service.context import Admin, Pilot
 from service.domain import articles as domain
+from service.domain.staff_reads import staff_slots
+from service.domain.views import DraftProposal
 from service.errors import ApiError
-from service.records import DraftProposal
-from service.staff_reads import staff_slots
+from service.stores.articles import ArticleDraft, ArticleError, ArticleRecord
 from tasks.schemas import PlainText
 
 router = APIRouter(prefix="/v1/articles", tags=["articles"])

@@ -27,7 +27,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.context import Admin, Pilot, Staff
 from service.domain import queue
-from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange, SessionView
+from service.domain.views import (
+    AgentReply,
+    Conversation,
+    QueuePage,
+    Resolved,
+    SessionChange,
+    SessionView,
+)
 from service.web.etag import json_with_etag
 from tasks.schemas import PlainText, StaffText
 

@@ -7,13 +7,13 @@ from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse
 
-from service.breakdowns import ArticleReport, TopicReport
 from service.context import Admin, Pilot, Wanted
 from service.domain import reports
+from service.domain.breakdowns import ArticleReport, TopicReport
+from service.domain.outcomes import OutcomeReport, conversations_csv
 from service.domain.reports import ConversationReport
+from service.domain.views import BudgetReport, GapReportPage
 from service.errors import JSON_ERRORS
-from service.outcomes import OutcomeReport, conversations_csv
-from service.records import BudgetReport, GapReportPage
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 DEFAULT_SINCE = "30d"
@@ -57,7 +57,7 @@ async def outcomes(
     filters list (``label``, ``topic``, ``day``, ``article``; ``matching`` of them in all)
     with the turns, feedback and timestamps that justify each label, newest first, a page at
     a time. Read from the outcomes stored as conversations change
-    (``service/outcome_store.py``), the ones touched since the last minute's sweep refreshed
+    (``service/stores/outcome_store.py``), the ones touched since the last minute's sweep refreshed
     first. Topics and cited pages name only the pages the key's slots may read."""
     return await run_in_threadpool(reports.listed, pilot, who, wanted, days, offset, limit)
 
@@ -80,7 +80,7 @@ async def outcomes_csv(
     days: int = Query(30, ge=1, le=366),
     limit: int = Query(10_000, ge=0, le=100_000),
 ) -> PlainTextResponse:
-    """The conversations the same filters list, as CSV (``service.outcomes.CSV_COLUMNS``)."""
+    """The conversations the same filters list, as CSV (``service.domain.outcomes.CSV_COLUMNS``)."""
     report = await run_in_threadpool(reports.listed, pilot, who, wanted, days, 0, limit)
     return PlainTextResponse(
         conversations_csv(report.conversations),

@@ -13,7 +13,7 @@ from service.context import Customer, Pilot
 from service.domain import closing, waiting
 from service.domain.conversation import Contact
 from service.domain.records import StoredMark
-from service.records import FeedbackMark, HandedOff, SatisfactionAnswer, SessionChange
+from service.domain.views import FeedbackMark, HandedOff, SatisfactionAnswer, SessionChange
 from service.routes.session_bodies import Feedback, Handoff, Satisfaction
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])

@@ -15,7 +15,7 @@ from service.domain.customer_view import session_detail
 from service.domain.intake import accept_message
 from service.domain.intake import new_session as open_new_session
 from service.domain.turn_http import answered, sse_event, turn_events
-from service.records import NewSessionView, SessionDetail
+from service.domain.views import NewSessionView, SessionDetail
 from service.routes.session_bodies import NewMessage, NewSession
 from tasks.schemas import TurnResult
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.context import Customer, Pilot, Widget
 from service.domain import widget as domain
-from service.records import RenewedToken, WidgetReady, WidgetSession
+from service.domain.views import RenewedToken, WidgetReady, WidgetSession
 
 router = APIRouter(prefix="/v1/widget", tags=["widget"])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.pilot_store import SESSIONS, PilotStore
-from service.records import SessionView
+from service.domain.views import SessionView
+from service.stores.pilot_store import SESSIONS, PilotStore
 from storage.qdrant.edge_store import EdgeStore
 
 pytestmark = pytest.mark.integration
@@ -126,7 +126,7 @@ def test_a_stored_record_that_does_not_parse_names_itself(pilot):
     record and the field, never as a KeyError calls later; an old header that names its
     ``key`` instead of an ``owner`` still reads."""
     from service.domain.records import BrokenRecord
-    from service.pilot_store import FEEDBACK
+    from service.stores.pilot_store import FEEDBACK
 
     broken = {"session_id": "b1", "tenant": "acme", "slots": "pro", "created": 1.0}
     pilot.store.upsert(SESSIONS, [pilot._point("acme/b1", "session", broken)])

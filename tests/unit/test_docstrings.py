@@ -34,19 +34,19 @@ DOCTESTED = (
     "tasks.decision",
     "tasks.outcomes",
     "tasks.followups",
-    "service.outcomes",
-    "service.article_page",
+    "service.domain.outcomes",
+    "service.web.article_page",
     "terminal.chat",
     "terminal.safe_text",
     "service.web.etag",
     "service.domain.records",
     "service.domain.queue",
     "service.domain.conversation",
-    "service.rate_limits",
+    "service.stores.rate_limits",
     "tasks.page_choice",
     "storage.kb.sources.urls",
     "storage.retrieval.filters",
-    "service.articles",
+    "service.stores.articles",
 )
 
 

@@ -2,7 +2,7 @@
 ``Outcome.topic_id``) and by article (every page its answers cited, ``Outcome.topic``), each
 with its conversations' labels as tiles. The rows are the stored outcomes of the window
 (``OutcomeStore.window_rows``); ``titles`` are the pages the reader's key may read
-(``service.staff_reads.readable_titles``): a page it may not read is never named, its
+(``service.domain.staff_reads.readable_titles``): a page it may not read is never named, its
 conversations count under ``OTHER``.
 
 Usage::
@@ -20,7 +20,7 @@ from typing import TypedDict
 
 from pydantic import BaseModel
 
-from service.outcomes import Tile, tiles
+from service.domain.outcomes import Tile, tiles
 
 ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence", "decided_by", "marks")
 

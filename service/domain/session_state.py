@@ -12,7 +12,7 @@ hand-off is closed as left by the customer (the queue no longer shows it);
 (the customer) and ``remember`` (the idle sweep) change no status but are refused once the
 session is resolved; ``satisfaction`` (the customer's closing answer) changes none either and
 is taken in every status, a resolved session's above all.
-:class:`service.pilot_store.PilotStore` applies a move as one compare-and-set on the session's
+:class:`service.stores.pilot_store.PilotStore` applies a move as one compare-and-set on the session's
 revision, so a racing writer gets a conflict and re-reads.
 
 Usage::

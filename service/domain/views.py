@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from service.session_state import Status
+from service.domain.session_state import Status
 from tasks.gap_report import GapReport
 from tasks.schemas import Citation, Verdict
 
@@ -258,7 +258,7 @@ class DraftProposal(BaseModel):
 
 
 class BudgetRow(BaseModel):
-    """One of a widget key's rolling budgets (``service/key_budget.py``) and how much is left."""
+    """One of a widget key's rolling budgets (``service/stores/key_budget.py``) and how much is left."""
 
     key: str
     limit: str

@@ -16,7 +16,7 @@ Usage::
     pilot.resolve("acme", session_id, note="refund sent", by="ana")
 
 A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``, moved
-only by the verbs of :mod:`service.session_state`, each write a compare-and-set on the
+only by the verbs of :mod:`service.domain.session_state`, each write a compare-and-set on the
 header's ``rev`` (a conflict is a :class:`SessionConflict`, answered 409).
 ``memory_written_at`` says when its long-term memory was last written (on resolution, or by the
 idle sweep); the first message after that clears it (``reopen``), so the sweep reads the turns
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Literal
 
 from service.domain.records import MARK, SESSION, SessionFields, SessionHeader, StoredMark, parsed
-from service.session_state import (
+from service.domain.session_state import (
     Role,
     SessionConflict,
     Status,
@@ -166,7 +166,7 @@ class PilotStore:
         actor: str = "",
         fields: Callable[[SessionHeader, SessionFields], SessionFields] | None = None,
     ) -> SessionHeader | None:
-        """Apply one move of :mod:`service.session_state` as a compare-and-set on the
+        """Apply one move of :mod:`service.domain.session_state` as a compare-and-set on the
         session's revision: the header as written (None for an unknown session), or
         :class:`SessionConflict` when the move does not apply to the session as it is now.
         ``fields(header, changes)`` adds fields that depend on what the move changes. A
