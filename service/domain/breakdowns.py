@@ -22,12 +22,10 @@ from pydantic import BaseModel
 
 from service.domain.outcomes import Tile, tiles
 
-ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence", "decided_by", "marks")
-
 
 class OutcomeRow(TypedDict, total=False):
-    """The ``ROW_FIELDS`` of one stored outcome (``tasks.outcomes.Outcome``): what the
-    breakdowns read; a row stored before a field existed lacks it."""
+    """The fields of one stored outcome (``tasks.outcomes.Outcome``) the breakdowns read (the
+    store reads only these: :data:`ROW_FIELDS`); a row stored before a field existed lacks it."""
 
     session_id: str
     label: str
@@ -36,6 +34,9 @@ class OutcomeRow(TypedDict, total=False):
     evidence: dict[str, object]  # free-form: what justifies the label (``feedback``: the mark)
     decided_by: list[str]  # the pages the last question's answer cited
     marks: dict[str, dict[str, int]]  # per page: up and down marks on answers citing it
+
+
+ROW_FIELDS = tuple(OutcomeRow.__annotations__)  # the fields a breakdown reads: the row's own
 
 
 OTHER = "other (no page named, or one above your access)"

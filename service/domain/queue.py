@@ -32,6 +32,8 @@ from service.domain.views import (
     QueuePage,
     QueueRow,
     QueueSession,
+    Resolved,
+    SessionChange,
     SessionView,
     SuggestedReply,
 )
@@ -183,11 +185,12 @@ def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> Que
     return QueuePage(handoffs=rows, total=len(waiting), limit=limit, offset=offset)
 
 
-def take(pilot: PilotContext, who: Caller, session_id: str) -> SessionHeader:
-    """This person takes the conversation (409 when another agent has it)."""
+def take(pilot: PilotContext, who: Caller, session_id: str) -> SessionChange:
+    """This person takes the conversation (409 when another agent has it): the header as
+    staff read it."""
     header = pilot.store.take(who.tenant, session_id, who.key_name, staff_role(who))
     touched(pilot, who.tenant, session_id)
-    return found(header, session_id)
+    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
 
 
 def staff_names(pilot: PilotContext, tenant: str) -> set[str]:
@@ -199,7 +202,7 @@ def staff_names(pilot: PilotContext, tenant: str) -> set[str]:
     }
 
 
-def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> SessionHeader:
+def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> SessionChange:
     """An admin gives the conversation to one of the tenant's staff keys (422 naming
     ``agent`` for any other name)."""
     if agent not in staff_names(pilot, who.tenant):
@@ -208,7 +211,7 @@ def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> Ses
         )
     header = pilot.store.take(who.tenant, session_id, agent, "admin")
     touched(pilot, who.tenant, session_id)
-    return found(header, session_id)
+    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
 
 
 def reply(pilot: PilotContext, who: Caller, session_id: str, message: str) -> int:
@@ -224,10 +227,10 @@ def reply(pilot: PilotContext, who: Caller, session_id: str, message: str) -> in
     return index
 
 
-def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> tuple[SessionHeader, bool]:
+def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> Resolved:
     """Close the conversation (once: 409 for a second) and write its long-term memory with
-    ``note``: the header and whether a memory was written. A conversation no person replied
-    in is closed without reply, and its note is no resolution to remember."""
+    ``note``: the header as staff read it and whether a memory was written. A conversation
+    no person replied in is closed without reply, and its note is no resolution to remember."""
     before = tenant_session(pilot, who.tenant, session_id)
     scope = Scope(before["customer_id"], who.tenant)
     turns = pilot.memory.session_turns(scope, session_id)
@@ -238,4 +241,4 @@ def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> tup
     )
     remembered = close_session(pilot.memory, scope, session_id, note if replied else "")
     touched(pilot, who.tenant, session_id)
-    return header, remembered
+    return Resolved(session=SessionView.model_validate(header), remembered=remembered)

@@ -27,14 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.context import Admin, Pilot, Staff
 from service.domain import queue
-from service.domain.views import (
-    AgentReply,
-    Conversation,
-    QueuePage,
-    Resolved,
-    SessionChange,
-    SessionView,
-)
+from service.domain.views import AgentReply, Conversation, QueuePage, Resolved, SessionChange
 from service.web.etag import json_with_etag
 from tasks.schemas import PlainText, StaffText
 
@@ -88,8 +81,7 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> Conversation:
 async def take(session_id: str, who: Staff, pilot: Pilot) -> SessionChange:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
-    header = await run_in_threadpool(queue.take, pilot, who, session_id)
-    return SessionChange(session=SessionView.model_validate(header))
+    return await run_in_threadpool(queue.take, pilot, who, session_id)
 
 
 @router.post(
@@ -97,8 +89,7 @@ async def take(session_id: str, who: Staff, pilot: Pilot) -> SessionChange:
 )
 async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> SessionChange:
     """An admin gives the conversation to one of the tenant's staff keys."""
-    header = await run_in_threadpool(queue.assign, pilot, who, session_id, body.agent)
-    return SessionChange(session=SessionView.model_validate(header))
+    return await run_in_threadpool(queue.assign, pilot, who, session_id, body.agent)
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201, response_model=AgentReply)
@@ -117,5 +108,4 @@ async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -
     long-term memory is written with the note. A conversation no person replied in is closed
     without reply (``closed_without_reply``): its customer is told it was closed, never that
     it was resolved, and the report does not count it as resolved by a person."""
-    header, remembered = await run_in_threadpool(queue.resolve, pilot, who, session_id, body.note)
-    return Resolved(session=SessionView.model_validate(header), remembered=remembered)
+    return await run_in_threadpool(queue.resolve, pilot, who, session_id, body.note)

@@ -93,18 +93,22 @@ class PilotStore:
         """``owner`` identifies the keys that may use the session (same tenant, enforced slots
         and trust); any other key gets 404."""
         now = time.time()
-        header: SessionHeader = {
-            "session_id": session_id,
-            "tenant": tenant,
-            "customer_id": customer_id,
-            "owner": owner,
-            "slots": slots,
-            "created": now,
-            "status": Status.OPEN.value,
-            # nothing to remember yet: the first message starts a spell (``reopen``)
-            "memory_written_at": now,
-        }
-        return self._save(self._revised(header, {}))
+        return self._save(
+            self._revised(
+                {
+                    "session_id": session_id,
+                    "tenant": tenant,
+                    "customer_id": customer_id,
+                    "owner": owner,
+                    "slots": slots,
+                    "created": now,
+                    "status": Status.OPEN.value,
+                    # nothing to remember yet: the first message starts a spell (``reopen``)
+                    "memory_written_at": now,
+                },
+                {},
+            )
+        )
 
     def drop_handoff_flags(self) -> int:
         """Headers written before ``status`` was the one record of a hand-off also carry a
