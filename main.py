@@ -596,8 +596,8 @@ def report_gaps(
     refused and handed-off turns, answers rated not helpful (largest group first)."""
     import time
 
-    from service.gaps import tenant_gap_report
-    from service.pilot_store import PilotStore
+    from service.domain.gaps import tenant_gap_report
+    from service.stores.pilot_store import PilotStore
     from storage.memory import MemoryStore
     from storage.retrieval.retriever import QdrantRetriever
     from tasks.evidence import EvidenceScorer
@@ -663,8 +663,8 @@ def report_outcomes(
     with the evidence behind it."""
     import time
 
-    from service.outcomes import conversations_csv, tenant_outcomes
-    from service.pilot_store import PilotStore
+    from service.domain.outcomes import conversations_csv, tenant_outcomes
+    from service.stores.pilot_store import PilotStore
     from storage.memory import MemoryStore
 
     with open_kb() as kb:

@@ -60,7 +60,7 @@ class TurnRuntime:
     memory: MemoryStore | None = None
     kb: KnowledgeBase | None = None
     # the model the engine's roles share (as ``build_llm`` gave it), for a call outside a
-    # turn (the lead's article draft, ``service/model_draft.py``)
+    # turn (the lead's article draft, ``service/domain/model_draft.py``)
     llm: Any = None
 
     def knowledge_base(self) -> KnowledgeBase:

@@ -2,7 +2,7 @@
 
 For every answerable question of doc2dial dev and the examples/ answer sets: the customer's
 turn (the question as a first turn, the set's slots) and the suggested reply an agent would
-see for the same question left unanswered in a conversation (``service/agent_assist.py``,
+see for the same question left unanswered in a conversation (``service/domain/agent_assist.py``,
 under the same slots: an agent's key may read more, never less). Both run on the shipped
 defaults over the set's knowledge base.
 
@@ -20,7 +20,7 @@ from agents.turn import run_turn
 from bench._common import ROOT, comparison_parser, open_answer_set, table, write_results
 from config.settings import load_settings
 from evaluation.answers import answer_set_settings
-from service.agent_assist import suggested_reply
+from service.domain.agent_assist import suggested_reply
 from tasks.schemas import TurnRequest
 
 PACKS = [

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from bench._common import table, write_results
 from config.settings import load_settings
-from service.gaps import tenant_gap_report
-from service.pilot_store import PilotStore
+from service.domain.gaps import tenant_gap_report
+from service.stores.pilot_store import PilotStore
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import SESSIONS, MemoryStore, Scope

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from bench._common import table, write_results
 from config.settings import load_settings
-from service.outcome_store import OutcomeStore
-from service.outcomes import ConversationFilter, tenant_outcomes
-from service.pilot_store import FEEDBACK, SESSIONS, PilotStore
+from service.domain.outcomes import ConversationFilter, tenant_outcomes
+from service.stores.outcome_store import OutcomeStore
+from service.stores.pilot_store import FEEDBACK, SESSIONS, PilotStore
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import SESSIONS as TURNS
 from storage.memory import MemoryStore

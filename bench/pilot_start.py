@@ -54,7 +54,7 @@ import sys, time
 from pathlib import Path
 from bench.outcome_report import record
 from config.settings import load_settings
-from service.pilot_store import SESSIONS, PilotStore
+from service.stores.pilot_store import SESSIONS, PilotStore
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore
 

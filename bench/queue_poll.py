@@ -26,7 +26,7 @@ from config.settings import ApiKey, load_settings
 from service.app import create_app
 from service.auth import hash_key
 from service.idle_sessions import close_idle_sessions
-from service.pilot_store import SESSIONS, PilotStore
+from service.stores.pilot_store import SESSIONS, PilotStore
 from storage.kb.ingest import ingest_paths
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import Scope

@@ -453,7 +453,7 @@ class VisitorLimits(_Strict):
 
 
 class WidgetBudget(_Strict):
-    """How a widget key's own limits are spent (``service/key_budget.py``): each is a budget
+    """How a widget key's own limits are spent (``service/stores/key_budget.py``): each is a budget
     that refills continuously (a day's limit at a day's pace), of which ``reserve_share`` is
     kept for new visitors: drawn once the rest is spent, by an address that has drawn less
     than ``newcomer_share`` of its own visitor limit from the key that day. The lead's page and

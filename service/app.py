@@ -31,19 +31,16 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from config.settings import Settings
-from service.articles import Articles
 from service.auth import authenticate, check_key_slots
 from service.context import PilotContext
+from service.domain.session_state import SessionConflict
+from service.domain.topics import topic_namer
 from service.errors import ERROR_RESPONSES, ApiError, ErrorField, error_body, invalid_fields
-from service.headers import SecurityHeaders
 from service.idle_sessions import sweep_forever
 from service.limits import RequestLimits
 from service.logs import SessionLogContext
 from service.metrics_scrape import serve_metrics_port
-from service.outcome_store import OutcomeStore
 from service.outcome_upkeep import catch_up, stop_cleanly
-from service.pilot_store import PilotStore
-from service.rate_limits import RateLimits
 from service.routes import (
     articles,
     handoffs,
@@ -54,15 +51,19 @@ from service.routes import (
     page,
     reports,
     search,
+    session_actions,
     sessions,
     widget,
 )
 from service.routes.page import PAGE_HEADERS, STATIC
 from service.scheduled_sync import sync_forever
-from service.session_state import SessionConflict
-from service.topics import topic_namer
+from service.stores.articles import Articles
+from service.stores.outcome_store import OutcomeStore
+from service.stores.pilot_store import PilotStore
+from service.stores.rate_limits import RateLimits
+from service.stores.upkeep_marks import UpkeepMarks
 from service.tracing import TurnTracer
-from service.upkeep_marks import UpkeepMarks
+from service.web.headers import SecurityHeaders
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.qdrant.store import StoreError
 from storage.replies import PersonReplies
@@ -176,6 +177,7 @@ def create_app(settings: Settings, data_dir: Path, runtime: TurnRuntime | None =
         health.router,
         me.router,
         sessions.router,
+        session_actions.router,
         handoffs.router,
         reports.router,
         articles.router,

@@ -15,24 +15,26 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from agents.runtime import TurnRuntime
 from config.settings import Settings
-from service.articles import Articles
 from service.auth import AuthError, Caller, authenticate
+from service.domain.gaps import ReportCache
+from service.domain.outcomes import ConversationFilter
 from service.domain.records import SessionHeader
+from service.domain.session_state import Role
 from service.errors import ApiError
-from service.gaps import ReportCache
-from service.outcome_store import OutcomeStore
-from service.pilot_store import PilotStore
-from service.rate_limits import RateLimits
-from service.session_state import Role
+from service.stores.articles import Articles
+from service.stores.outcome_store import OutcomeStore
+from service.stores.pilot_store import PilotStore
+from service.stores.rate_limits import RateLimits
+from service.stores.upkeep_marks import UpkeepMarks
 from service.tracing import TurnTracer
-from service.upkeep_marks import UpkeepMarks
 from service.widget_tokens import SessionTokens, SpentTokens
 from storage.memory import MemoryStore
 from tasks.gap_report import GapReport
+from tasks.outcomes import Label
 
 
 @dataclass
@@ -157,3 +159,17 @@ def owned_session(pilot: PilotContext, who: Caller, session_id: str) -> SessionH
     if header is None or owner not in (owner_of(who), who.key_name):
         raise ApiError(404, "unknown_session", f"no session {session_id!r} for this key")
     return header
+
+
+def drill_down(
+    label: Label | None = None,
+    topic: str | None = Query(None, max_length=500, description="the page it is about"),
+    day: str | None = Query(None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="UTC, ISO"),
+    article: str | None = Query(None, max_length=500, description="a page its answers cited"),
+    other: bool = Query(False, description="about no page the key may read (the topics report's other)"),
+) -> ConversationFilter:
+    """The report's filters, from the query: which conversations a lead drills down to."""
+    return ConversationFilter(label=label, topic=topic, day=day, article=article, other=other)
+
+
+Wanted = Annotated[ConversationFilter, Depends(drill_down)]

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from fastapi.concurrency import run_in_threadpool
 
 from service.domain.records import SessionHeader
+from service.domain.session_state import SessionConflict
 from service.outcome_upkeep import keep_current
-from service.session_state import SessionConflict
 from storage.memory import Scope
 from tasks.memory_context import close_session
 

@@ -59,7 +59,7 @@ class WaitingForAPerson(Collector):
 
 
 class WidgetBudgets(Collector):
-    """How much is left of each widget key's budgets (``service/key_budget.py``), per
+    """How much is left of each widget key's budgets (``service/stores/key_budget.py``), per
     tenant (every tenant's, or only ``tenant``'s), read when scraped."""
 
     def __init__(self, pilot: PilotContext, tenant: str | None = None) -> None:

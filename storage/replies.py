@@ -8,7 +8,7 @@ Every staff read asks the store which replies the reader's slots may read, filte
 the ordered rules (``at_most``: the access level), and shows the others withheld. A plan
 (``tier``) is no level: staff read the replies of every plan's conversations, as they read
 the conversations themselves (an enterprise lead's key reads a basic customer's reply), and
-an article quoting a reply is held to its level (``service/articles.py``). A reply written
+an article quoting a reply is held to its level (``service/stores/articles.py``). A reply written
 before replies kept their reach gets it from its conversation's turns at start (the highest
 level when they are gone); until then it is withheld from every reader.
 

@@ -100,7 +100,7 @@ class Outcome:
     topic: list[str] = field(default_factory=list)  # pages its answers cited
     first_question: str = ""
     # the page it is about: the page the question it turns on was answered from, else
-    # (``OutcomeStore.refresh``, ``service.topics.conversation_topic``) the page nearest that
+    # (``OutcomeStore.refresh``, ``service.domain.topics.conversation_topic``) the page nearest that
     # question within the reach of the slots it was asked under; "" where none is near
     topic_id: str = ""
     # confirmed by an anonymous visitor's mark: any throwaway session can make one

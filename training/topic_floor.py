@@ -1,7 +1,7 @@
 """Choose the similarity floor under which a conversation's topic is "other".
 
 The lead's report names a conversation no answer named after the page nearest its question
-(``service/topics.py``). A question on a subject the knowledge base lacks still has a nearest
+(``service/domain/topics.py``). A question on a subject the knowledge base lacks still has a nearest
 page ("Do you ship to Antarctica?" -> Payment methods), so a name is kept only when the
 question's MiniLM cosine to that page's passage reaches the floor. Questions that belong to a
 page: the answerable ones of the examples/ answer sets (a page of examples/kb answers each);
@@ -10,7 +10,7 @@ cover). The unanswerable questions of the answer sets touch a page without being
 it: listed, not fitted. Each floor is read by the share of each kept named / sent to "other";
 the shipped floor is the highest that keeps every answerable question named. At that floor,
 the same is read for the answerability model's probability that the nearest passage answers
-the question (``service.topics.TOPIC_ANSWERS_FLOOR``: near in words is not about it).
+the question (``service.domain.topics.TOPIC_ANSWERS_FLOOR``: near in words is not about it).
 
     python -m training.topic_floor [--data-dir DIR]
 
@@ -29,7 +29,7 @@ from config.telemetry import apply_telemetry_policy
 from evaluation.answer_sets import load_answer_set
 from evaluation.dev_runs import open_answer_set
 from evaluation.reporting import ROOT, table, write_results
-from service.topics import TOPIC_ANSWERS_FLOOR, TOPIC_FLOOR, nearest_page, similarity
+from service.domain.topics import TOPIC_ANSWERS_FLOOR, TOPIC_FLOOR, nearest_page, similarity
 from tasks.evidence import EvidenceScorer
 
 SETS = ROOT / "examples" / "answer-sets"

@@ -25,9 +25,10 @@ from agents.turn import run_turn
 from service.auth import Caller
 from service.context import PilotContext, owner_of
 from service.domain.records import SessionHeader
+from service.domain.session_slots import turn_slots
+from service.domain.session_state import SessionConflict, waiting_for_a_person
 from service.errors import ApiError
 from service.outcome_upkeep import touched
-from service.session_state import SessionConflict, waiting_for_a_person
 from service.turn_observer import observe_turn
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, Scope
 from tasks.memory_context import messages_waiting, remember_entities, save_turn_result
@@ -178,16 +179,6 @@ def open_session(
     session_id = uuid.uuid4().hex
     customer = customer_id or f"{ANONYMOUS}{session_id}"
     return pilot.store.create_session(who.tenant, session_id, customer, owner_of(who), slots)
-
-
-def turn_slots(header: SessionHeader, who: Caller) -> dict[str, str]:
-    """The slots a session's turns run under: the session's, the caller's key's over them, and
-    the caller's tenant (stored on every turn, a message to a person too: what the gap
-    report reads as what its asker could read)."""
-    slots = {**header["slots"], **who.slots}
-    if who.tenant:
-        slots["tenant"] = who.tenant
-    return slots
 
 
 def wait_for_agent(pilot: PilotContext, who: Caller, header: SessionHeader, message: str) -> TurnResult:

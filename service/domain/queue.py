@@ -8,7 +8,7 @@ the reply and the resolution a person writes (:func:`reply`, :func:`resolve`). T
 
 Usage::
 
-    page = queue_page(pilot, "acme", limit=20, offset=0)   # {"handoffs", "total", ...}
+    page = queue_page(pilot, "acme", limit=20, offset=0)   # QueuePage: handoffs, total
     header = readable_session(pilot, who, session_id)      # 404/403 for another's
     whole = conversation(pilot, who, header)               # transcript, customer, suggestion
 """
@@ -18,32 +18,33 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from service.agent_assist import suggested_reply
 from service.auth import Caller
 from service.context import PilotContext, found, staff_role
+from service.domain.agent_assist import suggested_reply
 from service.domain.conversation import customer_label
 from service.domain.records import SessionHeader
+from service.domain.session_state import waiting_for_a_person
+from service.domain.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
+from service.domain.views import (
+    CitedTurnRecord,
+    Conversation,
+    FeedbackMark,
+    QueuePage,
+    QueueRow,
+    QueueSession,
+    Resolved,
+    SessionChange,
+    SessionView,
+    SuggestedReply,
+)
 from service.errors import ApiError
 from service.outcome_upkeep import touched
-from service.session_state import waiting_for_a_person
-from service.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
 from storage.memory import Scope, StoredTurn
 from storage.replies import PersonReplies
 from tasks.memory_context import close_session, messages_waiting, to_answer
 from tasks.message_kind import asked_something, kind_of, load_message_kinds
 from tasks.question_behind import pages_reader, question_behind
 
-QUEUE_FIELDS = (
-    "session_id",
-    "customer_id",
-    "status",
-    "handoff_reason",
-    "handoff_at",
-    "taken_by",
-    "taken_at",
-    "created",
-    "contact_email",
-)
 URGENT_AFTER_S = 15 * 60  # handed off this long ago and no person has replied: urgent
 URGENT_WAITING = 3  # this many messages wait for a person: urgent
 # why a conversation waits when the customer said a bare "yes" to the offer of a person
@@ -71,36 +72,38 @@ def readable_session(pilot: PilotContext, who: Caller, session_id: str) -> Sessi
     return header
 
 
-def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> dict[str, object]:
+def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> Conversation:
     """What a person needs to take a conversation over, as far as their key may read it: the
     transcript (each reply's sources as pages, title and link), the customer's marks and
     closing answer (in ``feedback`` and the session), what we know of the customer (entities,
     the earlier cases its slots may read) and a suggested reply to the question still open,
-    under the key's own slots (``service/agent_assist.py``)."""
+    under the key's own slots (``service/domain/agent_assist.py``)."""
     scope = Scope(header["customer_id"], header["tenant"])
     memory = pilot.memory
     slots = staff_slots(who)
     stored = memory.session_turns(scope, header["session_id"])
     turns = withhold_unreadable(pilot.runtime, slots, stored, who.key_name)
-    return {
-        "session": header,
-        "customer": customer_label(header["customer_id"]),
-        "turns": with_cited_pages(pilot.runtime, slots, turns),
-        "citations": sorted({c for t in turns for c in t.get("citations", [])}),
-        "entities": [
-            e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)
-        ],
-        "memories": [
+    suggestion = suggested_reply(pilot.runtime, turns, slots, header["session_id"])
+    return Conversation(
+        session=SessionView.model_validate(header),
+        customer=customer_label(header["customer_id"]),
+        turns=[CitedTurnRecord.model_validate(t) for t in with_cited_pages(pilot.runtime, slots, turns)],
+        citations=sorted({c for t in turns for c in t.get("citations", [])}),
+        entities=[e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)],
+        memories=[
             m.model_dump(include={"session_id", "summary", "resolution", "ts"})
             for m in memory.memories(scope, slots=slots)
             if m.session_id != header["session_id"]
         ],
-        "feedback": pilot.store.feedback(header["tenant"], header["session_id"]),
-        "suggestion": suggested_reply(pilot.runtime, turns, slots, header["session_id"]),
-    }
+        feedback=[
+            FeedbackMark.model_validate(m)
+            for m in pilot.store.feedback(header["tenant"], header["session_id"])
+        ],
+        suggestion=SuggestedReply.model_validate(suggestion) if suggestion else None,
+    )
 
 
-def read_conversation(pilot: PilotContext, who: Caller, session_id: str) -> dict[str, object]:
+def read_conversation(pilot: PilotContext, who: Caller, session_id: str) -> Conversation:
     """:func:`conversation` of a session this staff key may read (:func:`readable_session`)."""
     return conversation(pilot, who, readable_session(pilot, who, session_id))
 
@@ -151,7 +154,7 @@ def urgency(header: SessionHeader, turns: Sequence[StoredTurn], now: float) -> s
     return ""
 
 
-def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, object]:
+def queue_row(pilot: PilotContext, header: SessionHeader) -> QueueRow:
     """One line of the queue: enough to choose a conversation and to tell two customers'
     apart (who, their problem, why, their latest message, since when, who has it, whether it
     is urgent), none of its answers."""
@@ -160,33 +163,34 @@ def queue_row(pilot: PilotContext, header: SessionHeader) -> dict[str, object]:
     )
     said = [str(t["user"]) for t in turns if t.get("user")]
     urgent = urgency(header, turns, time.time())
-    return {
-        "session": {k: header.get(k) for k in QUEUE_FIELDS},
-        "customer": customer_label(header["customer_id"]),
-        "why": handoff_why(header, turns),
-        "problem": problem_of(pilot, header, turns),
-        "urgent": bool(urgent),
-        "urgent_why": urgent,
-        "first_message": said[0] if said else "",
-        "latest_message": said[-1] if said else "",
-        "turns": len(turns),
-        "waiting": messages_waiting(turns, to_answer),
-    }
+    return QueueRow(
+        session=QueueSession.model_validate(header),
+        customer=customer_label(header["customer_id"]),
+        why=handoff_why(header, turns),
+        problem=problem_of(pilot, header, turns),
+        urgent=bool(urgent),
+        urgent_why=urgent,
+        first_message=said[0] if said else "",
+        latest_message=said[-1] if said else "",
+        turns=len(turns),
+        waiting=messages_waiting(turns, to_answer),
+    )
 
 
-def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> dict[str, object]:
+def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> QueuePage:
     """Handed-off, unresolved conversations of ``tenant``, oldest hand-off first: a page of
     :func:`queue_row` lines and the total."""
     waiting = pilot.store.handoffs(tenant)
     rows = [queue_row(pilot, h) for h in waiting[offset : offset + limit]]
-    return {"handoffs": rows, "total": len(waiting), "limit": limit, "offset": offset}
+    return QueuePage(handoffs=rows, total=len(waiting), limit=limit, offset=offset)
 
 
-def take(pilot: PilotContext, who: Caller, session_id: str) -> SessionHeader:
-    """This person takes the conversation (409 when another agent has it)."""
+def take(pilot: PilotContext, who: Caller, session_id: str) -> SessionChange:
+    """This person takes the conversation (409 when another agent has it): the header as
+    staff read it."""
     header = pilot.store.take(who.tenant, session_id, who.key_name, staff_role(who))
     touched(pilot, who.tenant, session_id)
-    return found(header, session_id)
+    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
 
 
 def staff_names(pilot: PilotContext, tenant: str) -> set[str]:
@@ -198,7 +202,7 @@ def staff_names(pilot: PilotContext, tenant: str) -> set[str]:
     }
 
 
-def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> SessionHeader:
+def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> SessionChange:
     """An admin gives the conversation to one of the tenant's staff keys (422 naming
     ``agent`` for any other name)."""
     if agent not in staff_names(pilot, who.tenant):
@@ -207,7 +211,7 @@ def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> Ses
         )
     header = pilot.store.take(who.tenant, session_id, agent, "admin")
     touched(pilot, who.tenant, session_id)
-    return found(header, session_id)
+    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
 
 
 def reply(pilot: PilotContext, who: Caller, session_id: str, message: str) -> int:
@@ -223,10 +227,10 @@ def reply(pilot: PilotContext, who: Caller, session_id: str, message: str) -> in
     return index
 
 
-def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> tuple[SessionHeader, bool]:
+def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> Resolved:
     """Close the conversation (once: 409 for a second) and write its long-term memory with
-    ``note``: the header and whether a memory was written. A conversation no person replied
-    in is closed without reply, and its note is no resolution to remember."""
+    ``note``: the header as staff read it and whether a memory was written. A conversation
+    no person replied in is closed without reply, and its note is no resolution to remember."""
     before = tenant_session(pilot, who.tenant, session_id)
     scope = Scope(before["customer_id"], who.tenant)
     turns = pilot.memory.session_turns(scope, session_id)
@@ -237,4 +241,4 @@ def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> tup
     )
     remembered = close_session(pilot.memory, scope, session_id, note if replied else "")
     touched(pilot, who.tenant, session_id)
-    return header, remembered
+    return Resolved(session=SessionView.model_validate(header), remembered=remembered)

@@ -1,30 +1,40 @@
 """The pilot's stored records, one definition each: a session header as the pilot store
-writes it (and the fields a move may change), a customer's mark on a reply, and an
-article's record (its text, slots, status, last check and history). They are
-``TypedDict``s: what Qdrant hands back is the payload as written, so a record read is a plain
-dict and these say which keys it holds (mypy checks every read and write of them).
+writes it (and the fields a move may change), a customer's mark on a reply, the fields of a
+turn only staff read, and an article's record (its text, slots, status, last check and
+history). They are ``TypedDict``s: what Qdrant hands back is the payload as written, so a
+record read is a plain dict and these say which keys it holds (mypy checks every read and
+write of them). The stores parse every record they read (:func:`parsed`): a stored record
+that does not fit its definition is a :class:`BrokenRecord` naming the record and the field,
+never a ``KeyError`` three calls later; records written by older versions fit (their keys
+are optional here, or read into this version's shape after parsing).
 
 Usage::
 
-    header: SessionHeader = pilot.store.session("acme", session_id)
+    header = parsed(SESSION, payload, "pilot_sessions acme/abc")   # a SessionHeader
     header["status"]                      # "open" | "handoff" | "resolved"
     changes: SessionFields = {"taken_by": "ana", "taken_at": time.time()}
 """
 
 from __future__ import annotations
 
-from typing import Literal, Required
+from collections.abc import Mapping
+from typing import Literal, Required, TypeVar
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 
 # typing_extensions': pydantic reads these in response models (``typing.TypedDict`` before 3.12
 # it refuses)
 from typing_extensions import TypedDict
 
+R = TypeVar("R")
 
+
+@with_config(ConfigDict(extra="allow"))  # a field a newer version wrote is kept on rewrite
 class SessionFields(TypedDict, total=False):
     """The fields of a session header that change over its life (each write one move of
-    :mod:`service.session_state`, or the fields a move brings with it)."""
+    :mod:`service.domain.session_state`, or the fields a move brings with it)."""
 
-    status: str  # a :class:`service.session_state.Status` value
+    status: str  # a :class:`service.domain.session_state.Status` value
     handoff: bool  # in headers written before ``status``; removed at start (drop_handoff_flags)
     handoff_reason: str
     handoff_at: float
@@ -52,22 +62,40 @@ class SessionHeader(SessionFields, total=False):
     session_id: Required[str]
     tenant: Required[str]
     customer_id: Required[str]
-    owner: Required[str]  # the hash of the keys that may use it (same tenant, slots, trust)
+    # the hash of the keys that may use it (same tenant, slots, trust); every header written
+    # since ``owner`` existed has it, older ones name the ``key``
+    owner: str
     slots: Required[dict[str, str]]  # the enforced slots its turns run under
     created: Required[float]
     key: str  # the owning key's name, in headers written before ``owner`` existed
 
 
-class StoredMark(TypedDict):
+class StoredMark(TypedDict, total=False):
     """A customer's thumbs up or down on one reply of a session."""
 
-    tenant: str
-    session_id: str
-    turn_index: int
-    rating: Literal["up", "down"]
+    tenant: Required[str]
+    session_id: Required[str]
+    turn_index: Required[int]
+    rating: Required[Literal["up", "down"]]
     comment: str
     ts: float
-    day: str  # UTC day of ``ts`` (the outcome report counts marks by day)
+    day: str  # UTC day of ``ts`` (the outcome report counts marks by day; older marks lack it)
+
+
+class StaffOnlyTurn(TypedDict, total=False):
+    """The fields of a stored turn (``storage.memory.StoredTurn``) that only staff read: which
+    staff key replied, the enforced slots the turn ran under, its claim id, how sure the
+    decision was, whether the model drafted it, and a person's reply's reach
+    (``storage/replies.py``). A customer reads their turns without these."""
+
+    agent: str
+    slots: dict[str, str]
+    claim: str
+    probability: float | None
+    drafted: bool
+    access: str
+    tiers: list[str]
+    reach_kept: bool
 
 
 class ArticleEvent(TypedDict):
@@ -140,3 +168,30 @@ class StoredArticle(TypedDict, total=False):
     check_hidden: bool  # as read: a last check ran under slots above the reader's
     events: list[ArticleEvent]
     updated_at: float
+
+
+class BrokenRecord(ValueError):
+    """A stored record that does not fit its definition: says which record and which field."""
+
+
+SESSION: TypeAdapter[SessionHeader] = TypeAdapter(SessionHeader)
+MARK: TypeAdapter[StoredMark] = TypeAdapter(StoredMark)
+
+
+def parsed(kind: TypeAdapter[R], payload: Mapping[str, object], record: str) -> R:
+    """``payload`` read as ``kind``, or :class:`BrokenRecord` naming ``record`` (its
+    collection and key) and the fields at fault.
+
+    >>> mark = {"tenant": "acme", "session_id": "s1", "turn_index": 0, "rating": "meh"}
+    >>> parsed(MARK, mark, "pilot_feedback acme/s1/0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    service.domain.records.BrokenRecord: stored record pilot_feedback acme/s1/0 ... rating: ...
+    """
+    try:
+        return kind.validate_python(payload)
+    except ValidationError as exc:
+        faults = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(record)'}: {e['msg']}" for e in exc.errors()
+        )
+        raise BrokenRecord(f"stored record {record} does not parse: {faults}") from None

@@ -21,16 +21,14 @@ Usage (an agent key)::
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from service.context import Admin, Pilot, Staff
 from service.domain import queue
-from service.records import AgentReply, Conversation, QueuePage, Resolved, SessionChange, SessionView
+from service.domain.views import AgentReply, Conversation, QueuePage, Resolved, SessionChange
+from service.web.etag import json_with_etag
 from tasks.schemas import PlainText, StaffText
 
 router = APIRouter(prefix="/v1", tags=["hand-offs"])
@@ -51,17 +49,6 @@ class Assignment(BaseModel):
     agent: PlainText = Field(min_length=1, max_length=200)
 
 
-def etag_matches(if_none_match: str, etag: str) -> bool:
-    """Whether an ``If-None-Match`` header names ``etag``: a list, weak tags (``W/"..."``,
-    compared weakly as RFC 9110 asks for this header) and ``*`` count.
-
-    >>> etag_matches('"a", W/"b"', '"b"'), etag_matches("*", '"b"'), etag_matches('"a"', '"b"')
-    (True, True, False)
-    """
-    tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
-    return "*" in tags or etag in tags
-
-
 @router.get(
     "/handoffs",
     response_class=Response,
@@ -80,15 +67,11 @@ async def handoffs(
     """Handed-off, unresolved conversations of the key's tenant, oldest hand-off first, a page
     at a time with the total. The ETag lets the desk poll for changes (304 when none)."""
     page = await run_in_threadpool(queue.queue_page, pilot, who.tenant, limit, offset)
-    body = json.dumps(page, sort_keys=True).encode()
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-    if etag_matches(request.headers.get("if-none-match", ""), etag):
-        return Response(status_code=304, headers={"ETag": etag})
-    return Response(body, media_type="application/json", headers={"ETag": etag})
+    return json_with_etag(page, request.headers.get("if-none-match", ""))
 
 
 @router.get("/handoffs/{session_id}", response_model=Conversation, response_model_exclude_unset=True)
-async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, object]:
+async def handoff(session_id: str, who: Staff, pilot: Pilot) -> Conversation:
     return await run_in_threadpool(queue.read_conversation, pilot, who, session_id)
 
 
@@ -98,8 +81,7 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> dict[str, object
 async def take(session_id: str, who: Staff, pilot: Pilot) -> SessionChange:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
-    header = await run_in_threadpool(queue.take, pilot, who, session_id)
-    return SessionChange(session=SessionView.model_validate(header))
+    return await run_in_threadpool(queue.take, pilot, who, session_id)
 
 
 @router.post(
@@ -107,8 +89,7 @@ async def take(session_id: str, who: Staff, pilot: Pilot) -> SessionChange:
 )
 async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> SessionChange:
     """An admin gives the conversation to one of the tenant's staff keys."""
-    header = await run_in_threadpool(queue.assign, pilot, who, session_id, body.agent)
-    return SessionChange(session=SessionView.model_validate(header))
+    return await run_in_threadpool(queue.assign, pilot, who, session_id, body.agent)
 
 
 @router.post("/sessions/{session_id}/agent-messages", status_code=201, response_model=AgentReply)
@@ -127,5 +108,4 @@ async def resolve(session_id: str, body: Resolution, who: Staff, pilot: Pilot) -
     long-term memory is written with the note. A conversation no person replied in is closed
     without reply (``closed_without_reply``): its customer is told it was closed, never that
     it was resolved, and the report does not count it as resolved by a person."""
-    header, remembered = await run_in_threadpool(queue.resolve, pilot, who, session_id, body.note)
-    return Resolved(session=SessionView.model_validate(header), remembered=remembered)
+    return await run_in_threadpool(queue.resolve, pilot, who, session_id, body.note)

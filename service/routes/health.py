@@ -7,7 +7,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from service.context import Pilot
-from service.records import Health, Readiness
+from service.domain.views import Health, Readiness
 
 router = APIRouter(tags=["health"])
 

@@ -1,16 +1,16 @@
 """``GET /help/articles/...``: a published desk article, where its citations open
-(``service.articles.article_url``). Read like a search: with any key that holds conversations
+(``service.stores.articles.article_url``). Read like a search: with any key that holds conversations
 or works the desk (a widget's session token too), within the key's tenant and under its
 enforced slots, decided in the store; an article of another tenant, a draft or one above the
 key's slots is 404, never its text. Without a key (a citation link opened in a browser) the
 reader is a visitor of the help center of the tenant the path names, with no slots: only what
 the store shows to nobody in particular (public access, no tier, no customer) opens. Served as
 plain text (its Markdown), or to a browser that asks for HTML as a page rendered from it
-(``service.article_page``: raw HTML in the Markdown is shown as text, the page runs no script
+(``service.web.article_page``: raw HTML in the Markdown is shown as text, the page runs no script
 and loads nothing); counted against the key's ``searches``, or a keyless visitor's ``reads``
 per address. A keyless path naming a tenant no configured key serves is 404 before anything
 is counted: one address makes at most one ``reads`` counter per served tenant, and it
-expires with its window (``service.rate_limits``).
+expires with its window (``service.stores.rate_limits``).
 
 Usage::
 
@@ -27,19 +27,19 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from config.settings import ApiKey
-from service.article_page import PAGE_HEADERS, article_page, wants_html
-from service.articles import tenant_folder
 from service.auth import Caller
 from service.context import Pilot, caller, require_role
+from service.domain.staff_reads import staff_slots
 from service.errors import ApiError
-from service.staff_reads import staff_slots
+from service.stores.articles import tenant_folder
+from service.web.article_page import PAGE_HEADERS, article_page, wants_html
 
 router = APIRouter(tags=["articles"])
 
 
 def help_center_visitor(name: str, address: str | None, keys: Sequence[ApiKey]) -> Caller | None:
     """A reader without a key: a visitor of the tenant the path names (``acme/...``, its
-    folder: ``service.articles.tenant_folder``), no slots, counted per client address like a
+    folder: ``service.stores.articles.tenant_folder``), no slots, counted per client address like a
     widget's visitor; None when no configured key serves that tenant (nothing to read, and
     nothing is counted: a made-up name never becomes a counter).
 

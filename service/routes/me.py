@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
 from service.context import Authed, Pilot
-from service.records import KeyInfo
+from service.domain.views import KeyInfo
 
 router = APIRouter(prefix="/v1", tags=["keys"])
 

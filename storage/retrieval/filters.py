@@ -8,7 +8,7 @@
   reported, never merged.
 * **Drafts** (an article saved but not published: its chunks carry a ``draft`` field) are
   hidden from every search, whatever the configured rules; only a search whose trusted slots
-  carry that draft's ``draft`` value (the article check, ``service/articles.py``) sees it,
+  carry that draft's ``draft`` value (the article check, ``service/stores/articles.py``) sees it,
   beside what its other enforced slots show.
 
 ``admits`` answers the same rules for one document before it is stored (a lead may only save

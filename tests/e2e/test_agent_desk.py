@@ -14,7 +14,7 @@ from tests.e2e.test_web_page import CHROMIUM
 from tests.helpers import answering_llm, running_server, scripted_runtime, with_api_keys
 
 pytestmark = pytest.mark.integration
-# how the desk and the lead's page label an assistant's reply (service/static/staff.js)
+# how the desk and the lead's page label an assistant's reply (service/web/static/staff.js)
 REPLY_LABEL = r"Assistant \((answered|could not answer|suggested an article|handed off|small talk)\):\s*"
 ARGS = [
     "--no-sandbox",

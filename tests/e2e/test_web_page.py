@@ -87,7 +87,7 @@ def test_ask_see_a_cited_answer_rate_it_and_see_errors(server, tmp_path):
             __import__("storage.memory", fromlist=["Scope"]).Scope(f"anon-{session_id}"), session_id
         )
         assert stored and stored[0]["status"] == "done"
-        from service.pilot_store import PilotStore
+        from service.stores.pilot_store import PilotStore
 
         pilot = PilotStore(runtime.knowledge_base().store, runtime.knowledge_base().encoders)
         assert pilot.feedback("", session_id)[0]["rating"] == "up"
@@ -195,7 +195,7 @@ def signed_in_chat(playwright, url):
 def test_every_reply_is_rated_and_goodbye_asks_the_closing_question(server):
     from playwright.sync_api import sync_playwright
 
-    from service.pilot_store import PilotStore
+    from service.stores.pilot_store import PilotStore
 
     url, _running, runtime = server
     with sync_playwright() as p:
@@ -229,7 +229,7 @@ def test_a_closing_question_closed_unanswered_is_kept_for_the_report(server):
     can say how many customers were asked and how many answered."""
     from playwright.sync_api import sync_playwright
 
-    from service.pilot_store import PilotStore
+    from service.stores.pilot_store import PilotStore
 
     url, _running, runtime = server
     with sync_playwright() as p:

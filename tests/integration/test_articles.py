@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from config.settings import ApiKey
 from service.auth import hash_key
-from service.model_draft import UNSUPPORTED
+from service.domain.model_draft import UNSUPPORTED
 from tests.helpers import (
     REFUND,
     acme_team,
@@ -288,7 +288,7 @@ def test_any_name_saved_by_two_tenants_is_two_articles(client, tmp_path, slug):
     ),
 )
 def test_no_two_tenants_and_names_share_an_id_or_a_file(first, second, tmp_path_factory):
-    from service.articles import article_id, tenant_folder
+    from service.stores.articles import article_id, tenant_folder
 
     if first == second:
         return
@@ -362,7 +362,7 @@ def test_article_routes_stay_within_the_admin_keys_own_slots(client):
 def test_articles_stored_before_tenants_are_rewritten_without_loss(client, tmp_path):
     """The layout before: one file and one document per name, whatever the tenant. Acme's
     published article was overwritten on disk by globex's draft; both records hold their text."""
-    from service.articles import _NAMESPACE, ARTICLES, ArticleDraft
+    from service.stores.articles import _NAMESPACE, ARTICLES, ArticleDraft
     from storage.kb.ingest import ingest_paths
     from storage.qdrant.store import PointData
 

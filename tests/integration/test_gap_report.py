@@ -14,8 +14,8 @@ from config.settings import ApiKey
 from main import app as cli
 from service.app import create_app
 from service.auth import hash_key
-from service.gaps import tenant_gap_report
-from service.pilot_store import PilotStore
+from service.domain.gaps import tenant_gap_report
+from service.stores.pilot_store import PilotStore
 from storage.kb.knowledge_base import KnowledgeBase
 from storage.memory import MemoryStore, Scope
 from storage.qdrant.edge_store import EdgeStore

@@ -410,7 +410,7 @@ def test_an_agent_reads_only_what_their_keys_slots_allow(pilot):
 
 
 def test_a_session_read_links_only_the_cited_pages_its_slots_may_read(pilot):
-    from service.staff_reads import with_cited_pages
+    from service.domain.staff_reads import with_cited_pages
 
     client, state = pilot
     session = post(client, "/v1/sessions", "portal").json()["session_id"]

@@ -153,9 +153,9 @@ def test_each_conversation_gets_its_label_with_evidence(settings, example_kb, tm
 def test_stored_outcomes_follow_time_and_a_store_from_before(settings, example_kb, tmp_path):
     import time
 
-    from service.outcome_store import OUTCOMES
     from service.outcome_upkeep import OUTCOMES_LABELLED, catch_up, keep_current
-    from service.upkeep_marks import UPKEEP
+    from service.stores.outcome_store import OUTCOMES
+    from service.stores.upkeep_marks import UPKEEP
     from storage.qdrant.store import Match
 
     with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
@@ -458,9 +458,9 @@ def test_a_start_labels_only_what_lacks_an_outcome_reading_ids_not_headers(
 ):
     import time
 
-    from service.outcome_store import OUTCOMES
     from service.outcome_upkeep import OUTCOMES_LABELLED, catch_up, flush
-    from service.upkeep_marks import UPKEEP
+    from service.stores.outcome_store import OUTCOMES
+    from service.stores.upkeep_marks import UPKEEP
     from storage.qdrant.store import AllOf, Match
 
     with served(settings, example_kb, tmp_path, outcome_after_s=3600.0) as (client, app):
@@ -496,10 +496,10 @@ def test_a_clean_stop_spares_the_next_start_the_look_for_unlabelled(
 ):
     import time
 
-    from service.outcome_store import OutcomeStore
     from service.outcome_upkeep import FEEDBACK_DAYS, HANDOFF_FLAGS, catch_up
-    from service.pilot_store import PilotStore
-    from service.upkeep_marks import RUN, UPKEEP
+    from service.stores.outcome_store import OutcomeStore
+    from service.stores.pilot_store import PilotStore
+    from service.stores.upkeep_marks import RUN, UPKEEP
     from storage.qdrant.store import Match
 
     configured = settings.model_copy(

@@ -139,7 +139,7 @@ def test_a_request_naming_a_value_the_rules_refuse_is_a_4xx_naming_it(client_wit
 
 
 def test_a_session_whose_slots_the_rules_now_refuse_gets_a_4xx_not_a_failed_turn(client_with_products):
-    from service.pilot_store import SESSIONS
+    from service.stores.pilot_store import SESSIONS
 
     client = client_with_products
     session = client.post(

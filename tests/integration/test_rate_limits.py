@@ -196,7 +196,7 @@ def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
 def test_two_workers_counting_one_key_lose_no_increment(pilot):
     """Two counters over one store stand for two workers: only their compare-and-set orders
     them (each queues its own threads), and every increment lands."""
-    from service.rate_limits import QdrantCounters
+    from service.stores.rate_limits import QdrantCounters
 
     _, app_pilot = pilot
     first = app_pilot.limits.limiter.storage
@@ -225,7 +225,7 @@ def test_a_malformed_limit_is_named(field, value):
 
 
 def counter_records(app_pilot) -> int:
-    from service.rate_limits import COUNTERS
+    from service.stores.rate_limits import COUNTERS
 
     return app_pilot.limits.limiter.storage.store.count(COUNTERS)
 
@@ -269,7 +269,7 @@ def test_one_address_makes_one_counter_per_served_tenant_and_counters_expire(pil
     app_pilot.limits.forget_expired(time.time() + 2 * 86_400)
     assert counter_records(app_pilot) == 0 and app_pilot.limits.spent_until == {}
     # and a counter stored before counters had an expiry hour goes at the next start's sweep
-    from service.rate_limits import COUNTERS
+    from service.stores.rate_limits import COUNTERS
 
     app_pilot.limits.limiter.hit(app_pilot.limits.items["sessions"], "sessions", "old")
     [record] = app_pilot.limits.counters.store.scroll(COUNTERS)

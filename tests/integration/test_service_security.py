@@ -237,7 +237,7 @@ def test_a_bug_is_a_json_500_with_nothing_of_it_shown(pilot, monkeypatch):
     app, _ = pilot
     with TestClient(app, raise_server_exceptions=False) as client:
         session = backend_session(client)
-        monkeypatch.setattr("service.pilot_store.PilotStore.feedback", lambda *_a, **_k: 1 / 0)
+        monkeypatch.setattr("service.stores.pilot_store.PilotStore.feedback", lambda *_a, **_k: 1 / 0)
         response = client.get(f"/v1/sessions/{session}", headers=auth("backend"))
     assert response.status_code == 500
     assert response.json() == {

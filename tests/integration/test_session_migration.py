@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.pilot_store import SESSIONS, PilotStore
-from service.records import SessionView
+from service.domain.views import SessionView
+from service.stores.pilot_store import SESSIONS, PilotStore
 from storage.qdrant.edge_store import EdgeStore
 
 pytestmark = pytest.mark.integration
@@ -119,3 +119,29 @@ def test_a_header_in_the_old_format_written_after_the_start_is_still_with_a_pers
         stored = pilot.store.store.scroll(SESSIONS, None)
         [written] = [r.payload for r in stored if r.payload["session_id"] == session]
         assert written["status"] == "handoff" and "handoff" not in written  # now the new format
+
+
+def test_a_stored_record_that_does_not_parse_names_itself(pilot):
+    """A header or a mark that does not fit its definition fails where it is read, naming the
+    record and the field, never as a KeyError calls later; an old header that names its
+    ``key`` instead of an ``owner`` still reads."""
+    from service.domain.records import BrokenRecord
+    from service.stores.pilot_store import FEEDBACK
+
+    broken = {"session_id": "b1", "tenant": "acme", "slots": "pro", "created": 1.0}
+    pilot.store.upsert(SESSIONS, [pilot._point("acme/b1", "session", broken)])
+    with pytest.raises(BrokenRecord, match=r"pilot_sessions acme/b1 .*customer_id: Field required"):
+        pilot.session("acme", "b1")
+    with pytest.raises(BrokenRecord, match=r"slots: Input should be a valid dictionary"):
+        pilot.sessions("acme")
+
+    mark = {"tenant": "acme", "session_id": "b1", "turn_index": 0, "rating": "meh", "ts": 1.0}
+    pilot.store.upsert(FEEDBACK, [pilot._point("acme/b1/0", "", mark)])
+    with pytest.raises(BrokenRecord, match=r"pilot_feedback acme/b1/0 .*rating"):
+        pilot.feedback("acme", "b1")
+
+    old = {"session_id": "k1", "tenant": "acme", "customer_id": "c", "key": "web", "slots": {}}
+    pilot.store.upsert(SESSIONS, [pilot._point("acme/k1", "session", {**old, "created": 2})])
+    header = pilot.session("acme", "k1")
+    assert header is not None and header["key"] == "web" and header["created"] == 2.0
+    assert header["status"] == "open"

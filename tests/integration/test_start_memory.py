@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.outcome_store import OUTCOMES, OutcomeStore
-from service.pilot_store import FEEDBACK, PilotStore
-from service.pilot_store import SESSIONS as HEADERS
+from service.stores.outcome_store import OUTCOMES, OutcomeStore
+from service.stores.pilot_store import FEEDBACK, PilotStore
+from service.stores.pilot_store import SESSIONS as HEADERS
 from storage.memory import ENTITIES, SESSIONS, MemoryStore
 from storage.qdrant.edge_store import EdgeStore
 

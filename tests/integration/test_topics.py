@@ -1,11 +1,11 @@
 """A conversation's topic: the page nearest its question, or none when no page is near enough
-(``service.topics.TOPIC_FLOOR``)."""
+(``service.domain.topics.TOPIC_FLOOR``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.topics import nearest_page, topic_namer
+from service.domain.topics import nearest_page, topic_namer
 from storage.retrieval.retriever import QdrantRetriever
 
 pytestmark = pytest.mark.integration

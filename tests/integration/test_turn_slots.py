@@ -111,7 +111,7 @@ def test_a_stream_that_disconnects_keeps_the_session_locked_until_its_turn_ends(
     from service.auth import Caller
     from service.context import PilotContext
     from service.domain.conversation import start_turn
-    from service.routes.sessions import turn_events
+    from service.domain.turn_http import turn_events
     from tasks.schemas import TurnRequest
     from tests.helpers import REFUND
 

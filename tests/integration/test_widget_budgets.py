@@ -283,7 +283,7 @@ def test_a_widget_keys_budget_refills_as_it_goes(small_site):
     from limits import parse
 
     from service.auth import Caller
-    from service.rate_limits import counter_key
+    from service.stores.rate_limits import counter_key
 
     with TestClient(small_site):
         budget = small_site.state.pilot.limits.budget

@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from service.articles import SLUG_CHARS, TITLE_CHARS, draft
-from service.model_draft import ModelDraft
+from service.domain.model_draft import ModelDraft
+from service.stores.articles import SLUG_CHARS, TITLE_CHARS, draft
 
 RAMBLING = (
     "Hello there, I hope you are all doing well today. Our research team is stationed at "

@@ -4,7 +4,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from service.gaps import ReportCache
+from service.domain.gaps import ReportCache
 from tasks.gap_report import GapReport
 
 

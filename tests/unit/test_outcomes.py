@@ -202,7 +202,7 @@ def test_an_article_is_blamed_only_for_what_came_after_its_own_answer():
     """A helpful refund answer, then a question nobody could answer and a hand-off: the
     hand-off counts against the page of the last answer (none here), not the refund page; the
     mark counts on the page its answer cited."""
-    from service.breakdowns import by_article
+    from service.domain.breakdowns import by_article
 
     refund = asked(0, "How long does a refund take?", "answered", T0, ["billing/refunds.md"])
     mars = asked(1, "Do you ship to Mars?", "idk", T0 + 40)
@@ -222,7 +222,7 @@ def test_an_article_is_blamed_only_for_what_came_after_its_own_answer():
 def test_a_message_to_the_person_does_not_hide_the_answer_the_hand_off_came_after():
     """Refund answer, "Talk to a person", then a question written to the person: the hand-off
     came right after the refund answer and counts against that page."""
-    from service.breakdowns import by_article
+    from service.domain.breakdowns import by_article
 
     refund = asked(
         0, "Can I cancel my annual plan and get my money back?", "answered", T0, ["billing/refunds.md"]
@@ -300,7 +300,7 @@ def test_no_csv_cell_is_read_as_a_formula(cells):
     import csv
     import io
 
-    from service.outcomes import CSV_COLUMNS, ConversationOutcome, conversations_csv
+    from service.domain.outcomes import CSV_COLUMNS, ConversationOutcome, conversations_csv
 
     rows = [
         ConversationOutcome(

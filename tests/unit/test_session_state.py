@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.session_state import SessionConflict, move
+from service.domain.session_state import SessionConflict, move
 
 OPEN = {"status": "open"}
 WAITING = {"status": "handoff", "handoff_at": 1.0}

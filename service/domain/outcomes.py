@@ -37,7 +37,7 @@ from tasks.outcomes import (
 
 if TYPE_CHECKING:
     from service.domain.records import StoredMark
-    from service.pilot_store import PilotStore
+    from service.stores.pilot_store import PilotStore
     from storage.memory import MemoryStore, StoredTurn
 
 TURN_FIELDS = (

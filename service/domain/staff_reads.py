@@ -27,7 +27,7 @@ from storage.retrieval.filters import build_filters
 
 if TYPE_CHECKING:
     from agents.runtime import TurnRuntime
-    from service.outcomes import ConversationOutcome, OutcomeReport
+    from service.domain.outcomes import ConversationOutcome, OutcomeReport
     from storage.memory import StoredTurn
 
 WITHHELD = (
@@ -136,7 +136,7 @@ def withhold_replies(
 def only_readable_topics(
     runtime: TurnRuntime, slots: dict[str, str], report: OutcomeReport
 ) -> OutcomeReport:
-    """An outcome report (``service.outcomes.OutcomeReport``) whose conversations' ``topic``
+    """An outcome report (``service.domain.outcomes.OutcomeReport``) whose conversations' ``topic``
     and ``topic_id`` name only the pages ``slots`` may read, ``topic_title`` the title of that
     page (one store read for the page of conversations)."""
     report.conversations = readable_outcomes(runtime, slots, report.conversations)

@@ -2,7 +2,7 @@
 ``Outcome.topic_id``) and by article (every page its answers cited, ``Outcome.topic``), each
 with its conversations' labels as tiles. The rows are the stored outcomes of the window
 (``OutcomeStore.window_rows``); ``titles`` are the pages the reader's key may read
-(``service.staff_reads.readable_titles``): a page it may not read is never named, its
+(``service.domain.staff_reads.readable_titles``): a page it may not read is never named, its
 conversations count under ``OTHER``.
 
 Usage::
@@ -20,14 +20,12 @@ from typing import TypedDict
 
 from pydantic import BaseModel
 
-from service.outcomes import Tile, tiles
-
-ROW_FIELDS = ("session_id", "label", "topic", "topic_id", "evidence", "decided_by", "marks")
+from service.domain.outcomes import Tile, tiles
 
 
 class OutcomeRow(TypedDict, total=False):
-    """The ``ROW_FIELDS`` of one stored outcome (``tasks.outcomes.Outcome``): what the
-    breakdowns read; a row stored before a field existed lacks it."""
+    """The fields of one stored outcome (``tasks.outcomes.Outcome``) the breakdowns read (the
+    store reads only these: :data:`ROW_FIELDS`); a row stored before a field existed lacks it."""
 
     session_id: str
     label: str
@@ -36,6 +34,9 @@ class OutcomeRow(TypedDict, total=False):
     evidence: dict[str, object]  # free-form: what justifies the label (``feedback``: the mark)
     decided_by: list[str]  # the pages the last question's answer cited
     marks: dict[str, dict[str, int]]  # per page: up and down marks on answers citing it
+
+
+ROW_FIELDS = tuple(OutcomeRow.__annotations__)  # the fields a breakdown reads: the row's own
 
 
 OTHER = "other (no page named, or one above your access)"

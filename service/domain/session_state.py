@@ -12,7 +12,7 @@ hand-off is closed as left by the customer (the queue no longer shows it);
 (the customer) and ``remember`` (the idle sweep) change no status but are refused once the
 session is resolved; ``satisfaction`` (the customer's closing answer) changes none either and
 is taken in every status, a resolved session's above all.
-:class:`service.pilot_store.PilotStore` applies a move as one compare-and-set on the session's
+:class:`service.stores.pilot_store.PilotStore` applies a move as one compare-and-set on the session's
 revision, so a racing writer gets a conflict and re-reads.
 
 Usage::
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, cast
+from typing import Literal
 
 from service.domain.records import SessionFields, SessionHeader
 
@@ -103,8 +103,8 @@ def current_format(header: SessionHeader) -> SessionHeader:
     """
     if header.get("status") and "handoff" not in header:
         return header
-    kept = cast(SessionHeader, {k: v for k, v in header.items() if k != "handoff"})
-    kept["status"] = status_of(header).value
+    kept: SessionHeader = {**header, "status": status_of(header).value}
+    kept.pop("handoff", None)
     return kept
 
 

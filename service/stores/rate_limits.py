@@ -43,8 +43,8 @@ from limits.strategies import FixedWindowRateLimiter
 from config.settings import PilotSettings
 from service.auth import Caller
 from service.errors import ApiError
-from service.key_budget import BudgetLevel, KeyBudget
 from service.metrics import record_refusal
+from service.stores.key_budget import BudgetLevel, KeyBudget
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import Match, PointData, Store, ensure_records

@@ -16,7 +16,7 @@ Usage::
     pilot.resolve("acme", session_id, note="refund sent", by="ana")
 
 A session's ``status`` is ``open``, ``handoff`` (waiting for a person) or ``resolved``, moved
-only by the verbs of :mod:`service.session_state`, each write a compare-and-set on the
+only by the verbs of :mod:`service.domain.session_state`, each write a compare-and-set on the
 header's ``rev`` (a conflict is a :class:`SessionConflict`, answered 409).
 ``memory_written_at`` says when its long-term memory was last written (on resolution, or by the
 idle sweep); the first message after that clears it (``reopen``), so the sweep reads the turns
@@ -28,10 +28,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Literal, cast
+from typing import Literal
 
-from service.domain.records import SessionFields, SessionHeader, StoredMark
-from service.session_state import (
+from service.domain.records import MARK, SESSION, SessionFields, SessionHeader, StoredMark, parsed
+from service.domain.session_state import (
     Role,
     SessionConflict,
     Status,
@@ -94,22 +94,19 @@ class PilotStore:
         and trust); any other key gets 404."""
         now = time.time()
         return self._save(
-            cast(
-                SessionHeader,
-                revised(
-                    None,
-                    {
-                        "session_id": session_id,
-                        "tenant": tenant,
-                        "customer_id": customer_id,
-                        "owner": owner,
-                        "slots": slots,
-                        "created": now,
-                        "status": Status.OPEN.value,
-                        # nothing to remember yet: the first message starts a spell (``reopen``)
-                        "memory_written_at": now,
-                    },
-                ),
+            self._revised(
+                {
+                    "session_id": session_id,
+                    "tenant": tenant,
+                    "customer_id": customer_id,
+                    "owner": owner,
+                    "slots": slots,
+                    "created": now,
+                    "status": Status.OPEN.value,
+                    # nothing to remember yet: the first message starts a spell (``reopen``)
+                    "memory_written_at": now,
+                },
+                {},
             )
         )
 
@@ -141,7 +138,28 @@ class PilotStore:
                 SESSIONS, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
             )
         )
-        return current_format(cast(SessionHeader, found[0].payload)) if found else None
+        return self._header(found[0].payload) if found else None
+
+    @staticmethod
+    def _header(payload: Mapping[str, object]) -> SessionHeader:
+        """A stored header, parsed (:class:`service.domain.records.BrokenRecord` naming it when
+        it does not fit) and read in this version's format (``current_format``)."""
+        name = f"{SESSIONS} {payload.get('tenant')}/{payload.get('session_id')}"
+        return current_format(parsed(SESSION, payload, name))
+
+    @staticmethod
+    def _mark(payload: Mapping[str, object]) -> StoredMark:
+        name = (
+            f"{FEEDBACK} {payload.get('tenant')}/{payload.get('session_id')}/{payload.get('turn_index')}"
+        )
+        return parsed(MARK, payload, name)
+
+    @staticmethod
+    def _revised(header: SessionHeader, changes: SessionFields) -> SessionHeader:
+        """``header`` with ``changes`` and a new revision (:func:`storage.qdrant.revisions.revised`)."""
+        return parsed(
+            SESSION, revised(header, changes), f"{SESSIONS} {header['tenant']}/{header['session_id']}"
+        )
 
     def apply(
         self,
@@ -152,7 +170,7 @@ class PilotStore:
         actor: str = "",
         fields: Callable[[SessionHeader, SessionFields], SessionFields] | None = None,
     ) -> SessionHeader | None:
-        """Apply one move of :mod:`service.session_state` as a compare-and-set on the
+        """Apply one move of :mod:`service.domain.session_state` as a compare-and-set on the
         session's revision: the header as written (None for an unknown session), or
         :class:`SessionConflict` when the move does not apply to the session as it is now.
         ``fields(header, changes)`` adds fields that depend on what the move changes. A
@@ -173,7 +191,7 @@ class PilotStore:
     def _compare_and_set(self, header: SessionHeader, changes: SessionFields) -> SessionHeader | None:
         """Write ``header`` with ``changes`` if nobody wrote it since it was read; the header
         written, or None when another writer came first."""
-        new = cast(SessionHeader, revised(header, changes))
+        new = self._revised(header, changes)
         key = f"{header['tenant']}/{header['session_id']}"
         self.store.update_if(SESSIONS, self._point(key, "session", new), expected(header))
         return new if landed(self.session(header["tenant"], header["session_id"]), new) else None
@@ -270,8 +288,7 @@ class PilotStore:
     def sessions(self, tenant: str) -> list[SessionHeader]:
         """Every session header of the tenant, oldest first."""
         found = self.store.scroll(SESSIONS, Match("tenant", (tenant,)))
-        headers = (current_format(cast(SessionHeader, r.payload)) for r in found)
-        return sorted(headers, key=lambda h: h["created"])
+        return sorted((self._header(r.payload) for r in found), key=lambda h: h["created"])
 
     def session_ids(self, tenant: str) -> Iterator[str]:
         """Every session id of the tenant, in the store's order, read a page at a time (the
@@ -290,8 +307,9 @@ class PilotStore:
         found = self.store.scroll(
             SESSIONS, AllOf((Match("tenant", (tenant,)), self._with_status(Status.HANDOFF)))
         )
-        headers = (current_format(cast(SessionHeader, r.payload)) for r in found)
-        waiting = (h for h in headers if status_of(h) is Status.HANDOFF)
+        waiting = (
+            h for h in map(self._header, (r.payload for r in found)) if status_of(h) is Status.HANDOFF
+        )
         return sorted(waiting, key=lambda h: h.get("handoff_at", h["created"]))
 
     @staticmethod
@@ -308,10 +326,7 @@ class PilotStore:
         candidates = AllOf(
             (self._with_status(Status.OPEN, Status.HANDOFF), Missing("memory_written_at"))
         )
-        headers = (
-            current_format(cast(SessionHeader, r.payload))
-            for r in self.store.scroll(SESSIONS, candidates)
-        )
+        headers = (self._header(r.payload) for r in self.store.scroll(SESSIONS, candidates))
         return [h for h in headers if status_of(h) is not Status.RESOLVED]
 
     def add_feedback(
@@ -352,10 +367,10 @@ class PilotStore:
 
     def all_feedback(self, tenant: str) -> list[StoredMark]:
         found = self.store.scroll(FEEDBACK, Match("tenant", (tenant,)))
-        return [cast(StoredMark, r.payload) for r in found]
+        return [self._mark(r.payload) for r in found]
 
     def feedback(self, tenant: str, session_id: str) -> list[StoredMark]:
         records = self.store.scroll(
             FEEDBACK, AllOf((Match("tenant", (tenant,)), Match("session_id", (session_id,))))
         )
-        return sorted((cast(StoredMark, r.payload) for r in records), key=lambda p: p["turn_index"])
+        return sorted((self._mark(r.payload) for r in records), key=lambda p: p["turn_index"])

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from service.topics import nearest_page
+from service.domain.topics import nearest_page
 from storage.retrieval.filters import SlotError, admits
 from tasks.gap_report import (
     Addressed,
@@ -35,7 +35,7 @@ from tasks.message_kind import load_message_kinds
 if TYPE_CHECKING:
     from config.settings import SlotRule
     from service.domain.records import StoredArticle
-    from service.pilot_store import PilotStore
+    from service.stores.pilot_store import PilotStore
     from storage.memory import MemoryStore
     from storage.retrieval.protocol import Retriever
 
@@ -52,7 +52,7 @@ Answerable = Callable[[str, Sequence[str]], list[float]]  # ``EvidenceScorer.ans
 
 
 def published_articles(records: Sequence[StoredArticle]) -> dict[str, Addressed]:
-    """The published ones of a tenant's article records (``service.articles.Articles.all``),
+    """The published ones of a tenant's article records (``service.stores.articles.Articles.all``),
     by source id, each with when it last went live.
 
     >>> published_articles([{"id": "articles/acme/mars", "title": "Mars", "status": "published",

@@ -12,9 +12,11 @@ Usage::
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from service.session_state import Status
+from service.domain.session_state import Status
 from tasks.gap_report import GapReport
 from tasks.schemas import Citation, Verdict
 
@@ -210,3 +212,62 @@ class GapReportPage(GapReport):
     limit: int
     offset: int
     since: str
+
+
+class WidgetSession(BaseModel):
+    session_id: str
+    customer_id: str
+    token: str
+    expires_at: float
+
+
+class WidgetReady(BaseModel):
+    ready: bool
+
+
+class RenewedToken(BaseModel):
+    session_id: str
+    token: str
+    expires_at: float
+
+
+class DraftProposal(BaseModel):
+    title: str
+    slug: str
+    text: str
+    sources: list[dict[str, object]]
+    questions: list[str]
+    drafted_by: Literal["replies", "model", "skeleton"] = Field(
+        description="who wrote the draft: people's replies, the model (where nobody replied "
+        "and the responder is on the model path; checked against the knowledge base), or "
+        "the skeleton of the questions"
+    )
+    unsupported: list[str] = Field(
+        default_factory=list,
+        description="the model's sentences the knowledge base does not support, each also "
+        "marked in the text: check them before saving",
+    )
+    pages: list[str] = Field(
+        default_factory=list, description="the knowledge-base pages the model's draft rests on"
+    )
+    access: str = Field(
+        "public",
+        description="the highest access level among the conversations whose replies it "
+        "quotes: save and publish it at this level (lower is refused)",
+    )
+
+
+class BudgetRow(BaseModel):
+    """One of a widget key's rolling budgets (``service/stores/key_budget.py``) and how much is left."""
+
+    key: str
+    limit: str
+    share: Literal["shared", "newcomers"]
+    capacity: float
+    per_hour: float = Field(description="units that come back an hour")
+    left: float = Field(description="the share left now, 0 to 1")
+    low: bool = Field(description="below pilot.widget_budget.low_below: a key running low")
+
+
+class BudgetReport(BaseModel):
+    budgets: list[BudgetRow]

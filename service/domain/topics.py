@@ -7,7 +7,7 @@ question far from every page in reach (its cosine to the nearest page's passage 
 ``TOPIC_FLOOR``, or that passage read as answering it under ``TOPIC_ANSWERS_FLOOR``) is about
 none of them, never a wrong one ("Do you offer a student discount?" is not about Refunds,
 "Where do I upload my student card?" not about Payment methods): it counts under the report's
-"other" (``service.breakdowns.OTHER``).
+"other" (``service.domain.breakdowns.OTHER``).
 
 Usage::
 

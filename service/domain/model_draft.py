@@ -35,7 +35,7 @@ from tasks.replay import NEAR_FLOOR
 
 if TYPE_CHECKING:
     from agents.runtime import TurnRuntime
-    from service.topics import Encode
+    from service.domain.topics import Encode
     from storage.retrieval.protocol import Retriever
     from tasks.evidence import EvidenceScorer
 
@@ -102,7 +102,7 @@ def near_passages(
     gap report and the article check search), each at least ``floor`` close in meaning
     (cosine of the dense vectors, as a recent question is to an article in the replay) to
     the question that found it; each passage once, at most ``MAX_PASSAGES``."""
-    from service.topics import similarities
+    from service.domain.topics import similarities
 
     found: dict[str, Near] = {}
     for question in questions:

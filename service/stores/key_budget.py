@@ -45,7 +45,7 @@ T = TypeVar("T")
 
 
 class Counters(Protocol):
-    """Where the budgets are kept (``service.rate_limits.QdrantCounters``)."""
+    """Where the budgets are kept (``service.stores.rate_limits.QdrantCounters``)."""
 
     def swap(
         self,

@@ -25,9 +25,9 @@ from itertools import islice
 from typing import TYPE_CHECKING, cast
 
 from config.settings import PilotSettings
-from service.breakdowns import OutcomeRow
-from service.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
-from service.topics import TopicNamer, conversation_topic
+from service.domain.breakdowns import OutcomeRow
+from service.domain.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
+from service.domain.topics import TopicNamer, conversation_topic
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from tasks.message_kind import load_message_kinds
@@ -35,7 +35,7 @@ from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, 
 from tasks.question_behind import pages_reader
 
 if TYPE_CHECKING:
-    from service.pilot_store import PilotStore
+    from service.stores.pilot_store import PilotStore
     from storage.kb.embeddings import Encoders
     from storage.memory import MemoryStore
 
@@ -75,8 +75,8 @@ def conditions(tenant: str, days: list[str], wanted: ConversationFilter) -> AllO
 
 class OutcomeStore:
     """``name_topic(question, slots)``: the page a conversation none of whose answers cited
-    one is about (``service.topics.topic_namer``, read by ``service.topics.conversation_topic``);
-    None: such conversations have no topic."""
+    one is about (``service.domain.topics.topic_namer``, read by
+    ``service.domain.topics.conversation_topic``); None: such conversations have no topic."""
 
     def __init__(
         self, store: Store, encoders: Encoders, name_topic: Callable[[str], TopicNamer] | None = None

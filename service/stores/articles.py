@@ -3,7 +3,7 @@
 1. **Draft** (``draft``): for the questions of a gap cluster, the replies people wrote in
    those conversations, each sentence cited to its conversation, become a Markdown draft;
    where nobody replied, the model's draft checked against the knowledge base
-   (``service/model_draft.py``, only with the responder on the model path), else a skeleton.
+   (``service/domain/model_draft.py``, only with the responder on the model path), else a skeleton.
 2. **Save** (``save``): the lead's title, text and slots are written to the tenant's articles
    folder (``<data dir>/articles/<tenant>/<slug>.md``, Markdown with front matter) and
    ingested with the article's own slots and a ``draft`` value that hides it from every
@@ -54,7 +54,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from config.settings import SlotRule
-from service.article_checks import ArticleChecks, within
+from service.domain.draft_lead import Answerable, leading_with_answer
 from service.domain.records import (
     ArticleCheck,
     ArticleEvent,
@@ -62,8 +62,8 @@ from service.domain.records import (
     ReplayedChange,
     StoredArticle,
 )
-from service.draft_lead import Answerable, leading_with_answer
-from service.topics import TOPIC_FLOOR, similarities
+from service.domain.topics import TOPIC_FLOOR, similarities
+from service.stores.article_checks import ArticleChecks, within
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import Condition, Match, PointData, Store, ensure_records
 from storage.replies import PersonReplies
@@ -85,7 +85,7 @@ from tasks.passage_text import clean
 from tasks.replay import Asked, compare, reply_of, summary
 
 if TYPE_CHECKING:
-    from service.model_draft import ModelDraft
+    from service.domain.model_draft import ModelDraft
     from storage.kb.embeddings import Encoders
     from storage.kb.knowledge_base import KnowledgeBase
     from storage.memory import MemoryStore, StoredTurn
@@ -175,10 +175,10 @@ def draft(
     customer's name (``tasks.impersonal``), and the reach of the replies it quotes
     (``access``, ``tiers``: the highest among them; an article of it published lower is
     refused). Where nobody replied: the model's draft checked against the knowledge base
-    (``write``, ``service.model_draft.model_writer``: its unsupported sentences marked and
+    (``write``, ``service.domain.model_draft.model_writer``: its unsupported sentences marked and
     listed), else the skeleton of the questions. ``drafted_by`` says which. With
     ``answerable`` a draft from replies leads with the sentence that answers its question
-    (``service.draft_lead``)."""
+    (``service.domain.draft_lead``)."""
     wanted = {normal(q) for q in questions}
     fields = ("session_id", "turn_index", "user", "answer", "from", "slots")
     turns = memory.tenant_turns(tenant, fields)
@@ -262,7 +262,7 @@ def on_the_question(
     ``tasks.impersonal``), its opening and closing lines when they are short courtesy
     ("Thanks!": the message-kind classifier's greeting or thanks), and the paragraphs about
     something else (a refund beside the student discount: under the topic floor of
-    ``service.topics``) unless none reaches it."""
+    ``service.domain.topics``) unless none reaches it."""
     paragraphs: list[list[str]] = []
     where: list[dict[str, object]] = []
     seen: set[str] = set()
