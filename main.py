@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -804,6 +805,14 @@ def openapi(
         output.write_text(text, encoding="utf-8")
 
 
+class Stopped(Exception):
+    """The service was asked to stop (SIGTERM), after its own graceful shutdown."""
+
+
+def _stopped(_signum: int, _frame: object) -> None:
+    raise Stopped
+
+
 @app.command()
 @friendly_errors
 def serve(
@@ -844,8 +853,15 @@ def serve(
                 trusted_proxies=settings.pilot.trusted_proxies,
             )
         )
-        with contextlib.suppress(KeyboardInterrupt):
-            server.run()
+        # uvicorn stops gracefully on SIGTERM, then raises the signal again, whose default
+        # action ends the process before ``runtime.close()``: the embedded store never flushed,
+        # its write-ahead logs never cut, and every start replayed them whole (issue 67)
+        previous = signal.signal(signal.SIGTERM, _stopped)
+        try:
+            with contextlib.suppress(KeyboardInterrupt, Stopped):
+                server.run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         if not server.started:
             raise typer.Exit(3)  # uvicorn's own "startup failed" status; it said why
     finally:
