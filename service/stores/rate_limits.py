@@ -5,7 +5,8 @@ The `limits` library does the arithmetic (its ``"30/minute"`` notation and fixed
 :class:`QdrantCounters` is its storage: one point per key and window, each increment a
 compare-and-set on the point's revision (:mod:`storage.qdrant.revisions`), so two workers
 never both spend the last unit, and an increment another worker built on is never counted
-again. A request over a limit gets 429 with
+again. Over the embedded store, which one process owns, a count is one write: the process
+knows what it wrote. A request over a limit gets 429 with
 ``Retry-After``.
 
 Usage::
@@ -31,9 +32,10 @@ import re
 import threading
 import time
 import uuid
+import weakref
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn, TypedDict, TypeVar, cast
 
 from limits import RateLimitItem, parse
@@ -87,6 +89,30 @@ WHAT = {
 KEY_LIMITS = ("sessions", "handoffs", "message_bytes", "turns", "searches", "feedback")
 
 
+@dataclass
+class _InThisProcess:
+    """What every :class:`QdrantCounters` of this process over one store shares: the locks
+    its increments of a key wait on and, where the store has one writer (the embedded
+    store's lock), the records read or written so far: a count then costs one write, with
+    no read before it and no read back after it."""
+
+    stripes: list[threading.Lock]
+    known: dict[str, dict[str, Any] | None] | None
+
+
+_BY_STORE: weakref.WeakKeyDictionary[Store, _InThisProcess] = weakref.WeakKeyDictionary()
+_BY_STORE_LOCK = threading.Lock()
+
+
+def _shared_by_this_process(store: Store) -> _InThisProcess:
+    with _BY_STORE_LOCK:
+        if store not in _BY_STORE:
+            _BY_STORE[store] = _InThisProcess(
+                [threading.Lock() for _ in range(LOCK_STRIPES)], {} if store.one_process else None
+            )
+        return _BY_STORE[store]
+
+
 class QdrantCounters(Storage):
     """A `limits` storage in a Qdrant collection: ``incr`` is atomic across workers."""
 
@@ -96,7 +122,8 @@ class QdrantCounters(Storage):
         super().__init__()
         self.store = store
         self.vector = encoders.dense.encode(["rate counter"])[0].dense
-        self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
+        self._shared = _shared_by_this_process(store)
+        self._stripes = self._shared.stripes
         ensure_records(store, COUNTERS, encoders.dense.dim, ("key", "expires_hour"))
         store.add_keyword_index(COUNTERS, "expires_hour")  # stores made before counters expired
 
@@ -109,8 +136,13 @@ class QdrantCounters(Storage):
 
     def read(self, key: str) -> dict[str, Any] | None:
         """The record ``key`` as stored (a count or a budget; None: none)."""
+        if (known := self._shared.known) is not None and key in known:
+            return known[key]
         found = list(self.store.scroll(COUNTERS, Match("key", (key,))))
-        return found[0].payload if found else None
+        record = found[0].payload if found else None
+        if self._shared.known is not None:
+            self._shared.known[key] = record
+        return record
 
     def _read(self, key: str) -> StoredCount | None:
         return cast(StoredCount | None, self.read(key))
@@ -146,6 +178,10 @@ class QdrantCounters(Storage):
                     return result
                 hour = expiry_hour(float(fields["expires_at"]))
                 written = revised(current, {**fields, "key": key, "expires_hour": hour})
+                if self._shared.known is not None:  # no other writer: the write is the record
+                    self.store.upsert(COUNTERS, [self._point(key, written)])
+                    self._shared.known[key] = written
+                    return result
                 if current is None:
                     self.store.insert_new(COUNTERS, [self._point(key, written)])
                 else:
@@ -170,10 +206,18 @@ class QdrantCounters(Storage):
         self.store.delete(
             COUNTERS, Match("key", tuple(r.payload["key"] for r in self.store.scroll(COUNTERS)))
         )
+        self._forget_known()
         return counted
 
     def clear(self, key: str) -> None:
         self.store.delete(COUNTERS, Match("key", (key,)))
+        if self._shared.known is not None:
+            self._shared.known.pop(key, None)
+
+    def _forget_known(self) -> None:
+        """Records are read from the store again (after a delete by a filter)."""
+        if self._shared.known is not None:
+            self._shared.known = {}
 
     def forget_expired(self, now: float, everything: bool = False) -> None:
         """Delete the counters whose window ended before this hour (a window is at most a
@@ -183,6 +227,7 @@ class QdrantCounters(Storage):
         hour = int(now // 3600)
         gone = tuple(str(h) for h in range(hour - HOURS_BACK, hour))
         self.store.delete(COUNTERS, Match("expires_hour", gone))
+        self._forget_known()
         if everything:
             stale = [
                 r.payload["key"]

@@ -66,8 +66,13 @@ class BaseStore(ABC):
     """The :class:`~storage.qdrant.store.Store` calls both backends answer the same way."""
 
     DIALECT: ClassVar[FilterDialect]
+    ONE_PROCESS: ClassVar[bool] = False  # True where a lock keeps every other process out
     INSERT_ONLY: ClassVar[Any]  # the library's update mode that keeps an existing point
     UPDATE_ONLY: ClassVar[Any]  # the library's update mode that writes only an existing point
+
+    @property
+    def one_process(self) -> bool:
+        return self.ONE_PROCESS
 
     def _guarded(self) -> AbstractContextManager[Any]:
         """Held while a collection is made or indexed (the embedded store's lock)."""

@@ -41,6 +41,7 @@ EDGE_DIALECT = FilterDialect(
 class EdgeStore(BaseStore):
     """The embedded store. ``path`` holds one directory per collection and a lock file."""
 
+    ONE_PROCESS = True
     DIALECT = EDGE_DIALECT
     INSERT_ONLY = qe.UpdateMode.InsertOnly
     UPDATE_ONLY = qe.UpdateMode.UpdateOnly

@@ -193,14 +193,66 @@ def test_the_counter_in_qdrant_is_exact_under_concurrent_increments(pilot):
     assert counters.get_expiry("probe") > 0
 
 
-def test_two_workers_counting_one_key_lose_no_increment(pilot):
-    """Two counters over one store stand for two workers: only their compare-and-set orders
-    them (each queues its own threads), and every increment lands."""
+class SharedStore:
+    """The embedded store as a store other processes write too (a Qdrant server's): its
+    counters compare-and-set instead of trusting what they wrote."""
+
+    one_process = False
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+
+class CountedStore(SharedStore):
+    """The embedded store, its reads and writes counted."""
+
+    one_process = True
+
+    def __init__(self, store) -> None:
+        super().__init__(store)
+        self.calls: list[str] = []
+
+    def scroll(self, *args, **kwargs):
+        self.calls.append("read")
+        return self._store.scroll(*args, **kwargs)
+
+    def upsert(self, *args, **kwargs):
+        self.calls.append("write")
+        return self._store.upsert(*args, **kwargs)
+
+
+def test_over_the_embedded_store_a_count_is_one_write(pilot):
     from service.stores.rate_limits import QdrantCounters
 
     _, app_pilot = pilot
-    first = app_pilot.limits.limiter.storage
-    second = QdrantCounters(first.store, app_pilot.runtime.knowledge_base().encoders)
+    store = CountedStore(app_pilot.limits.limiter.storage.store)
+    counters = QdrantCounters(store, app_pilot.runtime.knowledge_base().encoders)
+    store.calls.clear()
+    assert counters.incr("one-write", 60, 1) == 1
+    assert store.calls == ["read", "write"]  # read once: it may have been counted before a restart
+    store.calls.clear()
+    assert [counters.incr("one-write", 60, 2) for _ in range(3)] == [3, 5, 7]
+    assert counters.get("one-write") == 7 and store.calls == ["write"] * 3
+    # what was written is what a fresh reader of the store finds
+    fresh = QdrantCounters(SharedStore(store._store), app_pilot.runtime.knowledge_base().encoders)
+    assert fresh.get("one-write") == 7
+    counters.clear("one-write")
+    assert counters.get("one-write") == 0 and fresh.get("one-write") == 0
+
+
+def test_two_workers_counting_one_key_lose_no_increment(pilot):
+    """Two counters over a store that other processes write too stand for two workers: only
+    their compare-and-set orders them (each queues its own threads), and every increment
+    lands."""
+    from service.stores.rate_limits import QdrantCounters
+
+    _, app_pilot = pilot
+    encoders = app_pilot.runtime.knowledge_base().encoders
+    first = QdrantCounters(SharedStore(app_pilot.limits.limiter.storage.store), encoders)
+    second = QdrantCounters(SharedStore(first.store._store), encoders)
     with ThreadPoolExecutor(8) as pool:
         counts = list(pool.map(lambda i: (first, second)[i % 2].incr("shared", 60, 1), range(40)))
     assert first.get("shared") == second.get("shared") == 40
