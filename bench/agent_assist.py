@@ -53,8 +53,8 @@ def pack_row(pack: Any, data_dir: Any) -> dict[str, Any]:
             suggestion = suggested_reply(runtime, turns, slots, f"a-{number}")
             suggested = (
                 suggestion is not None
-                and suggestion["verdict"] == "answered"
-                and any(c["source_id"] in question.doc_ids for c in suggestion["citations"])
+                and suggestion.verdict == "answered"
+                and any(c.source_id in question.doc_ids for c in suggestion.citations)
             )
             customer += answered
             assisted += suggested

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
+
+from service.domain.records import JsonObject
 
 
 class ErrorField(BaseModel):
@@ -56,17 +58,20 @@ class ErrorBody(BaseModel):
     error: ErrorInfo
 
 
-ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
-    "4XX": {"model": ErrorBody, "description": "The request is refused: the error says why"},
-    "5XX": {"model": ErrorBody, "description": "The service failed or its store is down"},
+ERROR_ANSWERS: dict[int | str, str] = {
+    "4XX": "The request is refused: the error says why",
+    "5XX": "The service failed or its store is down",
+}
+ERROR_RESPONSES: dict[int | str, dict[str, type[BaseModel] | str]] = {
+    code: {"model": ErrorBody, "description": description} for code, description in ERROR_ANSWERS.items()
 }
 # for a route whose own answer is not JSON (a CSV file): its errors still are
-JSON_ERRORS: dict[int | str, dict[str, object]] = {
+JSON_ERRORS: dict[int | str, JsonObject] = {
     code: {
-        "description": answer["description"],
+        "description": description,
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
     }
-    for code, answer in ERROR_RESPONSES.items()
+    for code, description in ERROR_ANSWERS.items()
 }
 
 
@@ -80,7 +85,7 @@ class ApiError(Exception):
         status: int,
         code: str,
         message: str,
-        extra: dict[str, object] | None = None,
+        extra: JsonObject | None = None,
         headers: dict[str, str] | None = None,
         *,
         field: str | None = None,
@@ -91,7 +96,7 @@ class ApiError(Exception):
         self.status, self.code, self.message, self.extra = status, code, message, extra or {}
         self.field, self.headers = field, headers or {}
 
-    def body(self) -> dict[str, object]:
+    def body(self) -> JsonObject:
         return envelope(self.code, self.message, self.field, (), self.extra)
 
 
@@ -101,8 +106,8 @@ def error_body(
     *,
     field: str | None = None,
     details: Sequence[ErrorField] = (),
-    **extra: object,
-) -> dict[str, object]:
+    **extra: JsonValue,
+) -> JsonObject:
     """An error body: ``field`` (a refusal's one field at fault, the message its problem)
     and ``details`` (validation's fields) both land in ``details[]``."""
     return envelope(code, message, field, details, extra)
@@ -113,11 +118,11 @@ def envelope(
     message: str,
     field: str | None,
     details: Sequence[ErrorField],
-    extra: Mapping[str, object],
-) -> dict[str, object]:
+    extra: Mapping[str, JsonValue],
+) -> JsonObject:
     """The one place an error body is written."""
     named = [*details, *([ErrorField(field=field, problem=message)] if field else [])]
-    error: dict[str, object] = {"code": code, "message": message}
+    error: JsonObject = {"code": code, "message": message}
     if named:
         error["details"] = [d.model_dump() for d in named]
     return {"error": {**error, **extra}}
@@ -132,7 +137,7 @@ def invalid_fields(errors: Sequence[object]) -> list[ErrorField]:
     ]
 
 
-def field_of(error: dict[str, object]) -> str:
+def field_of(error: Mapping[str, object]) -> str:
     """Which part of the request is wrong; a JSON syntax error is the body's, not an offset."""
     if error.get("type") == "json_invalid":
         return "body"

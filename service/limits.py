@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
 from service.auth import AuthError
+from service.domain.records import JsonObject
 from service.errors import ApiError
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class RequestLimits:
         app: ASGIApp,
         max_bytes: int,
         check_key: Callable[[Mapping[str, str], str, str | None], object],
-        error_body: Callable[..., dict[str, object]],
+        error_body: Callable[..., JsonObject],
         body_timeout_s: float = 10.0,
     ) -> None:
         self.app = app

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
+from service.domain.records import JsonObject
 from storage.retrieval.results import SearchResultList
 from tasks.schemas import PlainText
 
@@ -25,7 +26,7 @@ class SearchRequest(BaseModel):
 
     query: PlainText = Field(min_length=1, max_length=2000)
     filter: dict[PlainText, PlainText] | PlainText | None = None
-    metadata: dict[str, object] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
 
     @field_validator("query")
     @classmethod
@@ -50,14 +51,14 @@ class SearchHit(BaseModel):
     body: str
     url: str | None = None
     highlight: dict[str, list[str]]
-    result_metadata: dict[str, object]
+    result_metadata: JsonObject
 
 
 class SearchResponse(BaseModel):
     search_results: list[SearchHit]
 
 
-def _result(found: SearchResultList, index: int) -> dict[str, object]:
+def _result(found: SearchResultList, index: int) -> JsonObject:
     result = found.results[index]
     meta = result.metadata
     return {
@@ -73,9 +74,9 @@ def _result(found: SearchResultList, index: int) -> dict[str, object]:
     }
 
 
-def to_response(found: SearchResultList, max_bytes: int) -> dict[str, object]:
+def to_response(found: SearchResultList, max_bytes: int) -> JsonObject:
     """Whole results in rank order while the JSON response stays within ``max_bytes``."""
-    kept: list[dict[str, object]] = []
+    kept: list[JsonValue] = []
     size = len(json.dumps({"search_results": []}).encode())
     for index in range(len(found.results)):
         item = _result(found, index)

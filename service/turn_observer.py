@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from service.domain.records import JsonObject
 from service.metrics import record_turn
 from tasks.schemas import TurnRequest, TurnResult
 
@@ -28,7 +29,7 @@ def observe_turn(
     record_turn(result, engine, ended_s - started_s, tenant)
     if pilot.tracer is not None:
         pilot.tracer.record(result, engine, tenant, started_s, ended_s)
-    fields: dict[str, object] = {
+    fields: JsonObject = {
         "session_id": request.session_id,
         "tenant": tenant,
         "turn_index": result.turn_index,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import jwt
 
 from config.settings import ApiKey, ConfigError, PilotSettings
+from service.domain.records import JsonObject
 from storage.kb.embeddings import Encoders
 from storage.qdrant.store import Match, PointData, Store, ensure_records
 
@@ -125,7 +126,7 @@ def read_customer_token(token: str, secret: str, max_age_s: float, now: float) -
     return CustomerToken(customer, token_id[:200], expires)
 
 
-def _seconds(claims: dict[str, object], name: str) -> float:
+def _seconds(claims: JsonObject, name: str) -> float:
     """A time claim (PyJWT checked it is a number when it verified the token)."""
     value = claims[name]
     if not isinstance(value, int | float) or isinstance(value, bool):
@@ -133,9 +134,7 @@ def _seconds(claims: dict[str, object], name: str) -> float:
     return float(value)
 
 
-def _decode(
-    token: str, secret: str, audience: str | None, required: tuple[str, ...]
-) -> dict[str, object]:
+def _decode(token: str, secret: str, audience: str | None, required: tuple[str, ...]) -> JsonObject:
     try:
         return jwt.decode(
             token,

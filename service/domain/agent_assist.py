@@ -15,7 +15,7 @@ customer answers.
 Usage::
 
     suggestion = suggested_reply(runtime, turns, staff_slots(who), session_id)
-    suggestion["answer"], suggestion["citations"]     # or None: nothing to suggest
+    suggestion.answer, suggestion.citations     # or None: nothing to suggest
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agents.turn import run_turn
+from service.domain.views import SuggestedReply
 from tasks.message_kind import load_message_kinds
 from tasks.question_behind import open_question, pages_reader
 from tasks.schemas import HistoryTurn, TurnRequest
@@ -50,7 +51,7 @@ def history_before(turns: Sequence[StoredTurn], position: int) -> list[HistoryTu
 
 def suggested_reply(
     runtime: TurnRuntime, turns: Sequence[StoredTurn], slots: dict[str, str], session_id: str
-) -> dict[str, object] | None:
+) -> SuggestedReply | None:
     """The decision's reply to the conversation's open question under ``slots``, or None
     when there is none or the decision does not answer it (a refusal or a hand-off is no reply
     to suggest)."""
@@ -69,11 +70,11 @@ def suggested_reply(
     )
     if result.verdict not in ("answered", "suggest"):
         return None
-    return {
-        "for_turn": int(turns[position].get("turn_index", position)),
-        "message": str(turns[position]["user"]),
-        "asked": message,
-        "answer": result.answer,
-        "verdict": result.verdict,
-        "citations": [c.model_dump() for c in result.citations],
-    }
+    return SuggestedReply(
+        for_turn=int(turns[position].get("turn_index", position)),
+        message=str(turns[position]["user"]),
+        asked=message,
+        answer=result.answer,
+        verdict=result.verdict,
+        citations=list(result.citations),
+    )

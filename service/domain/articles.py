@@ -31,8 +31,7 @@ def draft_article(pilot: PilotContext, who: Caller, questions: list[str]) -> Dra
     nobody replied, the model's draft checked against the knowledge base, else a skeleton."""
     slots = staff_slots(who)
     write = model_writer(pilot.runtime, slots)
-    proposal = draft(pilot.memory, who.tenant, questions, slots, write, pilot.runtime.scorer.answerable)
-    return DraftProposal(**proposal)
+    return draft(pilot.memory, who.tenant, questions, slots, write, pilot.runtime.scorer.answerable)
 
 
 REPLAY_DAYS = 30  # the check replays customer questions of this many last days ...

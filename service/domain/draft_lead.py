@@ -13,16 +13,18 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 Answerable = Callable[[str, Sequence[str]], list[float]]  # ``EvidenceScorer.answerable``
+S = TypeVar("S")  # what a sentence's source is (a draft's: the conversation it quotes)
 
 
 def leading_with_answer(
     question: str,
     paragraphs: Sequence[Sequence[str]],
-    sources: Sequence[dict[str, object]],
+    sources: Sequence[S],
     answerable: Answerable,
-) -> tuple[list[list[str]], list[dict[str, object]]]:
+) -> tuple[list[list[str]], list[S]]:
     """``paragraphs`` (each a list of sentences) with the sentence most likely to answer
     ``question`` moved to the front as a paragraph of its own, and ``sources`` (one per
     sentence, in order) moved with it; unchanged when the first sentence already answers best.

@@ -17,7 +17,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -40,18 +40,25 @@ if TYPE_CHECKING:
     from service.stores.pilot_store import PilotStore
     from storage.memory import MemoryStore, StoredTurn
 
-TURN_FIELDS = (
-    "session_id",
-    "turn_index",
-    "user",
-    "verdict",
-    "status",
-    "ts",
-    "citations",
-    "from",
-    "kind",
-    "probability",
-    "drafted",
+# A stored turn (``storage.memory.StoredTurn``) as the outcome report reads it: the fields
+# ``tasks.outcomes.label`` decides on, the only ones read of every turn of the tenant.
+# (Functional form: ``from`` is a keyword.)
+OutcomeTurn = TypedDict(
+    "OutcomeTurn",
+    {
+        "session_id": str,
+        "turn_index": int,
+        "user": str,
+        "verdict": str,
+        "status": str,
+        "ts": float,
+        "citations": list[str],
+        "from": str,
+        "kind": str,
+        "probability": float | None,
+        "drafted": bool,
+    },
+    total=False,
 )
 DAY_S = 86_400.0
 
@@ -264,7 +271,7 @@ def tenant_outcomes(
     conversations ``offset`` to ``offset + limit`` of them ``wanted`` lists, newest first
     (all: no limit)."""
     turns: dict[str, list[StoredTurn]] = defaultdict(list)
-    for turn in memory.tenant_turns(tenant, TURN_FIELDS):
+    for turn in memory.tenant_turns(tenant, tuple(OutcomeTurn.__annotations__)):
         turns[turn["session_id"]].append(turn)
     feedback = pilot_store.all_feedback(tenant)
     marks: dict[str, list[StoredMark]] = defaultdict(list)

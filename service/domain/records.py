@@ -18,15 +18,23 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Required, TypeVar
+from typing import TYPE_CHECKING, Literal, Required, TypeAlias, TypeVar
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from pydantic import ConfigDict, JsonValue, TypeAdapter, ValidationError, with_config
 
 # typing_extensions': pydantic reads these in response models (``typing.TypedDict`` before 3.12
 # it refuses)
 from typing_extensions import TypedDict
 
 R = TypeVar("R")
+
+# A JSON object: an error body, a free-form field of a record or an answer. mypy checks that
+# every value is JSON; at run time it is a plain ``dict`` (validated and described in the
+# schema as ``{"type": "object"}``, as before), so docs/openapi.json does not change.
+if TYPE_CHECKING:
+    JsonObject: TypeAlias = dict[str, JsonValue]
+else:
+    JsonObject = dict
 
 
 @with_config(ConfigDict(extra="allow"))  # a field a newer version wrote is kept on rewrite
@@ -123,8 +131,8 @@ class ReplayedChange(TypedDict):
     question: str
     slots: dict[str, str]
     change: str  # a :data:`tasks.replay.CHANGES` kind
-    before: dict[str, object]  # a :class:`tasks.replay.Reply` (verdict, pages, answer)
-    after: dict[str, object]
+    before: JsonObject  # a :class:`tasks.replay.Reply` (verdict, pages, answer)
+    after: JsonObject
 
 
 class Replay(TypedDict, total=False):

@@ -32,7 +32,7 @@ def check_new_session(
                 422,
                 "unknown_slot",
                 f"unknown slot {name!r}",
-                {"known": sorted(rules)},
+                {"known": [*sorted(rules)]},
                 field=f"slots.{name}",
             )
         if rules[name].mode == "enforced":

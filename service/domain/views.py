@@ -7,7 +7,7 @@ answer them with ``response_model_exclude_unset`` so a field a record lacks stay
 Usage::
 
     @router.get("/{session_id}", response_model=SessionDetail, response_model_exclude_unset=True)
-    async def get_session(session_id: str) -> dict[str, object]: ...
+    async def get_session(session_id: str) -> SessionDetail: ...
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from service.domain.records import JsonObject
 from service.domain.session_state import Status
 from tasks.gap_report import GapReport
 from tasks.schemas import Citation, Verdict
@@ -184,8 +185,8 @@ class Conversation(BaseModel):
     customer: str
     turns: list[CitedTurnRecord]  # each reply's sources as the pages the key may read
     citations: list[str]
-    entities: list[dict[str, object]]
-    memories: list[dict[str, object]]
+    entities: list[JsonObject]  # each entity's type, value and attributes
+    memories: list[JsonObject]  # each earlier case's session_id, summary, resolution and ts
     feedback: list[FeedbackMark]
     suggestion: SuggestedReply | None
 
@@ -231,13 +232,16 @@ class RenewedToken(BaseModel):
     expires_at: float
 
 
+DraftedBy = Literal["replies", "model", "skeleton"]
+
+
 class DraftProposal(BaseModel):
     title: str
     slug: str
     text: str
-    sources: list[dict[str, object]]
+    sources: list[JsonObject]  # each sentence's conversation: its session_id and turn_index
     questions: list[str]
-    drafted_by: Literal["replies", "model", "skeleton"] = Field(
+    drafted_by: DraftedBy = Field(
         description="who wrote the draft: people's replies, the model (where nobody replied "
         "and the responder is on the model path; checked against the knowledge base), or "
         "the skeleton of the questions"

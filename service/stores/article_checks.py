@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from config.settings import SlotRule
 from service.domain.records import ArticleCheck
@@ -67,7 +67,7 @@ class ArticleChecks:
     def _id(self, tenant: str, slug: str) -> str:
         return str(uuid.uuid5(_NAMESPACE, f"{tenant}/{slug}"))
 
-    def write(self, tenant: str, slug: str, check: ArticleCheck, ran_under: Mapping[str, Any]) -> None:
+    def write(self, tenant: str, slug: str, check: ArticleCheck, ran_under: Mapping[str, str]) -> None:
         """Keep ``check`` as the article's last, readable under slots that reach as far as
         ``ran_under`` (the checking key's enforced slots)."""
         reach = {k: v for k, v in ran_under.items() if k in reach_rules(self.rules)}

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 import frontmatter
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from config.settings import SlotRule
 from service.domain.draft_lead import Answerable, leading_with_answer
@@ -59,10 +59,12 @@ from service.domain.records import (
     ArticleCheck,
     ArticleEvent,
     CheckedQuestion,
+    JsonObject,
     ReplayedChange,
     StoredArticle,
 )
 from service.domain.topics import TOPIC_FLOOR, similarities
+from service.domain.views import DraftedBy, DraftProposal
 from service.stores.article_checks import ArticleChecks, within
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import Condition, Match, PointData, Store, ensure_records
@@ -105,7 +107,7 @@ class ArticleError(ValueError):
     """A request the articles cannot take; ``field`` names what is wrong, ``details`` what
     else the answer says (``failing``: the gap's questions a check did not answer)."""
 
-    def __init__(self, status: int, field: str, message: str, **details: object) -> None:
+    def __init__(self, status: int, field: str, message: str, **details: JsonValue) -> None:
         super().__init__(message)
         self.status, self.field, self.details = status, field, details
 
@@ -168,7 +170,7 @@ def draft(
     slots: Mapping[str, str],
     write: Callable[[Sequence[str]], ModelDraft | None] | None = None,
     answerable: Answerable | None = None,
-) -> dict[str, object]:
+) -> DraftProposal:
     """A draft from the replies people wrote in the conversations that asked ``questions``,
     those the reader's ``slots`` may read (decided in the store: ``storage.replies``): each
     sentence cited to its conversation (``sources``), without greetings, sign-offs and the
@@ -196,7 +198,9 @@ def draft(
     )
     if answerable is not None:
         paragraphs, sources = leading_with_answer(title, paragraphs, sources, answerable)
-    drafted_by, unsupported, pages = "replies", [], []
+    drafted_by: DraftedBy = "replies"
+    unsupported: list[str] = []
+    pages: list[str] = []
     body = "\n\n".join(" ".join(p) for p in paragraphs)
     cited = {(s["session_id"], s["turn_index"]) for s in sources}
     quoted = [r for r in replies if (r["session_id"], r["turn_index"]) in cited]
@@ -210,17 +214,17 @@ def draft(
             unsupported, pages = list(written.unsupported), list(written.pages)
         else:
             drafted_by, body = "skeleton", skeleton(questions)
-    return {
-        "title": title,
-        "slug": slugify(title),
-        "text": f"# {title}\n\n{body}\n",
-        "sources": sources,
-        "questions": list(questions),
-        "drafted_by": drafted_by,
-        "unsupported": unsupported,
-        "pages": pages,
-        "access": level,
-    }
+    return DraftProposal(
+        title=title,
+        slug=slugify(title),
+        text=f"# {title}\n\n{body}\n",
+        sources=sources,
+        questions=list(questions),
+        drafted_by=drafted_by,
+        unsupported=unsupported,
+        pages=pages,
+        access=level,
+    )
 
 
 def level_of(rules: Mapping[str, SlotRule], reads: Sequence[Mapping[str, str]]) -> str:
@@ -254,7 +258,7 @@ def without_pasted_sources(reply: str) -> list[str]:
 
 def on_the_question(
     encoders: Encoders, question: str, replies: Sequence[StoredTurn], names: Sequence[str] = ()
-) -> tuple[list[list[str]], list[dict[str, object]]]:
+) -> tuple[list[list[str]], list[JsonObject]]:
     """The paragraphs of people's ``replies`` that answer ``question``, and each kept
     sentence's conversation: a reply's own paragraphs, without the sources block the desk's
     "Use this reply" pastes and its "[1]" marks (an article cites its own pages), without its
@@ -264,7 +268,7 @@ def on_the_question(
     something else (a refund beside the student discount: under the topic floor of
     ``service.domain.topics``) unless none reaches it."""
     paragraphs: list[list[str]] = []
-    where: list[dict[str, object]] = []
+    where: list[JsonObject] = []
     seen: set[str] = set()
     for reply in replies:
         own: list[list[str]] = []
@@ -405,7 +409,7 @@ def front_matter(article: ArticleDraft, tenant: str, draft: str | None, url: str
     """The Markdown file: front matter (the article's id, its slots, the tenant, its ``url``
     once published and, for a draft, its ``draft`` value: hidden from every search but the
     check's) and text."""
-    meta: dict[str, object] = {
+    meta: JsonObject = {
         "id": article_id(tenant, article.slug),
         "title": article.title,
         "access": article.access,
@@ -488,14 +492,11 @@ class Articles:
         shown = self.checks.read(tenant, slugs, slots)
         every = shown if slots is None else self.checks.read(tenant, slugs, None)
         return [
-            cast(
-                StoredArticle,
-                {
-                    **{k: v for k, v in r.items() if k != "check"},
-                    "check": shown.get(r["slug"]),
-                    "check_hidden": r["slug"] in every and r["slug"] not in shown,
-                },
-            )
+            {
+                **r,
+                "check": shown.get(r["slug"]),
+                "check_hidden": r["slug"] in every and r["slug"] not in shown,
+            }
             for r in records
         ]
 
@@ -776,7 +777,7 @@ def still_failing(check: ArticleCheck, despite: Sequence[str]) -> list[str]:
             f"{len(unnamed)} of the article's questions still fail the check ("
             + " / ".join(unnamed)
             + "): fix the article and check it again, or name them in despite to publish anyway",
-            failing=failing,
+            failing=[*failing],
         )
     return failing
 

@@ -29,9 +29,11 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, Required, TypeVar
 
 from limits import RateLimitItem, parse
+from pydantic import ConfigDict, TypeAdapter, with_config
+from typing_extensions import TypedDict
 
 from config.settings import PilotSettings
 
@@ -44,16 +46,39 @@ SHARES = ("shared", "newcomers")
 T = TypeVar("T")
 
 
+class Counted(TypedDict, total=False):
+    """What a compare-and-set writes to a counter record: a rate window's ``count``, or a
+    budget's theoretical arrival time ``tat`` (GCRA); either is gone after ``expires_at``."""
+
+    count: int
+    tat: float
+    expires_at: Required[float]
+
+
+@with_config(ConfigDict(extra="allow"))  # a field a newer version wrote is kept on rewrite
+class StoredCounter(Counted, total=False):
+    """A counter record as stored: what was counted, its key, the UTC hour it expires in
+    (the sweep deletes by it; counters stored before it lack it) and its revisions
+    (``storage.qdrant.revisions``)."""
+
+    key: Required[str]
+    expires_hour: str
+    rev: str
+    revs: list[str]
+
+
+COUNTER: TypeAdapter[StoredCounter] = TypeAdapter(StoredCounter)
+# what a swap does to a counter: (the record as stored or None, now) to (the fields to
+# store, None to store nothing; what the swap returns)
+Change = Callable[[StoredCounter | None, float], tuple[Counted | None, T]]
+
+
 class Counters(Protocol):
     """Where the budgets are kept (``service.stores.rate_limits.QdrantCounters``)."""
 
-    def swap(
-        self,
-        key: str,
-        change: Callable[[Mapping[str, Any] | None, float], tuple[dict[str, Any] | None, T]],
-    ) -> T: ...
+    def swap(self, key: str, change: Change[T]) -> T: ...
 
-    def read(self, key: str) -> dict[str, Any] | None: ...
+    def read(self, key: str) -> StoredCounter | None: ...
 
 
 @dataclass(frozen=True)
@@ -147,7 +172,7 @@ class KeyBudget:
         """Spend ``cost`` of ``bucket`` (one compare-and-set); 0.0 when taken, else the
         seconds until it would fit."""
 
-        def spent(current: Mapping[str, Any] | None, now: float) -> tuple[dict[str, Any] | None, float]:
+        def spent(current: StoredCounter | None, now: float) -> tuple[Counted | None, float]:
             tat, wait = bucket.take(current.get("tat") if current else None, cost, now)
             return ({"tat": tat, "expires_at": tat} if tat is not None else None), wait
 

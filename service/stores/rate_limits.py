@@ -34,9 +34,9 @@ import time
 import uuid
 import weakref
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, NoReturn, TypedDict, TypeVar, cast
+from typing import NoReturn, TypeVar
 
 from limits import RateLimitItem, parse
 from limits.storage import Storage
@@ -44,24 +44,16 @@ from limits.strategies import FixedWindowRateLimiter
 
 from config.settings import PilotSettings
 from service.auth import Caller
+from service.domain.records import parsed
 from service.errors import ApiError
 from service.metrics import record_refusal
-from service.stores.key_budget import BudgetLevel, KeyBudget
+from service.stores.key_budget import COUNTER, BudgetLevel, Change, Counted, KeyBudget, StoredCounter
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import Match, PointData, Store, ensure_records
 
 COUNTERS = "pilot_rate_counters"
 T = TypeVar("T")
-
-
-class StoredCount(TypedDict):
-    """One rate counter's point payload (with its revision fields when read back)."""
-
-    key: str
-    count: int
-    expires_at: float
-    expires_hour: str  # the UTC hour (epoch hours) it expires in: the sweep deletes by it
 
 
 def expiry_hour(expires_at: float) -> str:
@@ -97,7 +89,7 @@ class _InThisProcess:
     no read before it and no read back after it."""
 
     stripes: list[threading.Lock]
-    known: dict[str, dict[str, Any] | None] | None
+    known: dict[str, StoredCounter | None] | None
 
 
 _BY_STORE: weakref.WeakKeyDictionary[Store, _InThisProcess] = weakref.WeakKeyDictionary()
@@ -134,23 +126,23 @@ class QdrantCounters(Storage):
     def _point(self, key: str, payload: Mapping[str, object]) -> PointData:
         return PointData(id=str(uuid.uuid5(_NAMESPACE, key)), dense=self.vector, payload=dict(payload))
 
-    def read(self, key: str) -> dict[str, Any] | None:
+    def read(self, key: str) -> StoredCounter | None:
         """The record ``key`` as stored (a count or a budget; None: none)."""
         if (known := self._shared.known) is not None and key in known:
             return known[key]
         found = list(self.store.scroll(COUNTERS, Match("key", (key,))))
-        record = found[0].payload if found else None
+        record = parsed(COUNTER, found[0].payload, f"{COUNTERS} {key}") if found else None
         if self._shared.known is not None:
             self._shared.known[key] = record
         return record
 
-    def _read(self, key: str) -> StoredCount | None:
-        return cast(StoredCount | None, self.read(key))
+    def _read(self, key: str) -> StoredCounter | None:
+        return self.read(key)
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         """Add ``amount``; the count now."""
 
-        def counted(current: Mapping[str, Any] | None, now: float) -> tuple[dict[str, Any], int]:
+        def counted(current: StoredCounter | None, now: float) -> tuple[Counted, int]:
             live = current if current is not None and current["expires_at"] > now else None
             count = amount + (live["count"] if live else 0)
             expires_at = live["expires_at"] if live else now + expiry
@@ -158,11 +150,7 @@ class QdrantCounters(Storage):
 
         return self.swap(key, counted)
 
-    def swap(
-        self,
-        key: str,
-        change: Callable[[Mapping[str, Any] | None, float], tuple[dict[str, Any] | None, T]],
-    ) -> T:
+    def swap(self, key: str, change: Change[T]) -> T:
         """One compare-and-set of the record ``key``: ``change(stored payload or None, now)``
         gives the fields to store (with their ``expires_at``; None: store nothing) and what
         to return. Only other workers race this process (its own swaps of the key queue on a
@@ -180,7 +168,7 @@ class QdrantCounters(Storage):
                 written = revised(current, {**fields, "key": key, "expires_hour": hour})
                 if self._shared.known is not None:  # no other writer: the write is the record
                     self.store.upsert(COUNTERS, [self._point(key, written)])
-                    self._shared.known[key] = written
+                    self._shared.known[key] = parsed(COUNTER, written, f"{COUNTERS} {key}")
                     return result
                 if current is None:
                     self.store.insert_new(COUNTERS, [self._point(key, written)])

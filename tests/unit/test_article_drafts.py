@@ -26,15 +26,15 @@ class NoReplies:
 
 def test_a_gap_drafts_a_short_title_from_its_clearest_question():
     proposal = draft(NoReplies(), "acme", [RAMBLING, "Thanks!", "Do you ship to Antarctica?"], {})
-    assert proposal["title"] == "Do you ship to Antarctica?"
-    assert proposal["slug"] == "do-you-ship-to-antarctica"
-    assert proposal["text"].startswith("# Do you ship to Antarctica?\n")
-    assert RAMBLING in proposal["text"]  # every question still heads its place for an answer
+    assert proposal.title == "Do you ship to Antarctica?"
+    assert proposal.slug == "do-you-ship-to-antarctica"
+    assert proposal.text.startswith("# Do you ship to Antarctica?\n")
+    assert RAMBLING in proposal.text  # every question still heads its place for an answer
 
 
 def test_a_rambling_question_alone_is_cut_at_a_word():
     proposal = draft(NoReplies(), "acme", [RAMBLING], {})
-    title, slug = proposal["title"], proposal["slug"]
+    title, slug = proposal.title, proposal.slug
     assert len(title) <= TITLE_CHARS and len(slug) <= SLUG_CHARS, (title, slug)
     asked = RAMBLING[RAMBLING.index("Our research") :]  # the greeting's sentence left out
     assert title.endswith("…") and asked.startswith(title.removesuffix("…"))
@@ -74,14 +74,14 @@ def test_a_draft_says_who_wrote_it_and_asks_a_model_only_where_nobody_replied(tm
         return ModelDraft("Refunds take 5 days.\n\n(check: ...) Mars.", ["Mars."], ["refunds.md"])
 
     replied = draft(one_reply(tmp_path), "acme", ["Do you ship to Mars?"], {}, write)
-    assert replied["drafted_by"] == "replies" and asked == []
-    assert replied["text"] == "# Do you ship to Mars?\n\nWe do not ship to Mars.\n"
+    assert replied.drafted_by == "replies" and asked == []
+    assert replied.text == "# Do you ship to Mars?\n\nWe do not ship to Mars.\n"
     modelled = draft(NoReplies(), "acme", ["Refund time?"], {}, write)
-    assert modelled["drafted_by"] == "model" and asked == [["Refund time?"]]
-    assert modelled["unsupported"] == ["Mars."] and modelled["pages"] == ["refunds.md"]
-    assert modelled["text"] == "# Refund time?\n\nRefunds take 5 days.\n\n(check: ...) Mars.\n"
+    assert modelled.drafted_by == "model" and asked == [["Refund time?"]]
+    assert modelled.unsupported == ["Mars."] and modelled.pages == ["refunds.md"]
+    assert modelled.text == "# Refund time?\n\nRefunds take 5 days.\n\n(check: ...) Mars.\n"
     nothing = draft(NoReplies(), "acme", ["Refund time?"], {}, lambda questions: None)
-    assert nothing["drafted_by"] == "skeleton" and "## Refund time?" in nothing["text"]
+    assert nothing.drafted_by == "skeleton" and "## Refund time?" in nothing.text
 
 
 def test_a_draft_leaves_out_greetings_sign_offs_and_the_customers_name(tmp_path):
@@ -90,7 +90,7 @@ def test_a_draft_leaves_out_greetings_sign_offs_and_the_customers_name(tmp_path)
         "instead.\n\nBest, Sam"
     )
     proposal = draft(one_reply(tmp_path, reply), "acme", ["Do you ship to Mars?"], {})
-    body = proposal["text"].split("\n\n", 1)[1]
+    body = proposal.text.split("\n\n", 1)[1]
     assert "Maria" not in body and "Sam" not in body and "Hi" not in body, body
     assert "We do not ship to Mars." in body and "Your parcels can go to the Moon" in body
 
@@ -100,8 +100,8 @@ def test_a_draft_quotes_only_replies_the_reader_may_read_and_carries_their_level
         tmp_path, "We do not ship to Mars: use reason code OVR-9.", access_level="internal"
     )
     below = draft(memory, "acme", ["Do you ship to Mars?"], {"access_level": "public", "tenant": "acme"})
-    assert below["drafted_by"] == "skeleton" and "OVR-9" not in below["text"]
-    assert below["sources"] == [] and below["access"] == "public"
+    assert below.drafted_by == "skeleton" and "OVR-9" not in below.text
+    assert below.sources == [] and below.access == "public"
     at = draft(memory, "acme", ["Do you ship to Mars?"], {"access_level": "internal", "tenant": "acme"})
-    assert at["drafted_by"] == "replies" and "OVR-9" in at["text"]
-    assert at["access"] == "internal"
+    assert at.drafted_by == "replies" and "OVR-9" in at.text
+    assert at.access == "internal"
