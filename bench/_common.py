@@ -53,12 +53,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@contextlib.contextmanager
-def serving(
+def start_serving(
     repo: Path, data_dir: Path, keys: list[dict], ingest: bool = True
-) -> Iterator[tuple[str, int]]:
+) -> tuple[str, subprocess.Popen[bytes]]:
     """``repo``'s own ``main.py serve`` over ``data_dir`` (the example KB ingested first unless
-    ``ingest`` is False) with ``keys``, ready: (base URL, server pid). Stopped on exit."""
+    ``ingest`` is False) with ``keys``, started and ready: (base URL, process). The caller
+    stops it; TimeoutError (the process killed) when it is not ready within 180 s."""
     import httpx
 
     if ingest:
@@ -78,17 +78,29 @@ def serving(
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return base, server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.kill()
+    server.wait()
+    raise TimeoutError("the service did not become ready within 180 s")
+
+
+@contextlib.contextmanager
+def serving(
+    repo: Path, data_dir: Path, keys: list[dict], ingest: bool = True
+) -> Iterator[tuple[str, int]]:
+    """:func:`start_serving`, as a context: (base URL, server pid). Stopped on exit."""
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            raise SystemExit("the service did not become ready within 180 s")
+        base, server = start_serving(repo, data_dir, keys, ingest)
+    except TimeoutError as exc:
+        raise SystemExit(str(exc)) from None
+    try:
         yield base, server.pid
     finally:
         server.terminate()

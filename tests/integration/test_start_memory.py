@@ -60,44 +60,18 @@ def test_a_service_stopped_by_sigterm_flushes_its_store(tmp_path):
     """``main.py serve`` stopped the way a service manager stops it (SIGTERM): it exits 0
     and its embedded store is flushed, each write-ahead log acknowledged (else every start
     replays the log of every write since the store was made, and reads it whole)."""
-    import json
-    import os
     import signal
-    import subprocess
-    import sys
-    import time
 
     import httpx
 
-    from bench._common import free_port
+    from bench._common import start_serving
     from service.auth import hash_key
 
     repo = Path(__file__).resolve().parents[2]
     data = tmp_path / "data"
-    cli = [sys.executable, "main.py", "--data-dir", str(data)]
-    subprocess.run([*cli, "ingest", "examples/kb"], cwd=repo, check=True, capture_output=True)
     keys = [{"name": "acme", "sha256": hash_key("acme-key"), "tenant": "acme", "slots": {}}]
-    env = {**os.environ, "SUPPORTCREW_PILOT__API_KEYS": json.dumps(keys)}
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [*cli, "serve", "--port", str(port)],
-        cwd=repo,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    base, server = start_serving(repo, data, keys)
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            pytest.fail("the service did not become ready within 180 s")
         made = httpx.post(
             f"{base}/v1/sessions",
             json={},
