@@ -301,13 +301,6 @@ class _Policy(BaseLLM):
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
         return self.call(*args, **kwargs)
 
-
-class StepTablePolicy(_Policy):
-    """The manager's policy: delegate the step the table names next, with the coworker's task
-    from ``tasks.yaml``; once the table reaches the closer, the turn's outcome."""
-
-    name_: ClassVar[str] = "policy/step-table"
-
     def call(
         self,
         messages: Any,
@@ -318,6 +311,26 @@ class StepTablePolicy(_Policy):
         from_agent: Any = None,
         response_model: Any = None,
     ) -> Any:
+        """CrewAI's call: the policy's ``respond``, its tool call run here when CrewAI hands
+        over the functions (it asks the LLM to run the tool itself)."""
+        answer = self.respond(messages, tools)
+        if isinstance(answer, list) and available_functions:
+            function = available_functions[answer[0]["function"]["name"]]
+            return str(function(**json.loads(answer[0]["function"]["arguments"])))
+        return answer
+
+    def respond(self, messages: Any, tools: Any) -> Any:
+        """The policy's reply: an OpenAI-style tool call (a list) or the text to return."""
+        raise NotImplementedError
+
+
+class StepTablePolicy(_Policy):
+    """The manager's policy: delegate the step the table names next, with the coworker's task
+    from ``tasks.yaml``; once the table reaches the closer, the turn's outcome."""
+
+    name_: ClassVar[str] = "policy/step-table"
+
+    def respond(self, messages: Any, tools: Any) -> Any:
         turn: ManagedTurn = self.turn
         coworker = turn.next_coworker()
         if coworker is not None:
@@ -331,9 +344,6 @@ class StepTablePolicy(_Policy):
                 },
             )
             if call is not None:
-                if available_functions:  # CrewAI asks the LLM to run the tool itself
-                    function = available_functions[call[0]["function"]["name"]]
-                    return str(function(**json.loads(call[0]["function"]["arguments"])))
                 return call
         return turn.outcome()
 
@@ -345,24 +355,10 @@ class RolePolicy(_Policy):
 
     name_: ClassVar[str] = "policy/evidence-path"
 
-    def call(
-        self,
-        messages: Any,
-        tools: Any = None,
-        callbacks: Any = None,
-        available_functions: Any = None,
-        from_task: Any = None,
-        from_agent: Any = None,
-        response_model: Any = None,
-    ) -> Any:
+    def respond(self, messages: Any, tools: Any) -> Any:
         searched = isinstance(messages, list) and any(m.get("role") == "tool" for m in messages)
         call = None if searched else _tool_call(tools, TOOL_NAME, {"queries": [self.turn.state.message]})
-        if call is None:
-            return EVIDENCE_REPLY
-        if available_functions:
-            function = available_functions[call[0]["function"]["name"]]
-            return str(function(**json.loads(call[0]["function"]["arguments"])))
-        return call
+        return EVIDENCE_REPLY if call is None else call
 
 
 def run_managed_turn(flow: Any) -> str:
