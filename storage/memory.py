@@ -30,7 +30,7 @@ import uuid
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, cast
+from typing import Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,8 +53,11 @@ from storage.retrieval.filters import build_filters, document_fields, highest_le
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
 COLLECTIONS = (SESSIONS, ENTITIES, MEMORIES)
 GAP_VERDICTS = ("idk", "suggest", "handoff")  # turns the knowledge-gap report reads
+# what a stored turn is: asked (``pending``), answered (``done``), failed (``error``), a message
+# kept for a person (``waiting_for_agent``) or a person's reply (``agent_reply``)
+TurnStatus = Literal["pending", "done", "error", "waiting_for_agent", "agent_reply"]
 # a customer's message stored after the hand-off, for the person who takes the conversation
-WAITING_FOR_AGENT = "waiting_for_agent"
+WAITING_FOR_AGENT: TurnStatus = "waiting_for_agent"
 ANONYMOUS = "anon-"  # customer ids of web visitors without one: the session's own id follows
 _NAMESPACE = uuid.UUID("0f4b8f0e-9d55-4c0e-8f7a-3c1d2b7e6a91")
 _MAX_ID = 200
@@ -164,7 +167,7 @@ StoredTurn = TypedDict(
         "tenant": str,
         "user": str,
         "slots": dict[str, str],
-        "status": str,  # pending, done, error, waiting_for_agent, agent_reply
+        "status": TurnStatus,
         "claim": str,
         "kind": str,  # what the message was (tasks.message_kind)
         "answer": str,
@@ -175,7 +178,7 @@ StoredTurn = TypedDict(
         "drafted": bool,
         "llm_calls": int,
         "failure": dict[str, Any],
-        "from": str,  # "agent": a person's reply
+        "from": Literal["agent"],  # a person's reply
         "agent": str,  # the staff key that replied
         "vector": list[float],  # gap_turns only: the message's stored vector
         "withheld_citations": int,  # a staff read's: citations the reader's slots may not see
@@ -267,7 +270,7 @@ class MemoryStore:
         )
 
     def claim_turn(
-        self, scope: Scope, session_id: str, record: dict[str, Any], status: str = "pending"
+        self, scope: Scope, session_id: str, record: dict[str, Any], status: TurnStatus = "pending"
     ) -> int:
         """Claim the session's next turn index and store ``record`` there with ``status``.
 

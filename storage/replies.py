@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from storage.memory import SESSIONS, MemoryStore, Scope, StoredTurn
+from storage.memory import SESSIONS, MemoryStore, Scope, StoredTurn, TurnStatus
 from storage.qdrant.store import AllOf, Condition, Match, Missing, PointData
 from storage.retrieval.filters import (
     build_filters,
@@ -35,7 +35,7 @@ from storage.retrieval.filters import (
     widest_reach,
 )
 
-AGENT_REPLY = "agent_reply"  # the status of a person's reply turn
+AGENT_REPLY: TurnStatus = "agent_reply"  # the status of a person's reply turn
 REACH_KEPT = "reach_kept"  # set on replies stamped with their conversation's reach
 
 

@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from tasks.message_kind import asked_something
+from tasks.schemas import Verdict
 
 ChangeKind = Literal["newly_answered", "lost", "moved", "same"]
 CHANGES: tuple[ChangeKind, ...] = ("newly_answered", "lost", "moved", "same")
@@ -49,7 +50,7 @@ class Asked(BaseModel):
 
 
 class Reply(BaseModel):
-    verdict: str
+    verdict: Verdict
     pages: list[str]
     answer: str
 

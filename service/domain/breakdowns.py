@@ -21,6 +21,7 @@ from typing import TypedDict
 from pydantic import BaseModel
 
 from service.domain.outcomes import Tile, tiles
+from tasks.outcomes import Label
 
 
 class OutcomeRow(TypedDict, total=False):
@@ -28,7 +29,7 @@ class OutcomeRow(TypedDict, total=False):
     store reads only these: :data:`ROW_FIELDS`); a row stored before a field existed lacks it."""
 
     session_id: str
-    label: str
+    label: Label
     topic: list[str]  # the pages its answers cited
     topic_id: str  # the page it is about
     evidence: dict[str, object]  # free-form: what justifies the label (``feedback``: the mark)

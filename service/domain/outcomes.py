@@ -17,11 +17,12 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
 from config.settings import PilotSettings
+from storage.memory import TurnStatus
 from tasks.outcomes import (
     LABELS,
     RESOLVED,
@@ -34,6 +35,7 @@ from tasks.outcomes import (
     reopened,
     shared_pages,
 )
+from tasks.schemas import Verdict
 
 if TYPE_CHECKING:
     from service.domain.records import StoredMark
@@ -49,11 +51,11 @@ OutcomeTurn = TypedDict(
         "session_id": str,
         "turn_index": int,
         "user": str,
-        "verdict": str,
-        "status": str,
+        "verdict": Verdict,
+        "status": TurnStatus,
         "ts": float,
         "citations": list[str],
-        "from": str,
+        "from": Literal["agent"],
         "kind": str,
         "probability": float | None,
         "drafted": bool,

@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, Required, TypeAlias, TypeVar
 
 from pydantic import ConfigDict, JsonValue, TypeAdapter, ValidationError, with_config
@@ -26,7 +27,20 @@ from pydantic import ConfigDict, JsonValue, TypeAdapter, ValidationError, with_c
 # it refuses)
 from typing_extensions import TypedDict
 
+from tasks.schemas import Verdict
+
 R = TypeVar("R")
+Rating = Literal["up", "down"]  # a customer's mark on a reply
+
+
+class Status(StrEnum):
+    """A session's status (stored, and answered by the API, as its value;
+    :mod:`service.domain.session_state` says which move leads where)."""
+
+    OPEN = "open"
+    HANDOFF = "handoff"  # waiting for a person (taken or not)
+    RESOLVED = "resolved"
+
 
 # A JSON object: an error body, a free-form field of a record or an answer. mypy checks that
 # every value is JSON; at run time it is a plain ``dict`` (validated and described in the
@@ -42,7 +56,7 @@ class SessionFields(TypedDict, total=False):
     """The fields of a session header that change over its life (each write one move of
     :mod:`service.domain.session_state`, or the fields a move brings with it)."""
 
-    status: str  # a :class:`service.domain.session_state.Status` value
+    status: Status
     handoff: bool  # in headers written before ``status``; removed at start (drop_handoff_flags)
     handoff_reason: str
     handoff_at: float
@@ -84,7 +98,7 @@ class StoredMark(TypedDict, total=False):
     tenant: Required[str]
     session_id: Required[str]
     turn_index: Required[int]
-    rating: Required[Literal["up", "down"]]
+    rating: Required[Rating]
     comment: str
     ts: float
     day: str  # UTC day of ``ts`` (the outcome report counts marks by day; older marks lack it)
@@ -119,7 +133,7 @@ class CheckedQuestion(TypedDict):
     """One of the article's questions, asked under the draft's slots by its check."""
 
     question: str
-    verdict: str
+    verdict: Verdict
     answered_from_article: bool
     cited: list[str]
     answer: str

@@ -24,19 +24,9 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Literal
 
-from service.domain.records import SessionFields, SessionHeader
-
-
-class Status(StrEnum):
-    """A session's status (stored, and answered by the API, as its value)."""
-
-    OPEN = "open"
-    HANDOFF = "handoff"  # waiting for a person (taken or not)
-    RESOLVED = "resolved"
-
+from service.domain.records import SessionFields, SessionHeader, Status
 
 Verb = Literal[
     "hand_off", "take", "reply", "resolve", "leave", "message", "feedback", "satisfaction", "remember"
@@ -99,11 +89,11 @@ def current_format(header: SessionHeader) -> SessionHeader:
     (the next write of a header read in the old format stores it so).
 
     >>> current_format({"session_id": "s", "handoff": True})
-    {'session_id': 's', 'status': 'handoff'}
+    {'session_id': 's', 'status': <Status.HANDOFF: 'handoff'>}
     """
     if header.get("status") and "handoff" not in header:
         return header
-    kept: SessionHeader = {**header, "status": status_of(header).value}
+    kept: SessionHeader = {**header, "status": status_of(header)}
     kept.pop("handoff", None)
     return kept
 
@@ -142,7 +132,7 @@ def move(header: SessionHeader, verb: Verb, role: Role, actor: str) -> SessionFi
         )
     changes: SessionFields = {}
     if rule.to is not None and rule.to != status:
-        changes["status"] = rule.to.value
+        changes["status"] = rule.to
     if verb == "take":
         changes["taken_by"] = actor
     return changes

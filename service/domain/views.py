@@ -16,8 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from service.domain.records import JsonObject
+from service.domain.records import JsonObject, Rating
 from service.domain.session_state import Status
+from storage.memory import TurnStatus
 from tasks.gap_report import GapReport
 from tasks.schemas import Citation, Verdict
 
@@ -86,8 +87,8 @@ class TurnRecord(_Record):
     turn_index: int | None = None
     user: str | None = None
     answer: str | None = None
-    verdict: str | None = None
-    status: str | None = None
+    verdict: Verdict | None = None
+    status: TurnStatus | None = None
     citations: list[object] = []
     ts: float | None = None
 
@@ -109,7 +110,7 @@ class CitedTurnRecord(TurnRecord):
 
 class FeedbackMark(_Record):
     turn_index: int
-    rating: str
+    rating: Rating
     comment: str = ""
     ts: float | None = None
 

@@ -102,7 +102,7 @@ class PilotStore:
                     "owner": owner,
                     "slots": slots,
                     "created": now,
-                    "status": Status.OPEN.value,
+                    "status": Status.OPEN,
                     # nothing to remember yet: the first message starts a spell (``reopen``)
                     "memory_written_at": now,
                 },
