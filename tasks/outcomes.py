@@ -46,8 +46,9 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, Field
 
 from storage.memory import ANONYMOUS, WAITING_FOR_AGENT, StoredTurn
 from tasks.message_kind import asked_something, kind_of
@@ -84,9 +85,13 @@ UNANSWERED_BY = {
 VERIFIED_AT = 0.8
 
 
-@dataclass
-class Outcome:
-    """One conversation's label and what justifies it."""
+Csat = Literal["yes", "no", "skipped", ""]
+
+
+class OutcomeBase(BaseModel):
+    """One conversation's label and what justifies it: what every reader of an outcome sees
+    (:class:`Outcome` is the stored record; the lead's report answers
+    ``service.domain.outcomes.ConversationOutcome``, its pages within the reader's reach)."""
 
     session_id: str
     customer_id: str
@@ -96,8 +101,8 @@ class Outcome:
     questions: int
     started: float
     last_activity: float
-    evidence: dict[str, Any] = field(default_factory=dict)
-    topic: list[str] = field(default_factory=list)  # pages its answers cited
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    topic: list[str] = Field(default_factory=list)  # pages its answers cited
     first_question: str = ""
     # the page it is about: the page the question it turns on was answered from, else
     # (``OutcomeStore.refresh``, ``service.domain.topics.conversation_topic``) the page nearest that
@@ -110,17 +115,22 @@ class Outcome:
     verified: bool = False
     # the customer's answer to "Did we solve your problem today?": "yes", "no", "skipped"
     # (asked, closed unanswered) or "" (not asked)
-    csat: str = ""
+    csat: Csat = ""
+
+
+class Outcome(OutcomeBase):
+    """The stored outcome: what every reader sees, and what the breakdowns by page read."""
+
     # the pages the last question's answer cited (the last the assistant handled: not a
     # message to a person): what the label says of (a hand-off after an unanswered question
     # is not the fault of an earlier answer's page)
-    decided_by: list[str] = field(default_factory=list)
+    decided_by: list[str] = Field(default_factory=list)
     # per cited page, the customer's marks on the answers that cited it: {"up": n, "down": n}
-    marks: dict[str, dict[str, int]] = field(default_factory=dict)
+    marks: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
         """Its fields as a dict (shallow: a report builds one per conversation it shows)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return dict(self)
 
 
 def _questions(turns: Sequence[StoredTurn]) -> list[StoredTurn]:
@@ -325,8 +335,11 @@ def reopened(
 def shared_pages(earlier: Outcome, later: Outcome) -> bool:
     """The simplest same topic: the later conversation's answers cite a page the earlier's did.
 
-    >>> a = Outcome("a", "c", "2026-12-01", "assumed", "", 1, 0.0, 1.0, topic=["billing/refunds.md"])
-    >>> b = Outcome("b", "c", "2026-12-02", "assumed", "", 1, 5.0, 6.0, topic=["billing/refunds.md"])
+    >>> common = {"customer_id": "c", "label": "assumed", "why": "", "questions": 1}
+    >>> a = Outcome(session_id="a", day="2026-12-01", started=0.0, last_activity=1.0,
+    ...             topic=["billing/refunds.md"], **common)
+    >>> b = Outcome(session_id="b", day="2026-12-02", started=5.0, last_activity=6.0,
+    ...             topic=["billing/refunds.md"], **common)
     >>> shared_pages(a, b)
     True
     """

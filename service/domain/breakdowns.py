@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import TypedDict
 
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 from service.domain.outcomes import Tile, tiles
 from tasks.outcomes import Label

@@ -28,6 +28,7 @@ from tasks.outcomes import (
     RESOLVED,
     Label,
     Outcome,
+    OutcomeBase,
     daily_rates,
     day_of,
     day_row,
@@ -97,25 +98,11 @@ class DayRates(BaseModel):
     csat_response_rate: float | None = None  # answered / asked (None: nobody was asked)
 
 
-class ConversationOutcome(BaseModel):
-    """One conversation's label and what justifies it (turn indices, feedback, timestamps)."""
+class ConversationOutcome(OutcomeBase):
+    """One conversation's outcome as a lead reads it: ``topic`` and ``topic_id`` name only the
+    pages the reader's key may read (``service.domain.staff_reads.readable_outcomes``)."""
 
-    session_id: str
-    customer_id: str
-    day: str
-    label: Label
-    why: str
-    questions: int
-    started: float
-    last_activity: float
-    evidence: dict[str, object]
-    topic: list[str]  # the pages its answers cited that the reader's key may read
-    first_question: str
-    anonymous_mark: bool = False  # confirmed by an anonymous visitor: unverifiable
-    verified: bool = False  # resolved and trusted (``tasks.outcomes.Outcome.verified``)
-    topic_id: str = ""  # the page it is about, if the reader's key may read it ("" otherwise)
     topic_title: str = ""
-    csat: str = ""  # the closing answer: "yes", "no", "skipped" or "" (not asked)
 
 
 class Tile(BaseModel):

@@ -22,11 +22,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from itertools import islice
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
+
+from pydantic import TypeAdapter
 
 from config.settings import PilotSettings
 from service.domain.breakdowns import OutcomeRow
 from service.domain.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
+from service.domain.records import parsed
 from service.domain.topics import TopicNamer, conversation_topic
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
@@ -57,6 +60,8 @@ INDEXED = (
     "csat",
 )
 VERIFIED = "verified"  # the ``trust`` keyword of a verified resolution
+OUTCOME: TypeAdapter[Outcome] = TypeAdapter(Outcome)
+ROW: TypeAdapter[OutcomeRow] = TypeAdapter(OutcomeRow)  # the fields a breakdown reads
 
 
 def conditions(tenant: str, days: list[str], wanted: ConversationFilter) -> AllOf:
@@ -107,9 +112,10 @@ class OutcomeStore:
             self.store.upsert(OUTCOMES, points)
 
     def _stored(self, where: Condition) -> list[Outcome]:
-        names = set(Outcome.__dataclass_fields__)
         return [
-            Outcome(**{k: v for k, v in r.payload.items() if k in names})
+            parsed(
+                OUTCOME, r.payload, f"{OUTCOMES} {r.payload.get('tenant')}/{r.payload.get('session_id')}"
+            )
             for r in self.store.scroll(OUTCOMES, where)
         ]
 
@@ -202,7 +208,10 @@ class OutcomeStore:
         """``fields`` of every stored outcome of ``tenant`` started in the last ``days`` days
         (the per-topic and per-article breakdowns: one read, only the fields they need)."""
         where = conditions(tenant, window(now, days), ConversationFilter())
-        return [cast(OutcomeRow, r.payload) for r in self.store.scroll(OUTCOMES, where, fields=fields)]
+        return [
+            parsed(ROW, r.payload, f"{OUTCOMES} {tenant}/{r.payload.get('session_id')}")
+            for r in self.store.scroll(OUTCOMES, where, fields=fields)
+        ]
 
     def _count(self, tenant: str, day: str, *more: Condition) -> int:
         """The tenant's conversations started on ``day`` that match ``more``."""
