@@ -5,10 +5,11 @@ environment), runs a bounded load, and checks that no response ever carried anot
 or tenant's data. Stops by itself.
 
     python -m bench.service [--clients 20] [--turns 5] [--searches 200] [--data-dir DIR]
-                            [--baseline-repo DIR]
+                            [--baseline-repo DIR] [--rounds 2]
 
 With ``--baseline-repo`` (a checkout of an earlier main) the same load runs against that
-checkout's own ``main.py serve`` in the same run, side by side, with ratios. RSS is the
+checkout's own ``main.py serve`` in the same run, side by side, with ratios: each checkout
+``--rounds`` times, the order alternated, each figure the median of its rounds. RSS is the
 server's resident memory after a warm-up turn per question, and its growth over the load.
 
 Writes bench/results/service.{json,md}.
@@ -20,6 +21,7 @@ import argparse
 import concurrent.futures
 import json
 import shutil
+import statistics
 import time
 from pathlib import Path
 
@@ -146,17 +148,42 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
     }
 
 
+def median_run(runs: list[dict]) -> dict:
+    """Each measure's median over ``runs`` (the loads of one checkout).
+
+    >>> median_run([{"turns_per_second": 4.0}, {"turns_per_second": 6.0}])
+    {'turns_per_second': 5.0}
+    """
+    return {key: round(statistics.median(r[key] for r in runs), 2) for key in runs[0]}
+
+
 def main() -> None:
     parser = comparison_parser(__doc__, "/tmp/supportcrew-service-bench")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="loads per checkout, alternated; medians reported"
+    )
     args = parser.parse_args()
-    if not (1 <= args.clients <= 32 and 1 <= args.turns <= 20 and 1 <= args.searches <= 5000):
-        parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000")
-    ours = load(ROOT, args)
-    before = load(args.baseline_repo.resolve(), args) if args.baseline_repo else None
-    result = {"clients": args.clients, "turns_per_client": args.turns, "now": ours, "before": before}
+    if not (1 <= args.clients <= 32 and 1 <= args.turns <= 20 and 1 <= args.searches <= 5000) or not (
+        1 <= args.rounds <= 5
+    ):
+        parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000, rounds <= 5")
+    repos = {"now": ROOT} | ({"before": args.baseline_repo.resolve()} if args.baseline_repo else {})
+    runs: dict[str, list[dict]] = {name: [] for name in repos}
+    for round_ in range(args.rounds):  # alternated: a machine that speeds up or slows down
+        for name in list(repos)[:: 1 if round_ % 2 == 0 else -1]:  # favours neither side
+            runs[name].append(load(repos[name], args))
+    ours = median_run(runs["now"])
+    before = median_run(runs["before"]) if "before" in runs else None
+    result = {
+        "clients": args.clients,
+        "turns_per_client": args.turns,
+        "rounds": args.rounds,
+        "now": ours,
+        "before": before,
+    }
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "service.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -171,6 +198,8 @@ def main() -> None:
     lines = [
         f"# Pilot service on loopback: {args.clients} clients x {args.turns} messages "
         "(local defaults, embedded Qdrant, 2 cores)",
+        "",
+        f"Each checkout loaded {args.rounds} times, alternated; each figure is its median.",
         "",
         *table(columns, rows),
     ]

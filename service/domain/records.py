@@ -17,7 +17,6 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, Required, TypeAlias, TypeVar
 
@@ -27,6 +26,7 @@ from pydantic import ConfigDict, JsonValue, TypeAdapter, ValidationError, with_c
 # it refuses)
 from typing_extensions import TypedDict
 
+from tasks.replay import ChangeKind
 from tasks.schemas import Verdict
 
 R = TypeVar("R")
@@ -129,22 +129,23 @@ class ArticleEvent(TypedDict):
     detail: str
 
 
-class CheckedQuestion(TypedDict):
-    """One of the article's questions, asked under the draft's slots by its check."""
+class CheckedQuestion(TypedDict, total=False):
+    """One of the article's questions, asked under the draft's slots by its check (a check
+    stored by an earlier version may lack a field)."""
 
-    question: str
+    question: Required[str]
     verdict: Verdict
     answered_from_article: bool
     cited: list[str]
     answer: str
 
 
-class ReplayedChange(TypedDict):
+class ReplayedChange(TypedDict, total=False):
     """A recent customer question whose reply the article would change."""
 
-    question: str
+    question: Required[str]
     slots: dict[str, str]
-    change: str  # a :data:`tasks.replay.CHANGES` kind
+    change: Required[ChangeKind]
     before: JsonObject  # a :class:`tasks.replay.Reply` (verdict, pages, answer)
     after: JsonObject
 
@@ -169,6 +170,7 @@ class ArticleCheck(TypedDict, total=False):
     replay: Replay
 
 
+@with_config(ConfigDict(extra="allow"))  # a field a newer version wrote is kept on rewrite
 class StoredArticle(TypedDict, total=False):
     """An article's record: the whole article (its file is written from it), where it stands
     and what was done to it."""
@@ -198,9 +200,12 @@ class BrokenRecord(ValueError):
 
 SESSION: TypeAdapter[SessionHeader] = TypeAdapter(SessionHeader)
 MARK: TypeAdapter[StoredMark] = TypeAdapter(StoredMark)
+ARTICLE: TypeAdapter[StoredArticle] = TypeAdapter(StoredArticle)
+CHECK: TypeAdapter[ArticleCheck] = TypeAdapter(ArticleCheck)
+REPLAYED: TypeAdapter[list[ReplayedChange]] = TypeAdapter(list[ReplayedChange])
 
 
-def parsed(kind: TypeAdapter[R], payload: Mapping[str, object], record: str) -> R:
+def parsed(kind: TypeAdapter[R], payload: object, record: str) -> R:
     """``payload`` read as ``kind``, or :class:`BrokenRecord` naming ``record`` (its
     collection and key) and the fields at fault.
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from config.settings import SlotRule
-from service.domain.records import ArticleCheck
+from service.domain.records import CHECK, ArticleCheck, parsed
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
 from storage.retrieval.filters import build_filters, document_fields
 
@@ -91,7 +91,12 @@ class ArticleChecks:
         if slugs is not None and not slugs:
             return {}
         found = self.store.scroll(CHECKS, within(self.rules, tenant, slots, *more))
-        return {r.payload["slug"]: cast(ArticleCheck, r.payload["check"]) for r in found}
+        return {
+            str(r.payload["slug"]): parsed(
+                CHECK, r.payload["check"], f"{CHECKS} {tenant}/{r.payload['slug']}"
+            )
+            for r in found
+        }
 
     def exists(self, tenant: str, slug: str) -> bool:
         """Whether the article has a last check at all (at any level)."""

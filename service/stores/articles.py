@@ -47,7 +47,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 import frontmatter
 import yaml
@@ -56,12 +56,14 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from config.settings import SlotRule
 from service.domain.draft_lead import Answerable, leading_with_answer
 from service.domain.records import (
+    ARTICLE,
+    REPLAYED,
     ArticleCheck,
     ArticleEvent,
     CheckedQuestion,
     JsonObject,
-    ReplayedChange,
     StoredArticle,
+    parsed,
 )
 from service.domain.topics import TOPIC_FLOOR, similarities
 from service.domain.views import DraftedBy, DraftProposal
@@ -101,6 +103,11 @@ COURTESY_WORDS = 4  # a salutation or sign-off line is this short ("Hi Maria,", 
 SOURCES_LINE = "Sources:"  # heads the block the desk's "Use this reply" appends (agent.js)
 SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _NAMESPACE = uuid.UUID("3c9f1e2a-7b4d-4e8a-9f0c-5d6e7f8a9b0c")
+
+
+def _article(payload: Mapping[str, object]) -> StoredArticle:
+    """A stored article's record, parsed (:class:`BrokenRecord` naming it)."""
+    return parsed(ARTICLE, payload, f"{ARTICLES} {payload.get('tenant')}/{payload.get('slug')}")
 
 
 class ArticleError(ValueError):
@@ -470,17 +477,13 @@ class Articles:
         """The tenant's article ``slug`` if ``slots`` may read it (None: any, for the service),
         with its last check if ``slots`` reach as far as the key that ran it."""
         found = list(self.store.scroll(ARTICLES, self._where(tenant, slots, Match("slug", (slug,)))))
-        return (
-            self._with_checks(tenant, [cast(StoredArticle, found[0].payload)], slots)[0]
-            if found
-            else None
-        )
+        return self._with_checks(tenant, [_article(found[0].payload)], slots)[0] if found else None
 
     def all(self, tenant: str, slots: Mapping[str, str]) -> list[StoredArticle]:
         """The tenant's articles that ``slots`` may read, the latest changed first, each with
         its last check where ``slots`` reach as far as the key that ran it."""
         found = self.store.scroll(ARTICLES, self._where(tenant, slots))
-        records = self._with_checks(tenant, [cast(StoredArticle, r.payload) for r in found], slots)
+        records = self._with_checks(tenant, [_article(r.payload) for r in found], slots)
         return sorted(records, key=lambda r: -r.get("updated_at", 0.0))
 
     def _with_checks(
@@ -576,7 +579,7 @@ class Articles:
         preview = uuid.uuid4().hex
         self._write(kb, self.path(tenant, article.slug), front_matter(article, tenant, preview))
         record = record or {"tenant": tenant, "slug": article.slug}
-        record.update(cast(StoredArticle, article.model_dump()))
+        record = ARTICLE.validate_python({**record, **article.model_dump()})
         record.update(
             {
                 "id": article_id(tenant, article.slug),
@@ -623,16 +626,17 @@ class Articles:
         without = [reply_of(ask(q.text, dict(slots))) for q in near]
         with_it = [reply_of(ask(q.text, under)) for q in near]
         changes = compare(near, without, with_it)
+        asked = REPLAYED.validate_python([c.model_dump() for c in changes])
         check: ArticleCheck = {
             "at": time.time(),
             "by": who,
             "rows": rows,
             "answered": passed,
             "replay": {
-                "questions": len(changes),
+                "questions": len(asked),
                 "summary": summary(changes),
-                "changes": [cast(ReplayedChange, c.model_dump()) for c in changes if c.change != "same"],
-                "asked": [cast(ReplayedChange, c.model_dump()) for c in changes],
+                "changes": [c for c in asked if c["change"] != "same"],
+                "asked": asked,
             },
         }
         # its rows quote what these slots read: kept at their level, shown to keys reaching it
@@ -720,7 +724,7 @@ class Articles:
         level. Run at start; the number of articles written."""
         written = 0
         for found in list(self.store.scroll(ARTICLES)):
-            record = cast(StoredArticle, dict(found.payload))
+            record = _article(found.payload)
             tenant, slug = record["tenant"], record["slug"]
             old_check = record.pop("check", None)
             if old_check:

@@ -145,3 +145,31 @@ def test_a_stored_record_that_does_not_parse_names_itself(pilot):
     header = pilot.session("acme", "k1")
     assert header is not None and header["key"] == "web" and header["created"] == 2.0
     assert header["status"] == "open"
+
+
+def test_a_stored_outcome_that_does_not_parse_names_itself(pilot, example_kb):
+    """An outcome the report would read with a label no version writes, or without the day
+    it was counted under, fails where it is read, naming the conversation and the field."""
+    import uuid
+
+    from service.domain.records import BrokenRecord
+    from service.stores.outcome_store import OUTCOMES, OutcomeStore
+    from storage.qdrant.store import PointData
+
+    outcomes = OutcomeStore(pilot.store, example_kb.encoders)
+    fields = {"tenant": "acme", "customer_id": "c", "why": "", "questions": 1}
+    times = {"started": 1.0, "last_activity": 2.0}
+    for session, broken in (
+        ("o1", {"day": "2026-12-01", "label": "solved-ish", **times}),
+        ("o2", {"label": "assumed", **times}),
+    ):
+        point = PointData(
+            id=str(uuid.uuid4()),
+            dense=outcomes.vector,
+            payload={"session_id": session, **fields, **broken},
+        )
+        pilot.store.upsert(OUTCOMES, [point])
+    with pytest.raises(BrokenRecord, match=r"pilot_outcomes acme/o1 .*label: Input should be"):
+        outcomes.get("acme", "o1")
+    with pytest.raises(BrokenRecord, match=r"pilot_outcomes acme/o2 .*day: Field required"):
+        outcomes.get("acme", "o2")
