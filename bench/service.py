@@ -151,10 +151,14 @@ def load(repo: Path, args: argparse.Namespace) -> dict:
 def median_run(runs: list[dict]) -> dict:
     """Each measure's median over ``runs`` (the loads of one checkout).
 
-    >>> median_run([{"turns_per_second": 4.0}, {"turns_per_second": 6.0}])
-    {'turns_per_second': 5.0}
+    >>> median_run([{"turns": 100, "turns_per_second": 4.0}, {"turns": 100, "turns_per_second": 6.0}])
+    {'turns': 100, 'turns_per_second': 5.0}
     """
-    return {key: round(statistics.median(r[key] for r in runs), 2) for key in runs[0]}
+    medians = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    return {
+        k: int(v) if v == int(v) and isinstance(runs[0][k], int) else round(v, 2)
+        for k, v in medians.items()
+    }
 
 
 def main() -> None:
