@@ -170,9 +170,13 @@ def main() -> None:
         "--rounds", type=int, default=2, help="loads per checkout, alternated; medians reported"
     )
     args = parser.parse_args()
-    if not (1 <= args.clients <= 32 and 1 <= args.turns <= 20 and 1 <= args.searches <= 5000) or not (
-        1 <= args.rounds <= 5
-    ):
+    bounded = (
+        1 <= args.clients <= 32
+        and 1 <= args.turns <= 20
+        and 1 <= args.searches <= 5000
+        and 1 <= args.rounds <= 5
+    )
+    if not bounded:
         parser.error("keep the load bounded: clients <= 32, turns <= 20, searches <= 5000, rounds <= 5")
     repos = {"now": ROOT} | ({"before": args.baseline_repo.resolve()} if args.baseline_repo else {})
     runs: dict[str, list[dict]] = {name: [] for name in repos}
