@@ -829,7 +829,7 @@ def serve(
     from service.auth import check_key_slots
     from service.header_timeout import server_config
     from service.logs import uvicorn_log_config
-    from service.malloc_arenas import limit_malloc_arenas
+    from service.malloc_arenas import limit_malloc_arenas, return_freed_heap
 
     limit_malloc_arenas()  # before the runtime's and the server's threads
     settings = state.settings.for_serving()
@@ -839,6 +839,7 @@ def serve(
             "and set SUPPORTCREW_PILOT__API_KEYS"
         )
     runtime = build_runtime(settings, state.data_dir, engine=engine, process=process)
+    return_freed_heap()  # what loading the models needed only while loading
     try:
         check_key_slots(settings.pilot.api_keys, runtime.settings.slots)  # exit 2 naming the key
         app = create_app(settings, state.data_dir, runtime)

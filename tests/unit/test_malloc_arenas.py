@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from service.malloc_arenas import limit_malloc_arenas
+from service.malloc_arenas import limit_malloc_arenas, return_freed_heap
 from tests.conftest import REPO
 
 glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc arenas")
@@ -19,7 +19,7 @@ glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 # eight threads hold allocations at once; glibc's malloc_stats prints one "Arena N:" per arena
 ARENAS_IN_USE = """
 import ctypes, sys, threading
-from service.malloc_arenas import limit_malloc_arenas
+from service.malloc_arenas import limit_malloc_arenas, return_freed_heap
 if sys.argv[1] == "capped":
     limit_malloc_arenas()
 libc = ctypes.CDLL("libc.so.6")
@@ -78,3 +78,13 @@ def test_a_c_library_without_mallopt_changes_nothing(monkeypatch):
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     monkeypatch.setattr(ctypes, "CDLL", lambda name: object())
     assert limit_malloc_arenas() is False
+
+
+@glibc_only
+def test_freed_heap_goes_back_to_the_system():
+    assert return_freed_heap() is True
+
+
+def test_no_malloc_trim_leaves_the_heap_alone(monkeypatch):
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: object())
+    assert return_freed_heap() is False
