@@ -6,7 +6,7 @@ decision was, a reply's reach).
 
 Usage::
 
-    view = customer_view(pilot, header)          # a SessionView
+    view = customer_view(pilot, header)          # a SessionPublic
     detail = session_detail(pilot, who, session_id)
 """
 
@@ -16,24 +16,22 @@ from collections.abc import Mapping
 
 from service.auth import Caller
 from service.context import PilotContext, owned_session
-from service.domain.records import SessionHeader, StaffOnlyTurn
+from service.domain.records import SessionHeader
 from service.domain.session_slots import turn_slots
 from service.domain.staff_reads import with_cited_pages
-from service.domain.views import CitedTurnRecord, FeedbackMark, SessionDetail, SessionView
+from service.domain.views import FeedbackMark, SessionDetail, SessionPublic, TurnPublic
 from storage.memory import Scope
 from tasks.state import search_slots
 
 
-def customer_view(pilot: PilotContext, header: SessionHeader) -> SessionView:
-    """A session header as its customer sees it: the fields :class:`SessionView` declares
-    (none of the staff's), and once a person took it the name they chose to show
-    (``agent_name``: the staff key's ``display_name``, None without one: "a person from our
-    support team")."""
-    fields: Mapping[str, object] = header
-    view = {k: fields[k] for k in SessionView.model_fields if k in fields}
+def customer_view(pilot: PilotContext, header: SessionHeader) -> SessionPublic:
+    """A session header as its customer sees it (:class:`SessionPublic`: none of the staff's
+    fields), and once a person took it the name they chose to show (``agent_name``: the staff
+    key's ``display_name``, None without one: "a person from our support team")."""
+    view = SessionPublic.model_validate(header)
     if header.get("taken_at"):
-        view["agent_name"] = display_name(pilot, header["tenant"], header.get("taken_by", ""))
-    return SessionView.model_validate(view)
+        view.agent_name = display_name(pilot, header["tenant"], header.get("taken_by", ""))
+    return view
 
 
 def display_name(pilot: PilotContext, tenant: str, key_name: str) -> str | None:
@@ -44,10 +42,9 @@ def display_name(pilot: PilotContext, tenant: str, key_name: str) -> str | None:
     return key.display_name if key is not None else None
 
 
-def customer_turn(turn: Mapping[str, object]) -> CitedTurnRecord:
-    """A turn without the fields only staff read (:class:`StaffOnlyTurn`)."""
-    staff_only = StaffOnlyTurn.__optional_keys__
-    return CitedTurnRecord.model_validate({k: v for k, v in turn.items() if k not in staff_only})
+def customer_turn(turn: Mapping[str, object]) -> TurnPublic:
+    """A turn without the fields only staff read (:class:`TurnPublic`)."""
+    return TurnPublic.model_validate(turn)
 
 
 def session_detail(pilot: PilotContext, who: Caller, session_id: str) -> SessionDetail:

@@ -26,16 +26,15 @@ from service.domain.records import SessionHeader
 from service.domain.session_state import waiting_for_a_person
 from service.domain.staff_reads import staff_slots, with_cited_pages, withhold_unreadable
 from service.domain.views import (
-    CitedTurnRecord,
     Conversation,
+    DeskChange,
     FeedbackMark,
     QueuePage,
     QueueRow,
-    QueueSession,
     Resolved,
-    SessionChange,
-    SessionView,
+    SessionStaff,
     SuggestedReply,
+    TurnStaff,
 )
 from service.errors import ApiError
 from service.outcome_upkeep import touched
@@ -85,9 +84,9 @@ def conversation(pilot: PilotContext, who: Caller, header: SessionHeader) -> Con
     turns = withhold_unreadable(pilot.runtime, slots, stored, who.key_name)
     suggestion = suggested_reply(pilot.runtime, turns, slots, header["session_id"])
     return Conversation(
-        session=SessionView.model_validate(header),
+        session=SessionStaff.model_validate(header),
         customer=customer_label(header["customer_id"]),
-        turns=[CitedTurnRecord.model_validate(t) for t in with_cited_pages(pilot.runtime, slots, turns)],
+        turns=[TurnStaff.model_validate(t) for t in with_cited_pages(pilot.runtime, slots, turns)],
         citations=sorted({c for t in turns for c in t.get("citations", [])}),
         entities=[e.model_dump(include={"type", "value", "attributes"}) for e in memory.entities(scope)],
         memories=[
@@ -164,7 +163,7 @@ def queue_row(pilot: PilotContext, header: SessionHeader) -> QueueRow:
     said = [str(t["user"]) for t in turns if t.get("user")]
     urgent = urgency(header, turns, time.time())
     return QueueRow(
-        session=QueueSession.model_validate(header),
+        session=SessionStaff.model_validate(header),
         customer=customer_label(header["customer_id"]),
         why=handoff_why(header, turns),
         problem=problem_of(pilot, header, turns),
@@ -185,12 +184,12 @@ def queue_page(pilot: PilotContext, tenant: str, limit: int, offset: int) -> Que
     return QueuePage(handoffs=rows, total=len(waiting), limit=limit, offset=offset)
 
 
-def take(pilot: PilotContext, who: Caller, session_id: str) -> SessionChange:
+def take(pilot: PilotContext, who: Caller, session_id: str) -> DeskChange:
     """This person takes the conversation (409 when another agent has it): the header as
     staff read it."""
     header = pilot.store.take(who.tenant, session_id, who.key_name, staff_role(who))
     touched(pilot, who.tenant, session_id)
-    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
+    return DeskChange(session=SessionStaff.model_validate(found(header, session_id)))
 
 
 def staff_names(pilot: PilotContext, tenant: str) -> set[str]:
@@ -202,7 +201,7 @@ def staff_names(pilot: PilotContext, tenant: str) -> set[str]:
     }
 
 
-def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> SessionChange:
+def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> DeskChange:
     """An admin gives the conversation to one of the tenant's staff keys (422 naming
     ``agent`` for any other name)."""
     if agent not in staff_names(pilot, who.tenant):
@@ -211,7 +210,7 @@ def assign(pilot: PilotContext, who: Caller, session_id: str, agent: str) -> Ses
         )
     header = pilot.store.take(who.tenant, session_id, agent, "admin")
     touched(pilot, who.tenant, session_id)
-    return SessionChange(session=SessionView.model_validate(found(header, session_id)))
+    return DeskChange(session=SessionStaff.model_validate(found(header, session_id)))
 
 
 def reply(pilot: PilotContext, who: Caller, session_id: str, message: str) -> int:
@@ -241,4 +240,4 @@ def resolve(pilot: PilotContext, who: Caller, session_id: str, note: str) -> Res
     )
     remembered = close_session(pilot.memory, scope, session_id, note if replied else "")
     touched(pilot, who.tenant, session_id)
-    return Resolved(session=SessionView.model_validate(header), remembered=remembered)
+    return Resolved(session=SessionStaff.model_validate(header), remembered=remembered)

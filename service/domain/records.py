@@ -1,7 +1,11 @@
 """The pilot's stored records, one definition each: a session header as the pilot store
-writes it (and the fields a move may change), a customer's mark on a reply, the fields of a
-turn only staff read, and an article's record (its text, slots, status, last check and
-history). They are ``TypedDict``s: what Qdrant hands back is the payload as written, so a
+writes it (and the fields a move may change), a customer's mark on a reply, and an article's
+record (its text, slots, status, last check and history). Each record's family goes on in
+:mod:`service.domain.views`: what a customer reads (``SessionPublic``, ``TurnPublic``) and
+what staff read (``SessionStaff``, ``TurnStaff``), each a Pydantic model of the stored fields
+that reader may see (a test holds them to the stored definitions).
+
+The stored records are ``TypedDict``s: what Qdrant hands back is the payload as written, so a
 record read is a plain dict and these say which keys it holds (mypy checks every read and
 write of them). The stores parse every record they read (:func:`parsed`): a stored record
 that does not fit its definition is a :class:`BrokenRecord` naming the record and the field,
@@ -102,22 +106,6 @@ class StoredMark(TypedDict, total=False):
     comment: str
     ts: float
     day: str  # UTC day of ``ts`` (the outcome report counts marks by day; older marks lack it)
-
-
-class StaffOnlyTurn(TypedDict, total=False):
-    """The fields of a stored turn (``storage.memory.StoredTurn``) that only staff read: which
-    staff key replied, the enforced slots the turn ran under, its claim id, how sure the
-    decision was, whether the model drafted it, and a person's reply's reach
-    (``storage/replies.py``). A customer reads their turns without these."""
-
-    agent: str
-    slots: dict[str, str]
-    claim: str
-    probability: float | None
-    drafted: bool
-    access: str
-    tiers: list[str]
-    reach_kept: bool
 
 
 class ArticleEvent(TypedDict):

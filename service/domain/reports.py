@@ -45,10 +45,10 @@ from service.domain.staff_reads import (
 from service.domain.views import (
     BudgetReport,
     BudgetRow,
-    CitedTurnRecord,
     FeedbackMark,
     GapReportPage,
-    SessionView,
+    SessionStaff,
+    TurnStaff,
 )
 from service.errors import ApiError
 from service.outcome_upkeep import flush
@@ -61,9 +61,9 @@ class ConversationReport(BaseModel):
     and its transcript and marks as far as the key may read them."""
 
     outcome: ConversationOutcome
-    session: SessionView
+    session: SessionStaff
     customer: str
-    turns: list[CitedTurnRecord]  # each reply's sources as pages (title, link)
+    turns: list[TurnStaff]  # each reply's sources as pages (title, link)
     feedback: list[FeedbackMark]
 
 
@@ -148,17 +148,17 @@ def conversation_report(pilot: PilotContext, who: Caller, session_id: str) -> Co
     turns = pilot.memory.session_turns(Scope(header["customer_id"], who.tenant), session_id)
     return ConversationReport(
         outcome=shown,
-        session=SessionView(**header),
+        session=SessionStaff.model_validate(header),
         customer=customer_label(header["customer_id"]),
         turns=[
-            CitedTurnRecord(**t)
+            TurnStaff.model_validate(t)
             for t in with_cited_pages(
                 pilot.runtime,
                 slots,
                 withhold_unreadable(pilot.runtime, slots, turns, who.key_name),
             )
         ],
-        feedback=[FeedbackMark(**f) for f in pilot.store.feedback(who.tenant, session_id)],
+        feedback=[FeedbackMark.model_validate(f) for f in pilot.store.feedback(who.tenant, session_id)],
     )
 
 

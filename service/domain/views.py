@@ -50,8 +50,9 @@ class NewSessionView(BaseModel):
     slots: dict[str, str]
 
 
-class SessionView(_Record):
-    """A session header (as its customer sees it, or whole for staff)."""
+class SessionPublic(BaseModel):
+    """A session as its customer reads it: the stored header's
+    (:class:`~service.domain.records.SessionHeader`) customer fields, none of the staff's."""
 
     session_id: str
     customer_id: str
@@ -67,7 +68,7 @@ class SessionView(_Record):
     csat_skipped_at: float | None = None  # closed without an answer (an answer clears it)
     taken_at: float | None = None  # a person took the conversation (joined it)
     # who joined, as the customer reads it: the staff key's display name (None: "a person
-    # from our support team"); staff views carry ``taken_by``, the key's name, instead
+    # from our support team"); staff read ``taken_by``, the key's name, instead
     agent_name: str | None = None
     # closed with no person's reply: by staff, or left by the customer (``left_at``)
     closed_without_reply: bool | None = None
@@ -81,34 +82,67 @@ class SessionView(_Record):
         return self.handoff_at is not None
 
 
-class TurnRecord(_Record):
-    """One stored turn: the customer's message and the answer (or a person's reply)."""
+class SessionStaff(SessionPublic):
+    """A session as staff read it: its customer's fields, and who holds or closed it. Never the
+    keys that own it (``owner``) or its revisions."""
 
-    turn_index: int | None = None
-    user: str | None = None
-    answer: str | None = None
-    verdict: Verdict | None = None
-    status: TurnStatus | None = None
-    citations: list[object] = []
-    ts: float | None = None
+    tenant: str | None = None
+    taken_by: str | None = None  # the staff key's name
+    resolution: str | None = None  # the resolving person's note
+    resolved_by: str | None = None
+    memory_written_at: float | None = None
 
 
 class CitedPage(BaseModel):
-    """A page a reply cited, as its customer may read it now."""
+    """A page a reply cited, as its reader may read it now."""
 
     source_id: str
     title: str
     url: str | None = None
 
 
-class CitedTurnRecord(TurnRecord):
-    """A stored turn as its reader sees it (the customer who had it, a person on the desk, a
-    lead): each citation the page it showed, among those the reader's slots may read."""
+class TurnPublic(BaseModel):
+    """One stored turn (:data:`storage.memory.StoredTurn`) as its customer reads it: the message,
+    the answer (or a person's reply, ``from`` "agent") and each citation as the page it showed,
+    among those the reader's slots may read."""
 
-    citations: list[CitedPage] = []  # type: ignore[assignment]
+    model_config = ConfigDict(populate_by_name=True)
+
+    turn_index: int | None = None
+    user: str | None = None
+    answer: str | None = None
+    verdict: Verdict | None = None
+    status: TurnStatus | None = None
+    kind: str | None = None  # what the message was (tasks.message_kind)
+    citations: list[CitedPage] = []
+    offers_handoff: bool | None = None
+    from_: Literal["agent"] | None = Field(None, alias="from")
+    ts: float | None = None
 
 
-class FeedbackMark(_Record):
+class TurnStaff(TurnPublic):
+    """A stored turn as staff read it: also the slots it ran under, who replied, how sure the
+    decision was, what failed, and what the reader's own slots withheld."""
+
+    session_id: str | None = None
+    slots: dict[str, str] | None = None
+    claim: str | None = None
+    agent: str | None = None  # the staff key that replied
+    probability: float | None = None
+    drafted: bool | None = None
+    llm_calls: int | None = None
+    failure: JsonObject | None = None
+    withheld_citations: int | None = None  # citations the reader's slots may not see
+    withheld_reply: bool | None = None  # a person's reply above the reader's slots
+    access: str | None = None  # a person's reply: its conversation's reach (storage/replies.py)
+    tiers: list[str] | None = None
+    reach_kept: bool | None = None
+
+
+class FeedbackMark(BaseModel):
+    """A customer's mark on a reply, as customer and staff read it (stored as
+    :class:`~service.domain.records.StoredMark`)."""
+
     turn_index: int
     rating: Rating
     comment: str = ""
@@ -127,32 +161,20 @@ class SatisfactionAnswer(BaseModel):
 
 
 class SessionDetail(BaseModel):
-    session: SessionView
-    turns: list[CitedTurnRecord]
+    session: SessionPublic
+    turns: list[TurnPublic]
     feedback: list[FeedbackMark]
 
 
 class HandedOff(BaseModel):
-    session: SessionView
+    session: SessionPublic
     message: str
     # the stored turn that says it, rateable like any reply (None: the session already waited)
     turn_index: int | None = None
 
 
-class QueueSession(BaseModel):
-    session_id: str | None = None
-    customer_id: str | None = None
-    status: Status | None = None
-    handoff_reason: str | None = None
-    handoff_at: float | None = None
-    taken_by: str | None = None
-    taken_at: float | None = None
-    created: float | None = None
-    contact_email: str | None = None
-
-
 class QueueRow(BaseModel):
-    session: QueueSession
+    session: SessionStaff
     customer: str
     why: str
     # the customer's latest question nobody answered yet: what the person has to solve
@@ -182,9 +204,9 @@ class SuggestedReply(BaseModel):
 
 
 class Conversation(BaseModel):
-    session: SessionView
+    session: SessionStaff
     customer: str
-    turns: list[CitedTurnRecord]  # each reply's sources as the pages the key may read
+    turns: list[TurnStaff]  # each reply's sources as the pages the key may read
     citations: list[str]
     entities: list[JsonObject]  # each entity's type, value and attributes
     memories: list[JsonObject]  # each earlier case's session_id, summary, resolution and ts
@@ -193,10 +215,18 @@ class Conversation(BaseModel):
 
 
 class SessionChange(BaseModel):
-    session: SessionView
+    """A customer's move on their session (left it, left an email): the session as they read it."""
+
+    session: SessionPublic
 
 
-class Resolved(SessionChange):
+class DeskChange(BaseModel):
+    """A person's move on the desk (took, assigned): the session as staff read it."""
+
+    session: SessionStaff
+
+
+class Resolved(DeskChange):
     remembered: bool
 
 

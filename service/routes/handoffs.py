@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.context import Admin, Pilot, Staff
 from service.domain import queue
-from service.domain.views import AgentReply, Conversation, QueuePage, Resolved, SessionChange
+from service.domain.views import AgentReply, Conversation, DeskChange, QueuePage, Resolved
 from service.web.etag import json_with_etag
 from tasks.schemas import PlainText, StaffText
 
@@ -76,18 +76,18 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> Conversation:
 
 
 @router.post(
-    "/handoffs/{session_id}/take", response_model=SessionChange, response_model_exclude_unset=True
+    "/handoffs/{session_id}/take", response_model=DeskChange, response_model_exclude_unset=True
 )
-async def take(session_id: str, who: Staff, pilot: Pilot) -> SessionChange:
+async def take(session_id: str, who: Staff, pilot: Pilot) -> DeskChange:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""
     return await run_in_threadpool(queue.take, pilot, who, session_id)
 
 
 @router.post(
-    "/handoffs/{session_id}/assign", response_model=SessionChange, response_model_exclude_unset=True
+    "/handoffs/{session_id}/assign", response_model=DeskChange, response_model_exclude_unset=True
 )
-async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> SessionChange:
+async def assign(session_id: str, body: Assignment, who: Admin, pilot: Pilot) -> DeskChange:
     """An admin gives the conversation to one of the tenant's staff keys."""
     return await run_in_threadpool(queue.assign, pilot, who, session_id, body.agent)
 

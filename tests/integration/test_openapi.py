@@ -126,7 +126,7 @@ def test_a_generated_client_reads_and_writes_back_every_answer(
         )
         round_trips(m.SessionDetail, client.get(f"/v1/sessions/{session}", headers=customer))
         round_trips(m.QueuePage, client.get("/v1/handoffs", headers=agent))
-        round_trips(m.SessionChange, client.post(f"/v1/handoffs/{session}/take", headers=agent))
+        round_trips(m.DeskChange, client.post(f"/v1/handoffs/{session}/take", headers=agent))
         round_trips(m.Conversation, client.get(f"/v1/handoffs/{session}", headers=agent))
         round_trips(
             m.AgentReply,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.domain.views import SessionView
+from service.domain.views import SessionStaff
 from service.stores.pilot_store import SESSIONS, PilotStore
 from storage.qdrant.edge_store import EdgeStore
 
@@ -68,7 +68,7 @@ def test_the_start_migration_gives_each_header_its_status_and_drops_the_flag(pil
     assert headers["new"]["rev"] == new_rev
     # the queue reads the status alone; clients still read a derived flag
     assert [h["session_id"] for h in pilot.handoffs("acme")] == ["waiting"]
-    views = {k: SessionView(**h).model_dump() for k, h in headers.items()}
+    views = {k: SessionStaff.model_validate(h).model_dump() for k, h in headers.items()}
     assert {k: v["handoff"] for k, v in views.items()} == {
         "waiting": True,
         "open": False,
