@@ -30,9 +30,10 @@ import uuid
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, cast
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, TypeAdapter
+from typing_extensions import TypedDict  # pydantic reads it before Python 3.12
 
 from config.settings import SlotRule, default_slot_rules
 from storage.kb.embeddings import Encoders
@@ -48,6 +49,7 @@ from storage.qdrant.store import (
     Store,
     ensure_records,
 )
+from storage.records import parsed
 from storage.retrieval.filters import build_filters, document_fields, highest_levels, widest_reach
 
 SESSIONS, ENTITIES, MEMORIES = "sessions", "entities", "memories"
@@ -180,7 +182,8 @@ StoredTurn = TypedDict(
         "failure": dict[str, Any],
         "from": Literal["agent"],  # a person's reply
         "agent": str,  # the staff key that replied
-        "vector": list[float],  # gap_turns only: the message's stored vector
+        # gap_turns only: the message's stored vector (a float32 array, read as stored)
+        "vector": Annotated[Sequence[float], SkipValidation],
         "withheld_citations": int,  # a staff read's: citations the reader's slots may not see
         "withheld_reply": bool,  # a staff read's: a person's reply above the reader's slots
         "access": str,  # a person's reply: its conversation's reach (storage.replies)
@@ -189,6 +192,15 @@ StoredTurn = TypedDict(
     },
     total=False,
 )
+TURN: TypeAdapter[StoredTurn] = TypeAdapter(StoredTurn)
+
+
+def read_turn(payload: Mapping[str, Any]) -> StoredTurn:
+    """A stored turn as :data:`StoredTurn`, or a ``BrokenRecord`` naming it and its field."""
+    where = "/".join(
+        str(payload.get(k, "?")) for k in ("tenant", "customer_id", "session_id", "turn_index")
+    )
+    return parsed(TURN, payload, f"{SESSIONS} {where}")
 
 
 def _stamped(scope: Scope, payload: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +329,7 @@ class MemoryStore:
     def session_turns(self, scope: Scope, session_id: str) -> list[StoredTurn]:
         self.ensure()
         records = self.store.scroll(SESSIONS, self._session(scope, session_id))
-        return sorted((cast(StoredTurn, r.payload) for r in records), key=lambda p: p["turn_index"])
+        return sorted((read_turn(r.payload) for r in records), key=lambda p: p["turn_index"])
 
     def gap_turns(
         self, tenant: str, since: float = 0.0, rated_sessions: Sequence[str] = ()
@@ -336,7 +348,7 @@ class MemoryStore:
             kinds.append(Match("session_id", tuple(rated_sessions)))
         where = AllOf((Match("tenant", (tenant,)), AnyOf(tuple(kinds))))
         return [
-            cast(StoredTurn, {**r.payload, "vector": r.dense})
+            read_turn({**r.payload, "vector": r.dense})
             for r in self.store.scroll(SESSIONS, where, dense=True)
             if r.payload.get("ts", 0.0) >= since
         ]
@@ -346,7 +358,7 @@ class MemoryStore:
         customer's view): one read for the outcome report, not one per conversation."""
         self.ensure()
         return [
-            cast(StoredTurn, r.payload)
+            read_turn(r.payload)
             for r in self.store.scroll(SESSIONS, Match("tenant", (tenant,)), fields=fields)
         ]
 

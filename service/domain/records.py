@@ -7,10 +7,11 @@ that reader may see (a test holds them to the stored definitions).
 
 The stored records are ``TypedDict``s: what Qdrant hands back is the payload as written, so a
 record read is a plain dict and these say which keys it holds (mypy checks every read and
-write of them). The stores parse every record they read (:func:`parsed`): a stored record
-that does not fit its definition is a :class:`BrokenRecord` naming the record and the field,
-never a ``KeyError`` three calls later; records written by older versions fit (their keys
-are optional here, or read into this version's shape after parsing).
+write of them). The stores parse every record they read (:func:`storage.records.parsed`):
+a stored record that does not fit its definition is a :class:`~storage.records.BrokenRecord`
+naming the record and the field, never a ``KeyError`` three calls later; records written by
+older versions fit (their keys are optional here, or read into this version's shape after
+parsing).
 
 Usage::
 
@@ -22,9 +23,9 @@ Usage::
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal, Required, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Literal, Required, TypeAlias
 
-from pydantic import ConfigDict, JsonValue, TypeAdapter, ValidationError, with_config
+from pydantic import ConfigDict, JsonValue, TypeAdapter, with_config
 
 # typing_extensions': pydantic reads these in response models (``typing.TypedDict`` before 3.12
 # it refuses)
@@ -33,7 +34,6 @@ from typing_extensions import TypedDict
 from tasks.replay import ChangeKind
 from tasks.schemas import Verdict
 
-R = TypeVar("R")
 Rating = Literal["up", "down"]  # a customer's mark on a reply
 
 
@@ -182,31 +182,8 @@ class StoredArticle(TypedDict, total=False):
     updated_at: float
 
 
-class BrokenRecord(ValueError):
-    """A stored record that does not fit its definition: says which record and which field."""
-
-
 SESSION: TypeAdapter[SessionHeader] = TypeAdapter(SessionHeader)
 MARK: TypeAdapter[StoredMark] = TypeAdapter(StoredMark)
 ARTICLE: TypeAdapter[StoredArticle] = TypeAdapter(StoredArticle)
 CHECK: TypeAdapter[ArticleCheck] = TypeAdapter(ArticleCheck)
 REPLAYED: TypeAdapter[list[ReplayedChange]] = TypeAdapter(list[ReplayedChange])
-
-
-def parsed(kind: TypeAdapter[R], payload: object, record: str) -> R:
-    """``payload`` read as ``kind``, or :class:`BrokenRecord` naming ``record`` (its
-    collection and key) and the fields at fault.
-
-    >>> mark = {"tenant": "acme", "session_id": "s1", "turn_index": 0, "rating": "meh"}
-    >>> parsed(MARK, mark, "pilot_feedback acme/s1/0")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    service.domain.records.BrokenRecord: stored record pilot_feedback acme/s1/0 ... rating: ...
-    """
-    try:
-        return kind.validate_python(payload)
-    except ValidationError as exc:
-        faults = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(record)'}: {e['msg']}" for e in exc.errors()
-        )
-        raise BrokenRecord(f"stored record {record} does not parse: {faults}") from None

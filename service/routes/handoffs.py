@@ -75,9 +75,7 @@ async def handoff(session_id: str, who: Staff, pilot: Pilot) -> Conversation:
     return await run_in_threadpool(queue.read_conversation, pilot, who, session_id)
 
 
-@router.post(
-    "/handoffs/{session_id}/take", response_model=DeskChange, response_model_exclude_unset=True
-)
+@router.post("/handoffs/{session_id}/take", response_model=DeskChange, response_model_exclude_unset=True)
 async def take(session_id: str, who: Staff, pilot: Pilot) -> DeskChange:
     """This person takes the conversation: only they reply until it is resolved or an admin
     reassigns it (409 when another agent has it)."""

@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from config.settings import SlotRule
-from service.domain.records import CHECK, ArticleCheck, parsed
+from service.domain.records import CHECK, ArticleCheck
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
+from storage.records import parsed
 from storage.retrieval.filters import build_filters, document_fields
 
 if TYPE_CHECKING:

@@ -63,13 +63,13 @@ from service.domain.records import (
     CheckedQuestion,
     JsonObject,
     StoredArticle,
-    parsed,
 )
 from service.domain.topics import TOPIC_FLOOR, similarities
 from service.domain.views import DraftedBy, DraftProposal
 from service.stores.article_checks import ArticleChecks, within
 from storage.kb.ingest import ingest_paths
 from storage.qdrant.store import Condition, Match, PointData, Store, ensure_records
+from storage.records import parsed
 from storage.replies import PersonReplies
 from storage.retrieval.filters import (
     DRAFT,

@@ -29,10 +29,10 @@ from pydantic import TypeAdapter
 from config.settings import PilotSettings
 from service.domain.breakdowns import OutcomeRow
 from service.domain.outcomes import ConversationFilter, OutcomeReport, outcome_report, window
-from service.domain.records import parsed
 from service.domain.topics import TopicNamer, conversation_topic
 from storage.memory import Scope
 from storage.qdrant.store import AllOf, Condition, Match, PointData, Store, ensure_records
+from storage.records import parsed
 from tasks.message_kind import load_message_kinds
 from tasks.outcomes import LABELS, RESOLVED, Outcome, day_row, label, reopened, shared_pages
 from tasks.question_behind import pages_reader

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Literal
 
-from service.domain.records import MARK, SESSION, SessionFields, SessionHeader, StoredMark, parsed
+from service.domain.records import MARK, SESSION, SessionFields, SessionHeader, StoredMark
 from service.domain.session_state import (
     Role,
     SessionConflict,
@@ -52,6 +52,7 @@ from storage.qdrant.store import (
     Store,
     ensure_records,
 )
+from storage.records import parsed
 from tasks.outcomes import day_of
 
 SESSIONS, FEEDBACK = "pilot_sessions", "pilot_feedback"

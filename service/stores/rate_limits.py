@@ -44,13 +44,13 @@ from limits.strategies import FixedWindowRateLimiter
 
 from config.settings import PilotSettings
 from service.auth import Caller
-from service.domain.records import parsed
 from service.errors import ApiError
 from service.metrics import record_refusal
 from service.stores.key_budget import COUNTER, BudgetLevel, Change, Counted, KeyBudget, StoredCounter
 from storage.kb.embeddings import Encoders
 from storage.qdrant.revisions import expected, landed, revised
 from storage.qdrant.store import Match, PointData, Store, ensure_records
+from storage.records import parsed
 
 COUNTERS = "pilot_rate_counters"
 T = TypeVar("T")

@@ -69,7 +69,7 @@ def query_entities(text: str, vocabulary: Iterable[str]) -> list[str]:
     lowered = f" {text.lower()} "
     hits = []
     for term in vocabulary:
-        if term in _WORDS:
+        if term in _WORDS or term not in lowered:  # a substring test first: most terms are absent
             continue
         if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", lowered):
             hits.append(term)

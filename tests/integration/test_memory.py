@@ -143,3 +143,17 @@ def test_several_processes_write_through_a_server_without_loss(example_kb):
     assert len(memory.export(Scope("c-multi"))["sessions"]) == 40
     memory.forget(Scope("c-multi"))
     store.close()
+
+
+def test_a_stored_turn_that_does_not_parse_names_itself(memory):
+    """A turn written by something else (an older version, a hand edit) with a field of the
+    wrong kind fails where it is read, naming the turn and the field; the good ones still read
+    through other sessions."""
+    from storage.records import BrokenRecord
+
+    scope = Scope("c-1", "acme")
+    memory.add_turn(scope, "s1", 0, {"user": "Where is my refund?", "status": "done"})
+    memory.add_turn(scope, "s2", 0, {"user": "Hello", "status": "done", "probability": "high"})
+    assert [t["user"] for t in memory.session_turns(scope, "s1")] == ["Where is my refund?"]
+    with pytest.raises(BrokenRecord, match=r"sessions acme/c-1/s2/0 .*probability"):
+        memory.session_turns(scope, "s2")

@@ -125,8 +125,8 @@ def test_a_stored_record_that_does_not_parse_names_itself(pilot):
     """A header or a mark that does not fit its definition fails where it is read, naming the
     record and the field, never as a KeyError calls later; an old header that names its
     ``key`` instead of an ``owner`` still reads."""
-    from service.domain.records import BrokenRecord
     from service.stores.pilot_store import FEEDBACK
+    from storage.records import BrokenRecord
 
     broken = {"session_id": "b1", "tenant": "acme", "slots": "pro", "created": 1.0}
     pilot.store.upsert(SESSIONS, [pilot._point("acme/b1", "session", broken)])
@@ -152,9 +152,9 @@ def test_a_stored_outcome_that_does_not_parse_names_itself(pilot, example_kb):
     it was counted under, fails where it is read, naming the conversation and the field."""
     import uuid
 
-    from service.domain.records import BrokenRecord
     from service.stores.outcome_store import OUTCOMES, OutcomeStore
     from storage.qdrant.store import PointData
+    from storage.records import BrokenRecord
 
     outcomes = OutcomeStore(pilot.store, example_kb.encoders)
     fields = {"tenant": "acme", "customer_id": "c", "why": "", "questions": 1}

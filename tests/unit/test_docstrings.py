@@ -39,7 +39,7 @@ DOCTESTED = (
     "terminal.chat",
     "terminal.safe_text",
     "service.web.etag",
-    "service.domain.records",
+    "storage.records",
     "service.domain.queue",
     "service.domain.conversation",
     "service.stores.rate_limits",
