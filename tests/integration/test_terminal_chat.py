@@ -38,14 +38,12 @@ def spawn(tmp_path, *extra: str, timeout: int = 120) -> pexpect.spawn:
 
 
 def quit_chat(child: pexpect.spawn) -> None:
-    """Ctrl-D, as a customer ends the chat; sent again when it was lost (written before the
-    prompt took the terminal back after a cancelled turn), at most three times."""
-    for _ in range(3):
-        child.sendeof()
-        if child.expect(["bye", pexpect.TIMEOUT], timeout=15) == 0:
-            break
-    else:
-        raise AssertionError("the chat did not end on Ctrl-D")
+    """Ctrl-D at a ready prompt, as a customer ends the chat: the caller has seen the prompt
+    drawn after a command's own output. (A Ctrl-D typed ahead while a command still runs
+    reaches a terminal in line mode, where it is an end of input that the prompt's switch to
+    raw mode may drop: the customer presses it again, as in any shell.)"""
+    child.sendeof()
+    child.expect("bye", timeout=15)
     child.expect(pexpect.EOF)
 
 
@@ -121,7 +119,7 @@ def test_ctrl_c_cancels_the_turn_and_the_next_message_is_answered(tmp_path):
         child.expect("cancelled")
         child.expect("you>")
         child.sendline("/slot product=cloud")
-        child.expect("product")
+        child.expect("'product': 'cloud'")  # the command's output, not the echo of the line
         child.expect("you>")
         quit_chat(child)
     finally:
