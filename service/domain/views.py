@@ -1,8 +1,10 @@
 """What the pilot's routes answer, as typed models: each route declares one, so
 ``/openapi.json`` (written to docs/openapi.json, checked by a test) tells a client what comes
-back. Records read from the store (session headers, turns, feedback marks) declare the fields
-every client relies on and keep whatever else the record holds (``extra="allow"``); routes
-answer them with ``response_model_exclude_unset`` so a field a record lacks stays absent.
+back. A stored record (session header, turn, feedback mark) is answered as the model of its
+reader: ``SessionPublic``/``TurnPublic`` for its customer, ``SessionStaff``/``TurnStaff`` for
+staff, each declaring the stored fields that reader may see (any other stored field is left
+out); routes answer them with ``response_model_exclude_unset`` so a field a record lacks
+stays absent.
 
 Usage::
 
@@ -21,12 +23,6 @@ from service.domain.session_state import Status
 from storage.memory import TurnStatus
 from tasks.gap_report import GapReport
 from tasks.schemas import Citation, Verdict
-
-
-class _Record(BaseModel):
-    """A stored record: its declared fields, and the rest as stored."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 class Health(BaseModel):

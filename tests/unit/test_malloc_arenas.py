@@ -19,7 +19,7 @@ glibc_only = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 # eight threads hold allocations at once; glibc's malloc_stats prints one "Arena N:" per arena
 ARENAS_IN_USE = """
 import ctypes, sys, threading
-from service.malloc_arenas import limit_malloc_arenas, return_freed_heap
+from service.malloc_arenas import limit_malloc_arenas
 if sys.argv[1] == "capped":
     limit_malloc_arenas()
 libc = ctypes.CDLL("libc.so.6")
