@@ -17,6 +17,27 @@ apply_telemetry_policy()
 for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
 
+
+def _one_onnx_thread_per_worker() -> None:
+    """pytest-xdist's workers share the machine's cores: each ONNX Runtime session a worker
+    opens (MiniLM, the cross-encoder) gets one intra-op thread, not one per core, or 3
+    workers on 2 cores keep 6 spinning threads and the parallel stage takes 1.4 times as
+    long. The settings are not touched: their own tests read thread counts."""
+    import onnxruntime
+
+    opened = onnxruntime.InferenceSession.__init__
+
+    def one_thread(session, model, sess_options=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        options = sess_options or onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        opened(session, model, options, *args, **kwargs)
+
+    onnxruntime.InferenceSession.__init__ = one_thread  # type: ignore[method-assign]
+
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _one_onnx_thread_per_worker()
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_KB = REPO / "examples" / "kb"
 
@@ -43,10 +64,14 @@ def example_kb(settings: Settings, kb_dir: Path) -> Iterator:
     """The bundled example knowledge base in a fresh embedded store (read-only for tests)."""
     from storage.kb.ingest import ingest_paths
     from storage.kb.knowledge_base import KnowledgeBase
+    from tests.example_encodings import ExampleEncodings
 
     kb = KnowledgeBase.open(settings, kb_dir)
+    known = ExampleEncodings.install(kb.encoders.dense)
     report = ingest_paths(kb, [EXAMPLE_KB])
+    known.freeze()  # the tests' own stores ingest examples/kb again: its chunks come from here
     assert not report.skipped, report.skipped
+    assert len(known) > 0
     yield kb
     kb.close()
 
