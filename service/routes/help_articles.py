@@ -82,7 +82,7 @@ TEXT_HEADERS = {
 async def help_article(name: str, request: Request, pilot: Pilot) -> Response:
     """A published article of the reader's tenant that its enforced slots may read (404 else)."""
     if "authorization" in request.headers:
-        who = caller(request, pilot)
+        who = await caller(request, pilot)
         require_role(who, "customer", "agent", "admin")
         await run_in_threadpool(pilot.limits.spend, "searches", who)
     else:

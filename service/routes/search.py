@@ -11,6 +11,7 @@ from service.errors import ApiError
 from service.search_api import SearchRequest, SearchResponse, to_response
 from storage.retrieval.filters import SlotError
 from storage.retrieval.request import RetrievalRequest
+from storage.retrieval.results import SearchResultList
 
 router = APIRouter(tags=["search"])
 
@@ -18,13 +19,19 @@ router = APIRouter(tags=["search"])
 @router.post("/v1/search", response_model=SearchResponse)
 async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONResponse:
     """The knowledge base under the key's enforced slots (counted: ``searches``)."""
-    await run_in_threadpool(pilot.limits.spend, "searches", who)
     slots = dict(who.slots)
     if who.tenant:
         slots["tenant"] = who.tenant
-    try:
+
+    def counted_search() -> SearchResultList:
+        pilot.limits.spend("searches", who)  # 429 before anything is searched
         request = RetrievalRequest([body.query], slots, advisory=body.advisory_filters(), strict=False)
-        found = await run_in_threadpool(pilot.runtime.retriever.search_queries, request)
+        return pilot.runtime.retriever.search_queries(request)
+
+    try:  # one hop to the thread pool: the count (a store write on a server) and the search
+        found = await run_in_threadpool(counted_search)
+    except ApiError:
+        raise
     except SlotError as exc:  # slots the rules refuse: the caller's to fix, not an outage
         raise ApiError(422, "invalid_slot", str(exc), field="slots") from None
     except Exception as exc:
