@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -14,6 +16,11 @@ from storage.retrieval.request import RetrievalRequest
 from storage.retrieval.results import SearchResultList
 
 router = APIRouter(tags=["search"])
+log = logging.getLogger(__name__)
+
+
+class SearchFailed(Exception):
+    """The search itself failed (not its count): an outage for the caller, named by type."""
 
 
 @router.post("/v1/search", response_model=SearchResponse)
@@ -24,21 +31,26 @@ async def search(body: SearchRequest, who: Customer, pilot: Pilot) -> JSONRespon
         slots["tenant"] = who.tenant
 
     def counted_search() -> SearchResultList:
-        pilot.limits.spend("searches", who)  # 429 before anything is searched
-        request = RetrievalRequest([body.query], slots, advisory=body.advisory_filters(), strict=False)
-        return pilot.runtime.retriever.search_queries(request)
+        # one hop to the thread pool for the count and the search; the count's own errors (a
+        # 429, a store that is down) reach the app's handlers as on every counted route
+        pilot.limits.spend("searches", who)
+        try:
+            request = RetrievalRequest(
+                [body.query], slots, advisory=body.advisory_filters(), strict=False
+            )
+            return pilot.runtime.retriever.search_queries(request)
+        except SlotError:
+            raise
+        except Exception as exc:
+            raise SearchFailed(type(exc).__name__) from exc
 
-    try:  # one hop to the thread pool: the count (a store write on a server) and the search
+    try:
         found = await run_in_threadpool(counted_search)
-    except ApiError:
-        raise
     except SlotError as exc:  # slots the rules refuse: the caller's to fix, not an outage
         raise ApiError(422, "invalid_slot", str(exc), field="slots") from None
-    except Exception as exc:
+    except SearchFailed as exc:
+        log.error("search failed: %s", exc)  # its type only: the message may quote the query
         raise ApiError(
-            503,
-            "unavailable",
-            pilot.settings.messages.connection_problem,
-            {"reason": type(exc).__name__},
+            503, "unavailable", pilot.settings.messages.connection_problem, {"reason": str(exc)}
         ) from None
     return JSONResponse(to_response(found, pilot.settings.pilot.max_response_bytes))

@@ -291,6 +291,33 @@ def test_watsonx_search_schema_and_limits(client):
     assert client.post("/v1/search", headers=auth("backend"), json={"query": "  "}).status_code == 422
 
 
+def test_a_search_that_fails_is_an_outage_named_by_type_and_its_count_is_not(client, monkeypatch):
+    """The count and the search share one thread hop: only the search's own failure is the
+    503 outage (named by its type, never its message); a failing count stays what it is on
+    every counted route (here a bug: the logged 500)."""
+    from service.stores.rate_limits import RateLimits
+    from storage.retrieval import retriever as retrieval
+
+    def down(*_args, **_kwargs):
+        raise ConnectionError("qdrant unreachable while reading 'secret query'")
+
+    monkeypatch.setattr(retrieval.QdrantRetriever, "search_queries", down)
+    failed = client.post("/v1/search", headers=auth("backend"), json={"query": "secret query"})
+    assert failed.status_code == 503
+    error = failed.json()["error"]
+    assert error["code"] == "unavailable" and "secret query" not in failed.text
+    assert error["reason"] == "ConnectionError"
+    monkeypatch.undo()
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("a counter bug")
+
+    monkeypatch.setattr(RateLimits, "spend", broken)
+    # the app's bug path (a logged 500), which the test client raises, not a 503 outage
+    with pytest.raises(RuntimeError, match="a counter bug"):
+        client.post("/v1/search", headers=auth("backend"), json={"query": "refund"})
+
+
 def test_search_response_is_trimmed_to_whole_results(settings):
     from service.search_api import to_response
     from storage.retrieval.results import SearchResult, SearchResultList
